@@ -1,0 +1,120 @@
+// Little-endian byte encoding for records, entries and peer messages. Writer appends to a
+// buffer; Reader checks every read against the bytes left and reports a short read as a
+// sticky failure, so a decoder never reads past its input whatever the bytes say.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/types.h"
+
+namespace queen {
+
+using Bytes = std::vector<uint8_t>;
+
+class ByteWriter {
+ public:
+  explicit ByteWriter(Bytes* out) : out_(out) {}
+  void u8(uint8_t v) { out_->push_back(v); }
+  void u32(uint32_t v) { put(&v, 4); }
+  void u64(uint64_t v) { put(&v, 8); }
+  void i64(int64_t v) { put(&v, 8); }
+  void hash(const Hash128& h) {
+    u64(h.lo);
+    u64(h.hi);
+  }
+  void uuid(const Uuid& u) { raw(u.bytes.data(), 16); }
+  void str(std::string_view s) {
+    u32(static_cast<uint32_t>(s.size()));
+    raw(s.data(), s.size());
+  }
+  void raw(const void* p, size_t n) {
+    auto* b = static_cast<const uint8_t*>(p);
+    out_->insert(out_->end(), b, b + n);
+  }
+  size_t size() const { return out_->size(); }
+  // Overwrites 4 bytes at `pos` (used to back-fill a length).
+  void patch_u32(size_t pos, uint32_t v) { std::memcpy(out_->data() + pos, &v, 4); }
+  void patch_u64(size_t pos, uint64_t v) { std::memcpy(out_->data() + pos, &v, 8); }
+
+ private:
+  void put(const void* p, size_t n) { raw(p, n); }  // host is little-endian (x86_64, arm64)
+  Bytes* out_;
+};
+
+class ByteReader {
+ public:
+  ByteReader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  explicit ByteReader(const Bytes& b) : p_(b.data()), n_(b.size()) {}
+  bool ok() const { return ok_; }
+  size_t left() const { return ok_ ? n_ - pos_ : 0; }
+  size_t pos() const { return pos_; }
+  uint8_t u8() {
+    uint8_t v = 0;
+    get(&v, 1);
+    return v;
+  }
+  uint32_t u32() {
+    uint32_t v = 0;
+    get(&v, 4);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v = 0;
+    get(&v, 8);
+    return v;
+  }
+  int64_t i64() {
+    int64_t v = 0;
+    get(&v, 8);
+    return v;
+  }
+  Hash128 hash() {
+    Hash128 h;
+    h.lo = u64();
+    h.hi = u64();
+    return h;
+  }
+  Uuid uuid() {
+    Uuid u;
+    get(u.bytes.data(), 16);
+    return u;
+  }
+  std::string str() {
+    uint32_t n = u32();
+    if (!ok_ || n > left()) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  // A bounded count: fails the reader when the count could not fit in the bytes left,
+  // given each element takes at least `min_elem_bytes`.
+  uint32_t count(size_t min_elem_bytes) {
+    uint32_t n = u32();
+    if (ok_ && min_elem_bytes > 0 && n > left() / min_elem_bytes) ok_ = false;
+    return ok_ ? n : 0;
+  }
+
+ private:
+  void get(void* out, size_t n) {
+    if (!ok_ || n > n_ - pos_) {
+      ok_ = false;
+      std::memset(out, 0, n);
+      return;
+    }
+    std::memcpy(out, p_ + pos_, n);
+    pos_ += n;
+  }
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace queen

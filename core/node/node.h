@@ -1,0 +1,65 @@
+// The node: an event-driven state machine that owns one broker's state (queues, partitions,
+// cursors, leases) and its log. It is handed events and reacts by calling the Env.
+//
+// Events in: start (after the environment lists the data folder), a client command with a
+// reply handle, a timer, a completed sync, a cancelled client. Out: appends and syncs of log
+// files, timers, replies. A single node is a cluster of one: an entry commits once every log
+// it touches has synced; the replicator seam is where Raft plugs in.
+//
+// Guarantees (checked by the simulator, see DESIGN.md): a push is answered only once its
+// entry is durable; per partition offsets are gapless; pops and acks are answered only once
+// the checkpoint holding their cursor change is durable (unless consume_fast); after a
+// crash, start() recovers exactly the complete entries (present in every log they touch).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/node/command.h"
+#include "core/node/config.h"
+#include "io/env.h"
+
+namespace queen {
+
+class Store;
+struct NodeImpl;
+
+struct NodeStats {
+  uint64_t entries_committed = 0;
+  uint64_t syncs = 0;
+  uint64_t lease_expiries = 0;
+  uint64_t redeliveries = 0;
+  uint64_t dlq_moves = 0;
+  uint64_t checkpoints = 0;
+  uint64_t recovered_entries = 0;
+  uint64_t torn_tails_cut = 0;
+};
+
+class Node {
+ public:
+  Node(Env& env, NodeConfig config);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Recovery from the files found in the data folder; reports progress through Env::log.
+  // Returns an error when the data cannot be trusted (the node must not serve).
+  Status start(const std::vector<FileInfo>& files);
+
+  void on_command(ReplyHandle handle, CommandEnvelope command);
+  void on_timer(TimerId id);
+  void on_sync_done(uint64_t token, bool ok);
+  // The client behind `handle` went away (e.g. it closed a long poll): a held pop is
+  // dropped and whatever it claimed is handed back. No reply is sent for it.
+  void on_cancel(ReplyHandle handle);
+
+  // Read-only views for tests and the simulator's checker.
+  const Store& store() const;
+  const NodeStats& stats() const;
+  bool serving() const;
+
+ private:
+  std::unique_ptr<NodeImpl> impl_;
+};
+
+}  // namespace queen

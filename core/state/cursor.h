@@ -1,0 +1,46 @@
+// A consumer group's cursor row on one partition: the cursor, the live (or last) lease, the
+// retry counter and the settled offsets of the current batch. The consumption engine owns the
+// live copy on the leader; checkpoints log rows and every node applies them to the store.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/node/command.h"
+
+namespace queen {
+
+enum class MsgState : uint8_t {
+  acked = 1,   // completed
+  dlq = 2,     // moved to the dead-letter list
+  failed = 3,  // failed within budget: the batch was handed back
+  retried = 4  // status retry: the batch was handed back, no budget spent
+};
+
+struct CursorRow {
+  Offset next;                  // every offset below is consumed by the group
+  LeaseId lease_id;             // the live lease, or the last one (kept for repeated acks)
+  int64_t lease_expires_us = 0; // 0 when released; live while now < lease_expires_us
+  Offset batch_start;           // the current (or last) leased batch is [batch_start, batch_end)
+  Offset batch_end;
+  uint32_t retry_count = 0;     // failed acks spent on the current run of batches
+  std::vector<std::pair<Offset, MsgState>> settled;  // sorted; offsets of the batch settled
+  uint64_t consumed_total = 0;
+  int64_t last_consumed_us = 0;
+
+  bool lease_live(int64_t now_us) const { return lease_expires_us != 0 && now_us < lease_expires_us; }
+  const MsgState* state_of(Offset o) const;
+  void set_state(Offset o, MsgState s);
+  bool operator==(const CursorRow&) const = default;
+};
+
+struct GroupMeta {
+  SubscriptionMode mode = SubscriptionMode::all;
+  int64_t from_us = 0;  // new_only / from_time: messages created at or after this instant
+  bool operator==(const GroupMeta&) const = default;
+};
+
+}  // namespace queen

@@ -1,0 +1,101 @@
+// A log entry: the effects the planner (or the consumption engine's checkpoint) decided,
+// stamped with index, term and the planner's clock. Effects are absolute facts ("append these
+// frames to partition 17 at offset 4210"), so apply needs no clock and no randomness.
+// The binary form of an entry's record omits the message frames, which live in their
+// queue's message records (core/qlog/record.h); decode_entry + attach_frames rebuild it.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+#include "core/common/types.h"
+#include "core/state/cursor.h"
+#include "core/state/queue_options.h"
+
+namespace queen {
+
+struct MessageFrame {
+  Uuid message_id;
+  std::string transaction_id;
+  std::string trace_id;
+  std::string payload;
+  bool operator==(const MessageFrame&) const = default;
+};
+
+struct EffCreateQueue {
+  QueueId id;
+  std::string name;
+  QueueOptions options;
+  bool operator==(const EffCreateQueue&) const = default;
+};
+
+struct EffConfigureQueue {
+  QueueId id;
+  QueueOptions options;
+  bool operator==(const EffConfigureQueue&) const = default;
+};
+
+struct EffCreatePartition {
+  PartitionId id;
+  QueueId queue;
+  std::string name;
+  bool operator==(const EffCreatePartition&) const = default;
+};
+
+struct EffAppend {
+  PartitionId pid;
+  QueueId queue;
+  Offset base;
+  uint32_t count = 0;
+  std::vector<Hash128> hashes;       // count of them (in the message record on disk)
+  std::vector<MessageFrame> frames;  // count of them (in the message record on disk)
+  bool operator==(const EffAppend&) const = default;
+};
+
+struct EffCursor {
+  std::string group;
+  PartitionId pid;
+  CursorRow row;
+  bool operator==(const EffCursor&) const = default;
+};
+
+struct EffGroupMeta {
+  std::string group;
+  QueueId queue;
+  GroupMeta meta;
+  bool operator==(const EffGroupMeta&) const = default;
+};
+
+struct EffDlq {
+  QueueId queue;
+  PartitionId pid;
+  std::string group;
+  Offset offset;
+  std::string error;
+  uint32_t retry_count = 0;
+  bool operator==(const EffDlq&) const = default;
+};
+
+using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
+                            EffCursor, EffGroupMeta, EffDlq>;
+
+struct Entry {
+  LogIndex index;
+  Term term;
+  int64_t now_us = 0;
+  std::vector<Effect> effects;
+  bool operator==(const Entry&) const = default;
+};
+
+// The entry record's body: everything but the frames and hashes of appends.
+Bytes encode_entry(const Entry& entry);
+Result<Entry> decode_entry(const uint8_t* data, size_t size);
+
+// The message record's body for one append: hashes and frames.
+Bytes encode_frames(const EffAppend& append);
+Status decode_frames(const uint8_t* data, size_t size, EffAppend* append);
+
+}  // namespace queen

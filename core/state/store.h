@@ -1,0 +1,117 @@
+// The committed state of one node: queues, partitions with their append rows (offset
+// ranges, creation time, transactionId hashes and where the payloads lie in the queue log),
+// committed cursor rows, subscription metadata and dead letters. Apply is a pure function of
+// (store, entry): no clock, no randomness, ordered containers only, so every node that
+// applies the same entries holds the same store.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/state/cursor.h"
+#include "core/state/entry.h"
+#include "core/state/queue_options.h"
+
+namespace queen {
+
+// Where an append's message record lies in its queue log (node-local).
+struct RecordLocation {
+  LogId log;
+  uint32_t file_no = 0;
+  uint64_t pos = 0;
+  uint32_t len = 0;
+};
+
+struct AppendRow {
+  Offset base;
+  uint32_t count = 0;
+  int64_t created_us = 0;
+  RecordLocation where;
+  std::vector<Hash128> hashes;
+  Offset end() const { return Offset(base.value + count); }
+};
+
+struct PartitionState {
+  PartitionId id;
+  QueueId queue;
+  std::string name;
+  Offset next_offset;  // one past the last message
+  int64_t created_us = 0;
+  std::vector<AppendRow> rows;  // by base offset
+
+  const AppendRow* row_of(Offset o) const;
+  // The first offset in [from, to) whose hash is `h`, if any.
+  std::optional<Offset> find_hash(const Hash128& h, Offset from, Offset to) const;
+  // The first offset whose append was created at or after `us`.
+  Offset first_at_or_after(int64_t us) const;
+};
+
+struct QueueState {
+  QueueId id;
+  std::string name;
+  QueueOptions options;
+  int64_t created_us = 0;
+  std::map<std::string, PartitionId> partitions;
+};
+
+struct CursorKey {
+  std::string group;
+  PartitionId pid;
+  auto operator<=>(const CursorKey&) const = default;
+};
+
+struct GroupKey {
+  std::string group;
+  QueueId queue;
+  auto operator<=>(const GroupKey&) const = default;
+};
+
+struct DlqEntry {
+  PartitionId pid;
+  std::string group;
+  Offset offset;
+  std::string error;
+  uint32_t retry_count = 0;
+  int64_t failed_at_us = 0;
+  bool operator==(const DlqEntry&) const = default;
+};
+
+class Store {
+ public:
+  const QueueState* queue(const std::string& name) const;
+  const QueueState* queue(QueueId id) const;
+  const PartitionState* partition(PartitionId id) const;
+  const PartitionState* partition(const std::string& queue, const std::string& name) const;
+  const CursorRow* cursor(const std::string& group, PartitionId pid) const;
+  const GroupMeta* group_meta(const std::string& group, QueueId queue) const;
+
+  // Applies a committed entry. `locations` gives, per EffAppend in order, where its
+  // message record lies.
+  void apply(const Entry& entry, const std::vector<RecordLocation>& locations);
+
+  LogIndex applied() const { return applied_; }
+  QueueId next_queue_id() const { return QueueId(queues_.size() + 1); }
+  PartitionId next_partition_id() const { return PartitionId(partitions_.size() + 1); }
+  int64_t last_now_us() const { return last_now_us_; }
+
+  const std::map<QueueId, QueueState>& queues() const { return queues_; }
+  const std::map<PartitionId, PartitionState>& partitions() const { return partitions_; }
+  const std::map<CursorKey, CursorRow>& cursors() const { return cursors_; }
+  const std::map<GroupKey, GroupMeta>& groups() const { return groups_; }
+  const std::map<QueueId, std::vector<DlqEntry>>& dlq() const { return dlq_; }
+
+ private:
+  LogIndex applied_;
+  int64_t last_now_us_ = 0;
+  std::map<std::string, QueueId> queue_names_;
+  std::map<QueueId, QueueState> queues_;
+  std::map<PartitionId, PartitionState> partitions_;
+  std::map<CursorKey, CursorRow> cursors_;
+  std::map<GroupKey, GroupMeta> groups_;
+  std::map<QueueId, std::vector<DlqEntry>> dlq_;
+};
+
+}  // namespace queen

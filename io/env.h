@@ -1,0 +1,66 @@
+// The environment interface: everything a node asks of the world. core/ reaches time,
+// randomness, disk, the network and its clients only through this class; io/real/ drives
+// it over the system (threads, files, fdatasync, clocks) and io/sim/ over virtual time with
+// seeded faults. Completions come back to the node as events (see core/node/node.h).
+//
+// Contract:
+// - Calls are made on the node's one thread and return at once; none blocks on a device,
+//   except read() of bytes that an earlier sync() made durable, and the start-up scan.
+// - append() and sync() on one file take effect in call order. A sync(token) completes with
+//   Node::on_sync_done(token, ok) only after every append() to that file issued before it is
+//   durable; ok=false means the file's state is unknown and the node must stop.
+// - Until a sync completes, appended bytes may be lost, torn or corrupted by a crash.
+// - Timers are one-shot; setting a timer id again replaces its deadline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+
+namespace queen {
+
+struct Reply;  // core/node/command.h
+
+using ReplyHandle = uint64_t;
+using TimerId = uint32_t;
+
+struct FileInfo {
+  std::string name;  // relative to the node's data folder, '/'-separated
+  uint64_t size_bytes = 0;
+};
+
+enum class LogLevel { debug, info, warn, error };
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // Node-local wall clock (may be skewed and drift in the simulator).
+  virtual int64_t now_us() = 0;
+  int64_t now_ms() { return now_us() / 1000; }
+  // A seeded random stream (the simulator's is reproducible).
+  virtual uint64_t random_u64() = 0;
+  // One-shot timer: Node::on_timer(id) after `delay_ms` (0 = after the events already queued).
+  virtual void set_timer(TimerId id, int64_t delay_ms) = 0;
+
+  // Disk: files named relative to the node's data folder; folders are implicit.
+  virtual void append(const std::string& file, Bytes data) = 0;
+  virtual void sync(const std::string& file, uint64_t token) = 0;
+  virtual Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) = 0;
+  virtual Status truncate(const std::string& file, uint64_t size_bytes) = 0;
+  virtual Status remove(const std::string& file) = 0;
+
+  // Clients: the answer to the command that came with `handle`. Exactly one reply per handle.
+  virtual void reply(ReplyHandle handle, Reply reply) = 0;
+
+  // The node hit an unrecoverable condition (a failed fsync): it stops and recovers on restart.
+  virtual void fatal(std::string_view reason) = 0;
+
+  virtual void log(LogLevel level, std::string_view message) = 0;
+};
+
+}  // namespace queen
