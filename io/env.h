@@ -10,6 +10,8 @@
 //   Node::on_sync_done(token, ok) only after every append() to that file issued before it is
 //   durable; ok=false means the file's state is unknown and the node must stop.
 // - Until a sync completes, appended bytes may be lost, torn or corrupted by a crash.
+// - truncate() and remove() are durable when they return (recovery relies on a cut staying
+//   cut: a record it removed must not come back after another crash).
 // - Timers are one-shot; setting a timer id again replaces its deadline.
 #pragma once
 

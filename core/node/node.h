@@ -55,6 +55,8 @@ class Node {
 
   // Read-only views for tests and the simulator's checker.
   const Store& store() const;
+  // Up to `max` committed messages of a partition from `from`, read back from the log.
+  Result<std::vector<PopMessage>> read_messages(PartitionId pid, Offset from, uint32_t max) const;
   const NodeStats& stats() const;
   bool serving() const;
 

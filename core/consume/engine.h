@@ -1,0 +1,112 @@
+// The consumption engine: serves pops, acks and leases from memory on the leader, never
+// through the planner. It owns the live cursor rows of every (group, partition), the claim
+// order (a ready list per group and queue, oldest claimable first), lease expiry, the retry
+// budget and moves to the dead-letter list. Every change marks its row dirty; the node logs
+// dirty rows as a checkpoint entry and answers a pop or ack only once that entry commits.
+//
+// A lease is a change to the group's cursor row: [batch_start, batch_end) leased to a lease
+// id until lease_expires_us (node clock). Acks settle offsets of the batch; the cursor moves
+// over the settled prefix; the lease is released when the whole batch is settled, by a
+// failed/retry ack (the rest is delivered again), or by expiry.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/node/command.h"
+#include "core/node/config.h"
+#include "core/state/entry.h"
+#include "core/state/store.h"
+#include "io/env.h"
+
+namespace queen {
+
+struct EngineStats {
+  uint64_t lease_expiries = 0;
+  uint64_t redeliveries = 0;
+  uint64_t dlq_moves = 0;
+};
+
+class Engine {
+ public:
+  Engine(Env& env, const Store& store, const NodeConfig& config)
+      : env_(env), store_(store), config_(config) {}
+
+  // Takes the committed cursor rows and subscriptions as the live state (after recovery).
+  void load();
+
+  enum class PopOutcome { delivered, empty, error };
+  struct PopResult {
+    PopOutcome outcome = PopOutcome::empty;
+    PopReply reply;
+    ErrorReply error;
+  };
+  PopResult pop(const PopCmd& cmd, int64_t now_us);
+
+  // `changed` tells whether any row moved (the answer must then wait for a checkpoint).
+  AckReply ack(const AckCmd& cmd, int64_t now_us, bool* changed);
+
+  // Hands a delivered lease back (its client went away before the answer).
+  void hand_back(const PopReply& reply);
+
+  bool dirty() const { return !dirty_rows_.empty() || !dirty_metas_.empty() || !dlq_.empty(); }
+  // The changed rows, subscriptions and dead letters since the last call, as effects.
+  std::vector<Effect> take_checkpoint();
+
+  // Called for each committed entry: appends make partitions claimable.
+  void on_applied(const Entry& entry);
+  // Releases leases that expired by `now_us`.
+  void expire(int64_t now_us);
+  // The earliest live lease expiry, or INT64_MAX.
+  int64_t next_expiry_us() const;
+  // Queues where something became claimable since the last call (to wake long polls).
+  std::vector<QueueId> take_woken();
+
+  const EngineStats& stats() const { return stats_; }
+
+ private:
+  struct ReadySet {
+    bool initialized = false;
+    std::set<std::pair<uint64_t, PartitionId>> order;
+    std::map<PartitionId, uint64_t> seq_of;
+  };
+
+  const GroupMeta& ensure_group(const std::string& group, const QueueState& q,
+                                const PopCmd& cmd, int64_t now_us);
+  Offset start_offset(const GroupMeta& meta, const PartitionState& p) const;
+  CursorRow& ensure_row(const std::string& group, const PartitionState& p);
+  void make_ready(const std::string& group, const PartitionState& p);
+  ReadySet& ready_set(const std::string& group, const QueueState& q);
+  PopResult claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
+                  int64_t now_us);
+  bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
+                     std::vector<PopMessage>* out, std::string* error);
+  AckResult ack_one(const AckItem& item, uint32_t index, int64_t now_us, bool* changed);
+  void settle(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
+              MsgState state, AckResult* res);
+  void release(const std::string& group, const PartitionState& p, CursorRow& row);
+  void to_dlq(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
+              const std::string& error, AckResult* res);
+  void mark_dirty(const std::string& group, PartitionId pid) {
+    dirty_rows_.insert(CursorKey{group, pid});
+  }
+
+  Env& env_;
+  const Store& store_;
+  const NodeConfig& config_;
+  std::map<CursorKey, CursorRow> rows_;
+  std::map<GroupKey, GroupMeta> metas_;
+  std::map<GroupKey, ReadySet> ready_;
+  std::map<QueueId, std::set<std::string>> groups_of_queue_;
+  std::set<std::pair<int64_t, CursorKey>> expiries_;
+  std::set<CursorKey> dirty_rows_;
+  std::set<GroupKey> dirty_metas_;
+  std::vector<EffDlq> dlq_;
+  std::set<QueueId> woken_;
+  uint64_t ready_seq_ = 0;
+  EngineStats stats_;
+};
+
+}  // namespace queen

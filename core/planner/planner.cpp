@@ -1,0 +1,142 @@
+#include "core/planner/planner.h"
+
+#include <algorithm>
+
+namespace queen {
+
+QueueOptions push_created_options(const std::string& name) {
+  QueueOptions o;
+  o.lease_time_s = kPushCreatedLeaseTimeS;
+  auto dot = name.find('.');
+  o.ns = name.substr(0, dot);
+  if (dot != std::string::npos) {
+    auto rest = name.substr(dot + 1);
+    o.task = rest.substr(0, rest.find('.'));
+  }
+  return o;
+}
+
+std::optional<Planner::QueueView> Planner::find_queue(const std::string& name) const {
+  if (auto it = pending_queues_.find(name); it != pending_queues_.end()) return it->second;
+  if (const QueueState* q = store_.queue(name)) return QueueView{q->id, q->options};
+  return std::nullopt;
+}
+
+std::optional<QueueOptions> Planner::queue_options(const std::string& name) const {
+  auto q = find_queue(name);
+  if (!q) return std::nullopt;
+  return q->options;
+}
+
+Planner::QueueView Planner::ensure_queue(const std::string& name, const QueueOptions& created_with,
+                                         OpenEntry* open) {
+  if (auto q = find_queue(name)) return *q;
+  QueueId id(std::max(store_.next_queue_id().value, queues_planned_ + 1));
+  queues_planned_ = id.value;
+  QueueView view{id, created_with};
+  pending_queues_[name] = view;
+  open->entry.effects.push_back(EffCreateQueue{id, name, created_with});
+  return view;
+}
+
+PartitionId Planner::ensure_partition(QueueId queue, const std::string& name, OpenEntry* open) {
+  if (auto it = pending_partitions_.find({queue, name}); it != pending_partitions_.end())
+    return it->second;
+  if (const QueueState* q = store_.queue(queue)) {
+    if (auto it = q->partitions.find(name); it != q->partitions.end()) return it->second;
+  }
+  PartitionId id(std::max(store_.next_partition_id().value, partitions_planned_ + 1));
+  partitions_planned_ = id.value;
+  pending_partitions_[{queue, name}] = id;
+  planned_next_[id] = Offset(0);
+  open->entry.effects.push_back(EffCreatePartition{id, queue, name});
+  return id;
+}
+
+Offset Planner::next_offset(PartitionId pid) const {
+  if (auto it = planned_next_.find(pid); it != planned_next_.end()) return it->second;
+  const PartitionState* p = store_.partition(pid);
+  QUEEN_ASSERT(p != nullptr, "offset of an unknown partition");
+  return p->next_offset;
+}
+
+EffAppend& Planner::append_of(PartitionId pid, QueueId queue, OpenEntry* open) {
+  auto it = open->append_at.find(pid);
+  if (it != open->append_at.end()) return std::get<EffAppend>(open->entry.effects[it->second]);
+  EffAppend a;
+  a.pid = pid;
+  a.queue = queue;
+  a.base = next_offset(pid);
+  open->append_at[pid] = open->entry.effects.size();
+  open->entry.effects.push_back(std::move(a));
+  return std::get<EffAppend>(open->entry.effects.back());
+}
+
+PushReply Planner::plan_push(const PushCmd& cmd, OpenEntry* open) {
+  PushReply reply;
+  reply.results.reserve(cmd.items.size());
+  for (uint32_t i = 0; i < cmd.items.size(); ++i) {
+    const PushItem& item = cmd.items[i];
+    QueueView q = ensure_queue(item.queue, push_created_options(item.queue), open);
+    PartitionId pid = ensure_partition(q.id, item.partition, open);
+    EffAppend& a = append_of(pid, q.id, open);
+    Offset off(a.base.value + a.count);
+    a.hashes.push_back(item.txn_hash);
+    a.frames.push_back(MessageFrame{item.message_id, item.transaction_id, item.trace_id,
+                                    item.payload});
+    ++a.count;
+    planned_next_[pid] = off.next();
+    open->bytes += item.payload.size() + item.transaction_id.size() + 64;
+    reply.results.push_back(PushResult{i, PushStatus::queued, item.message_id,
+                                       item.transaction_id, item.queue, item.partition, pid, off,
+                                       {}});
+  }
+  ++open->commands;
+  return reply;
+}
+
+ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open) {
+  ConfigureReply reply;
+  auto existing = find_queue(cmd.queue);
+  QueueOptions options = cmd.patch.apply(cmd.replace || !existing ? QueueOptions{}
+                                                                   : existing->options);
+  QueueView q = ensure_queue(cmd.queue, options, open);
+  if (existing && !(existing->options == options)) {
+    open->entry.effects.push_back(EffConfigureQueue{q.id, options});
+    pending_queues_[cmd.queue] = QueueView{q.id, options};
+  }
+  reply.default_partition_id = ensure_partition(q.id, "Default", open);
+  reply.queue = cmd.queue;
+  reply.queue_id = q.id;
+  reply.options = options;
+  ++open->commands;
+  return reply;
+}
+
+void Planner::on_applied(const Entry& entry) {
+  for (const auto& eff : entry.effects) {
+    if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
+      auto it = pending_queues_.find(e->name);
+      if (it != pending_queues_.end() && it->second.options == e->options)
+        pending_queues_.erase(it);
+    } else if (auto* e = std::get_if<EffConfigureQueue>(&eff)) {
+      const QueueState* q = store_.queue(e->id);
+      if (q) {
+        auto it = pending_queues_.find(q->name);
+        if (it != pending_queues_.end() && it->second.options == e->options)
+          pending_queues_.erase(it);
+      }
+    } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
+      pending_partitions_.erase({e->queue, e->name});
+      auto it = planned_next_.find(e->id);
+      const PartitionState* p = store_.partition(e->id);
+      if (it != planned_next_.end() && p && it->second == p->next_offset) planned_next_.erase(it);
+    } else if (auto* e = std::get_if<EffAppend>(&eff)) {
+      auto it = planned_next_.find(e->pid);
+      const PartitionState* p = store_.partition(e->pid);
+      if (it != planned_next_.end() && p && it->second == p->next_offset) planned_next_.erase(it);
+    }
+  }
+}
+
+}  // namespace queen

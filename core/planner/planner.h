@@ -1,0 +1,59 @@
+// The planner: turns pushes and configures into effects of the open entry, against the
+// committed store plus an overlay of what in-flight entries will create (queues, partitions,
+// offsets). It mints queue and partition ids and assigns gapless offsets; the answer to a
+// command is decided here and sent once the entry commits.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/node/command.h"
+#include "core/state/entry.h"
+#include "core/state/store.h"
+
+namespace queen {
+
+// The entry being built: sealed and written when the pipeline has room or it is full.
+struct OpenEntry {
+  Entry entry;
+  std::map<PartitionId, size_t> append_at;  // effect index of each partition's append
+  uint32_t commands = 0;
+  uint64_t bytes = 0;
+  bool empty() const { return entry.effects.empty(); }
+};
+
+class Planner {
+ public:
+  explicit Planner(const Store& store) : store_(store) {}
+
+  PushReply plan_push(const PushCmd& cmd, OpenEntry* open);
+  ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
+  // Forgets what `entry` planned once the store holds it.
+  void on_applied(const Entry& entry);
+  // The options a queue has (or will have once in-flight entries land).
+  std::optional<QueueOptions> queue_options(const std::string& name) const;
+
+ private:
+  struct QueueView {
+    QueueId id;
+    QueueOptions options;
+  };
+  std::optional<QueueView> find_queue(const std::string& name) const;
+  QueueView ensure_queue(const std::string& name, const QueueOptions& created_with,
+                         OpenEntry* open);
+  PartitionId ensure_partition(QueueId queue, const std::string& name, OpenEntry* open);
+  Offset next_offset(PartitionId pid) const;
+  EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
+
+  const Store& store_;
+  std::map<std::string, QueueView> pending_queues_;
+  std::map<std::pair<QueueId, std::string>, PartitionId> pending_partitions_;
+  std::map<PartitionId, Offset> planned_next_;
+  uint64_t queues_planned_ = 0;      // ids minted beyond the store's
+  uint64_t partitions_planned_ = 0;
+};
+
+QueueOptions push_created_options(const std::string& queue_name);
+
+}  // namespace queen

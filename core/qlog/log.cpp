@@ -1,0 +1,325 @@
+#include "core/qlog/log.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "core/qlog/record.h"
+
+namespace queen {
+
+std::string log_file_name(LogId log, uint32_t file_no) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "qlog/q%llu/r%08u.qlog",
+                static_cast<unsigned long long>(log.value), file_no);
+  return buf;
+}
+
+bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no) {
+  unsigned long long q = 0;
+  unsigned f = 0;
+  int consumed = 0;
+  if (std::sscanf(name.c_str(), "qlog/q%llu/r%8u.qlog%n", &q, &f, &consumed) != 2) return false;
+  if (static_cast<size_t>(consumed) != name.size()) return false;
+  *log = LogId(q);
+  *file_no = f;
+  return true;
+}
+
+// ---------------------------------------------------------------------------- writer
+
+LogWriter::LogState& LogWriter::state_of(LogId log) { return logs_[log]; }
+
+void LogWriter::restore(LogId log, uint32_t file_no, uint64_t size_bytes) {
+  LogState& s = state_of(log);
+  s.file_no = file_no;
+  s.size_bytes = size_bytes;
+  s.unsynced_files.clear();
+}
+
+WrittenEntry LogWriter::write(const Entry& entry) {
+  WrittenEntry out;
+  std::set<LogId> touched;
+  for (const auto& e : entry.effects)
+    if (auto* a = std::get_if<EffAppend>(&e)) touched.insert(LogId(a->queue.value));
+  if (touched.empty()) touched.insert(LogId(0));
+  out.touched.assign(touched.begin(), touched.end());
+  const LogId primary = out.touched.front();
+  const uint32_t copies = static_cast<uint32_t>(out.touched.size());
+
+  std::vector<size_t> append_effects;
+  for (size_t i = 0; i < entry.effects.size(); ++i)
+    if (std::holds_alternative<EffAppend>(entry.effects[i])) append_effects.push_back(i);
+  out.locations.resize(append_effects.size());
+
+  for (LogId log : out.touched) {
+    LogState& s = state_of(log);
+    if (s.size_bytes >= segment_bytes_) {
+      ++s.file_no;
+      s.size_bytes = 0;
+    }
+    Bytes buf;
+    for (size_t k = 0; k < append_effects.size(); ++k) {
+      const auto& a = std::get<EffAppend>(entry.effects[append_effects[k]]);
+      if (LogId(a.queue.value) != log) continue;
+      Bytes body = encode_frames(a);
+      RecordHeader h{entry.index.value, a.pid.value, a.base.value, a.count, entry.now_us,
+                     RecordKind::message};
+      uint64_t pos = s.size_bytes + buf.size();
+      size_t len = encode_record(h, body.data(), body.size(), &buf);
+      out.locations[k] = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
+    }
+    if (log == primary) {
+      Bytes body = encode_entry(entry);
+      RecordHeader h{entry.index.value, copies, 0, 0, entry.now_us, RecordKind::entry};
+      encode_record(h, body.data(), body.size(), &buf);
+    } else {
+      RecordHeader h{entry.index.value, copies, primary.value, 0, entry.now_us, RecordKind::stub};
+      encode_record(h, nullptr, 0, &buf);
+    }
+    s.size_bytes += buf.size();
+    out.bytes += buf.size();
+    if (s.unsynced_files.empty() || s.unsynced_files.back() != s.file_no)
+      s.unsynced_files.push_back(s.file_no);
+    env_.append(log_file_name(log, s.file_no), std::move(buf));
+  }
+  return out;
+}
+
+uint32_t LogWriter::sync(LogId log, const std::function<uint64_t()>& next_token) {
+  LogState& s = state_of(log);
+  uint32_t n = 0;
+  for (uint32_t f : s.unsynced_files) {
+    env_.sync(log_file_name(log, f), next_token());
+    ++n;
+  }
+  s.unsynced_files.clear();
+  return n;
+}
+
+// ---------------------------------------------------------------------------- reader
+
+Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid) {
+  if (row.where.len == 0) return make_error(Errc::not_found, "append has no message record");
+  auto bytes = env.read(log_file_name(row.where.log, row.where.file_no), row.where.pos,
+                        row.where.len);
+  if (!bytes.ok()) return bytes.error();
+  const Bytes& b = bytes.value();
+  auto rec = decode_record(b.data(), b.size());
+  if (!rec.ok()) return make_error(Errc::corrupt, "message record: " + rec.error().message);
+  const RecordHeader& h = rec.value().header;
+  if (h.kind != RecordKind::message || h.pid != pid.value || h.base_offset != row.base.value ||
+      h.count != row.count)
+    return make_error(Errc::corrupt, "message record does not match its index row");
+  EffAppend a;
+  a.pid = pid;
+  a.base = row.base;
+  a.count = row.count;
+  auto st = decode_frames(rec.value().body, rec.value().body_size, &a);
+  if (!st.ok()) return st.error();
+  return a;
+}
+
+// ---------------------------------------------------------------------------- recovery
+
+namespace {
+
+struct MsgRec {
+  RecordLocation where;
+  std::vector<Hash128> hashes;
+};
+
+struct EntryRec {
+  Entry entry;
+  uint32_t copies = 1;
+};
+
+struct RecordPos {
+  uint64_t seq;
+  uint32_t file_no;
+  uint64_t pos;
+};
+
+struct LogScan {
+  std::map<uint32_t, uint64_t> files;  // file_no -> size
+  std::vector<RecordPos> records;
+  bool torn = false;
+  uint32_t torn_file = 0;
+  uint64_t torn_pos = 0;
+};
+
+struct Scan {
+  std::map<LogId, LogScan> logs;
+  std::map<uint64_t, EntryRec> entries;
+  std::map<uint64_t, uint32_t> stubs;
+  std::map<std::pair<uint64_t, uint64_t>, MsgRec> messages;  // (index, pid)
+};
+
+// Returns false when the record is damaged in a way its checksum did not catch.
+bool take_record(const RecordView& v, const RecordLocation& where, Scan* scan) {
+  const RecordHeader& h = v.header;
+  switch (h.kind) {
+    case RecordKind::message: {
+      if (static_cast<uint64_t>(h.count) * 16 > v.body_size) return false;
+      MsgRec m{where, {}};
+      ByteReader r(v.body, v.body_size);
+      m.hashes.resize(h.count);
+      for (auto& x : m.hashes) x = r.hash();
+      scan->messages[{h.seq, h.pid}] = std::move(m);
+      return true;
+    }
+    case RecordKind::entry: {
+      auto e = decode_entry(v.body, v.body_size);
+      if (!e.ok() || e.value().index.value != h.seq) return false;
+      scan->entries[h.seq] = EntryRec{std::move(e.value()), static_cast<uint32_t>(h.pid)};
+      return true;
+    }
+    case RecordKind::stub:
+      ++scan->stubs[h.seq];
+      return true;
+  }
+  return false;
+}
+
+Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* stats,
+                const RecoveryOptions& opt, uint64_t total_bytes) {
+  for (const auto& [file_no, size] : ls->files) {
+    auto bytes = env.read(log_file_name(log, file_no), 0, size);
+    if (!bytes.ok()) return bytes.error();
+    const Bytes& b = bytes.value();
+    uint64_t pos = 0;
+    while (pos < b.size()) {
+      auto rec = decode_record(b.data() + pos, b.size() - pos);
+      RecordLocation where{log, file_no, pos, 0};
+      bool good = rec.ok();
+      if (good) {
+        where.len = static_cast<uint32_t>(rec.value().total_size);
+        good = take_record(rec.value(), where, scan);
+      }
+      if (!good) {
+        ls->torn = true;
+        ls->torn_file = file_no;
+        ls->torn_pos = pos;
+        return ok_status();
+      }
+      ls->records.push_back(RecordPos{rec.value().header.seq, file_no, pos});
+      uint64_t before = stats->bytes_scanned / opt.progress_every_bytes;
+      stats->bytes_scanned += rec.value().total_size;
+      pos += rec.value().total_size;
+      if (stats->bytes_scanned / opt.progress_every_bytes != before) {
+        env.log(LogLevel::info, "recovery: scanned " +
+                                    std::to_string(stats->bytes_scanned >> 20) + " of " +
+                                    std::to_string(total_bytes >> 20) + " MiB");
+      }
+    }
+  }
+  return ok_status();
+}
+
+bool entry_complete(const EntryRec& er, const Scan& scan) {
+  uint64_t idx = er.entry.index.value;
+  auto st = scan.stubs.find(idx);
+  uint32_t stubs = st == scan.stubs.end() ? 0 : st->second;
+  if (stubs + 1 != er.copies) return false;
+  for (const auto& e : er.entry.effects)
+    if (auto* a = std::get_if<EffAppend>(&e))
+      if (!scan.messages.contains({idx, a->pid.value})) return false;
+  return true;
+}
+
+// Fills the appends' hashes and collects their record locations.
+std::vector<RecordLocation> attach_messages(EntryRec* er, const Scan& scan) {
+  std::vector<RecordLocation> locs;
+  for (auto& e : er->entry.effects) {
+    auto* a = std::get_if<EffAppend>(&e);
+    if (!a) continue;
+    auto it = scan.messages.find({er->entry.index.value, a->pid.value});
+    if (it == scan.messages.end()) {
+      locs.push_back(RecordLocation{});
+      continue;
+    }
+    a->hashes = it->second.hashes;
+    locs.push_back(it->second.where);
+  }
+  return locs;
+}
+
+Status cut_log(Env& env, LogId log, const LogScan& ls, uint64_t cut_index, LogWriter* writer,
+               RecoveryStats* stats) {
+  bool cut = ls.torn;
+  uint32_t cut_file = ls.torn_file;
+  uint64_t cut_pos = ls.torn_pos;
+  for (const auto& r : ls.records) {
+    if (r.seq >= cut_index) {
+      cut = true;
+      cut_file = r.file_no;
+      cut_pos = r.pos;
+      break;
+    }
+  }
+  uint32_t active = ls.files.empty() ? 1 : ls.files.rbegin()->first;
+  uint64_t active_size = ls.files.empty() ? 0 : ls.files.rbegin()->second;
+  if (cut) {
+    if (ls.torn) ++stats->torn_tails_cut;
+    for (const auto& [file_no, size] : ls.files) {
+      if (file_no < cut_file) continue;
+      if (file_no == cut_file) {
+        if (size != cut_pos) {
+          auto st = env.truncate(log_file_name(log, file_no), cut_pos);
+          if (!st.ok()) return st;
+        }
+      } else {
+        auto st = env.remove(log_file_name(log, file_no));
+        if (!st.ok()) return st;
+      }
+    }
+    active = cut_file;
+    active_size = cut_pos;
+  }
+  writer->restore(log, active, active_size);
+  return ok_status();
+}
+
+}  // namespace
+
+Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptions& opt,
+               Store* store, LogWriter* writer, RecoveryStats* stats) {
+  Scan scan;
+  uint64_t total_bytes = 0;
+  for (const auto& f : files) {
+    LogId log;
+    uint32_t file_no = 0;
+    if (!parse_log_file_name(f.name, &log, &file_no)) continue;
+    scan.logs[log].files[file_no] = f.size_bytes;
+    total_bytes += f.size_bytes;
+  }
+  if (total_bytes > 0)
+    env.log(LogLevel::info, "recovery: scanning " + std::to_string(scan.logs.size()) +
+                                " logs, " + std::to_string(total_bytes >> 20) + " MiB");
+  for (auto& [log, ls] : scan.logs) {
+    auto st = scan_log(env, log, &ls, &scan, stats, opt, total_bytes);
+    if (!st.ok()) return st;
+  }
+  uint64_t idx = store->applied().value + 1;
+  for (auto it = scan.entries.find(idx); it != scan.entries.end();
+       it = scan.entries.find(++idx)) {
+    if (!opt.replay_partial_entry && !entry_complete(it->second, scan)) break;
+    auto locs = attach_messages(&it->second, scan);
+    store->apply(it->second.entry, locs);
+    ++stats->entries_replayed;
+  }
+  for (auto it = scan.entries.lower_bound(idx); it != scan.entries.end(); ++it)
+    ++stats->entries_cut;
+  for (const auto& [log, ls] : scan.logs) {
+    auto st = cut_log(env, log, ls, idx, writer, stats);
+    if (!st.ok()) return st;
+  }
+  if (total_bytes > 0)
+    env.log(LogLevel::info, "recovery: replayed " + std::to_string(stats->entries_replayed) +
+                                " entries, cut " + std::to_string(stats->entries_cut) +
+                                " incomplete, " + std::to_string(stats->torn_tails_cut) +
+                                " torn tails");
+  return ok_status();
+}
+
+}  // namespace queen

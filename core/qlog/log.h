@@ -1,0 +1,78 @@
+// The queue logs: one folder per queue (qlog/q<id>/) plus the system log qlog/q0/ for entries
+// that touch no queue, each a run of rolling files r<8 digits>.qlog. The queue logs ARE the
+// write-ahead log: a message is written once, in its queue's log.
+//
+// Writing an entry: each touched log gets the message records of its appends, then either
+// the full entry record (the lowest-numbered touched log) or a stub naming the entry. One
+// append call per touched log per entry; a sync per file written since the log's last sync.
+// An entry is durable once every touched log's sync has completed.
+//
+// Recovery (recover()): cut each log at its first damaged record (a torn tail), gather entry
+// records, stubs and message records by index, and replay the gapless run of complete
+// entries (every copy present, every message record present) from index 1. The first
+// missing or incomplete entry and everything after it is cut from every log: that entry's
+// syncs did not all land, so it was never answered.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/state/entry.h"
+#include "core/state/store.h"
+#include "io/env.h"
+
+namespace queen {
+
+std::string log_file_name(LogId log, uint32_t file_no);
+bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no);
+
+struct WrittenEntry {
+  std::vector<LogId> touched;              // ascending
+  std::vector<RecordLocation> locations;   // one per EffAppend, in effect order
+  uint64_t bytes = 0;
+};
+
+class LogWriter {
+ public:
+  LogWriter(Env& env, uint64_t segment_bytes) : env_(env), segment_bytes_(segment_bytes) {}
+  // The active file of `log` after recovery.
+  void restore(LogId log, uint32_t file_no, uint64_t size_bytes);
+  WrittenEntry write(const Entry& entry);
+  // Syncs every file of `log` written since its last sync; returns how many syncs it issued.
+  uint32_t sync(LogId log, const std::function<uint64_t()>& next_token);
+
+ private:
+  struct LogState {
+    uint32_t file_no = 1;
+    uint64_t size_bytes = 0;
+    std::vector<uint32_t> unsynced_files;
+  };
+  LogState& state_of(LogId log);
+  Env& env_;
+  uint64_t segment_bytes_;
+  std::map<LogId, LogState> logs_;
+};
+
+// Reads an append's message record back (payloads included) and checks that it is the one
+// the row describes.
+Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid);
+
+struct RecoveryOptions {
+  bool replay_partial_entry = false;  // mutant: replay an entry missing from a log
+  uint64_t progress_every_bytes = 64u << 20;
+};
+
+struct RecoveryStats {
+  uint64_t bytes_scanned = 0;
+  uint64_t entries_replayed = 0;
+  uint64_t torn_tails_cut = 0;
+  uint64_t entries_cut = 0;
+};
+
+Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptions& options,
+               Store* store, LogWriter* writer, RecoveryStats* stats);
+
+}  // namespace queen

@@ -1,0 +1,273 @@
+#include "core/state/entry.h"
+
+namespace queen {
+namespace {
+
+enum class EffTag : uint8_t {
+  create_queue = 1,
+  configure_queue = 2,
+  create_partition = 3,
+  append = 4,
+  cursor = 5,
+  group_meta = 6,
+  dlq = 7,
+};
+
+void put_options(ByteWriter& w, const QueueOptions& o) {
+  w.i64(o.lease_time_s);
+  w.i64(o.retry_limit);
+  w.i64(o.retry_delay_ms);
+  w.i64(o.priority);
+  w.i64(o.max_size);
+  w.i64(o.ttl_s);
+  w.u8(o.dead_letter_queue);
+  w.u8(o.dlq_after_max_retries);
+  w.i64(o.dedup_window_s);
+  w.i64(o.delayed_processing_s);
+  w.i64(o.window_buffer_s);
+  w.u8(o.retention_enabled);
+  w.i64(o.retention_s);
+  w.i64(o.completed_retention_s);
+  w.i64(o.max_wait_time_s);
+  w.u8(o.encryption_enabled);
+  w.str(o.ns);
+  w.str(o.task);
+}
+
+QueueOptions get_options(ByteReader& r) {
+  QueueOptions o;
+  o.lease_time_s = r.i64();
+  o.retry_limit = r.i64();
+  o.retry_delay_ms = r.i64();
+  o.priority = r.i64();
+  o.max_size = r.i64();
+  o.ttl_s = r.i64();
+  o.dead_letter_queue = r.u8() != 0;
+  o.dlq_after_max_retries = r.u8() != 0;
+  o.dedup_window_s = r.i64();
+  o.delayed_processing_s = r.i64();
+  o.window_buffer_s = r.i64();
+  o.retention_enabled = r.u8() != 0;
+  o.retention_s = r.i64();
+  o.completed_retention_s = r.i64();
+  o.max_wait_time_s = r.i64();
+  o.encryption_enabled = r.u8() != 0;
+  o.ns = r.str();
+  o.task = r.str();
+  return o;
+}
+
+void put_row(ByteWriter& w, const CursorRow& row) {
+  w.u64(row.next.value);
+  w.uuid(row.lease_id);
+  w.i64(row.lease_expires_us);
+  w.u64(row.batch_start.value);
+  w.u64(row.batch_end.value);
+  w.u32(row.retry_count);
+  w.u32(static_cast<uint32_t>(row.settled.size()));
+  for (const auto& [off, st] : row.settled) {
+    w.u64(off.value);
+    w.u8(static_cast<uint8_t>(st));
+  }
+  w.u64(row.consumed_total);
+  w.i64(row.last_consumed_us);
+}
+
+CursorRow get_row(ByteReader& r) {
+  CursorRow row;
+  row.next = Offset(r.u64());
+  row.lease_id = r.uuid();
+  row.lease_expires_us = r.i64();
+  row.batch_start = Offset(r.u64());
+  row.batch_end = Offset(r.u64());
+  row.retry_count = r.u32();
+  uint32_t n = r.count(9);
+  row.settled.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    Offset off(r.u64());
+    row.settled.emplace_back(off, static_cast<MsgState>(r.u8()));
+  }
+  row.consumed_total = r.u64();
+  row.last_consumed_us = r.i64();
+  return row;
+}
+
+struct EffectWriter {
+  ByteWriter& w;
+  void operator()(const EffCreateQueue& e) {
+    w.u8(static_cast<uint8_t>(EffTag::create_queue));
+    w.u64(e.id.value);
+    w.str(e.name);
+    put_options(w, e.options);
+  }
+  void operator()(const EffConfigureQueue& e) {
+    w.u8(static_cast<uint8_t>(EffTag::configure_queue));
+    w.u64(e.id.value);
+    put_options(w, e.options);
+  }
+  void operator()(const EffCreatePartition& e) {
+    w.u8(static_cast<uint8_t>(EffTag::create_partition));
+    w.u64(e.id.value);
+    w.u64(e.queue.value);
+    w.str(e.name);
+  }
+  void operator()(const EffAppend& e) {
+    w.u8(static_cast<uint8_t>(EffTag::append));
+    w.u64(e.pid.value);
+    w.u64(e.queue.value);
+    w.u64(e.base.value);
+    w.u32(e.count);
+  }
+  void operator()(const EffCursor& e) {
+    w.u8(static_cast<uint8_t>(EffTag::cursor));
+    w.str(e.group);
+    w.u64(e.pid.value);
+    put_row(w, e.row);
+  }
+  void operator()(const EffGroupMeta& e) {
+    w.u8(static_cast<uint8_t>(EffTag::group_meta));
+    w.str(e.group);
+    w.u64(e.queue.value);
+    w.u8(static_cast<uint8_t>(e.meta.mode));
+    w.i64(e.meta.from_us);
+  }
+  void operator()(const EffDlq& e) {
+    w.u8(static_cast<uint8_t>(EffTag::dlq));
+    w.u64(e.queue.value);
+    w.u64(e.pid.value);
+    w.str(e.group);
+    w.u64(e.offset.value);
+    w.str(e.error);
+    w.u32(e.retry_count);
+  }
+};
+
+bool get_effect(ByteReader& r, Effect* out) {
+  switch (static_cast<EffTag>(r.u8())) {
+    case EffTag::create_queue: {
+      EffCreateQueue e;
+      e.id = QueueId(r.u64());
+      e.name = r.str();
+      e.options = get_options(r);
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::configure_queue: {
+      EffConfigureQueue e;
+      e.id = QueueId(r.u64());
+      e.options = get_options(r);
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::create_partition: {
+      EffCreatePartition e;
+      e.id = PartitionId(r.u64());
+      e.queue = QueueId(r.u64());
+      e.name = r.str();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::append: {
+      EffAppend e;
+      e.pid = PartitionId(r.u64());
+      e.queue = QueueId(r.u64());
+      e.base = Offset(r.u64());
+      e.count = r.u32();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::cursor: {
+      EffCursor e;
+      e.group = r.str();
+      e.pid = PartitionId(r.u64());
+      e.row = get_row(r);
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::group_meta: {
+      EffGroupMeta e;
+      e.group = r.str();
+      e.queue = QueueId(r.u64());
+      e.meta.mode = static_cast<SubscriptionMode>(r.u8());
+      e.meta.from_us = r.i64();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::dlq: {
+      EffDlq e;
+      e.queue = QueueId(r.u64());
+      e.pid = PartitionId(r.u64());
+      e.group = r.str();
+      e.offset = Offset(r.u64());
+      e.error = r.str();
+      e.retry_count = r.u32();
+      *out = std::move(e);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Bytes encode_entry(const Entry& entry) {
+  Bytes out;
+  ByteWriter w(&out);
+  w.u64(entry.index.value);
+  w.u64(entry.term.value);
+  w.i64(entry.now_us);
+  w.u32(static_cast<uint32_t>(entry.effects.size()));
+  EffectWriter ew{w};
+  for (const auto& e : entry.effects) std::visit(ew, e);
+  return out;
+}
+
+Result<Entry> decode_entry(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
+  Entry entry;
+  entry.index = LogIndex(r.u64());
+  entry.term = Term(r.u64());
+  entry.now_us = r.i64();
+  uint32_t n = r.count(1);
+  entry.effects.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    Effect e;
+    if (!get_effect(r, &e)) return make_error(Errc::corrupt, "unknown effect tag");
+    entry.effects.push_back(std::move(e));
+  }
+  if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "entry body framing");
+  return entry;
+}
+
+Bytes encode_frames(const EffAppend& a) {
+  QUEEN_ASSERT(a.hashes.size() == a.count && a.frames.size() == a.count, "append shape");
+  Bytes out;
+  ByteWriter w(&out);
+  for (const auto& h : a.hashes) w.hash(h);
+  for (const auto& f : a.frames) {
+    w.uuid(f.message_id);
+    w.str(f.transaction_id);
+    w.str(f.trace_id);
+    w.str(f.payload);
+  }
+  return out;
+}
+
+Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
+  ByteReader r(data, size);
+  if (static_cast<uint64_t>(a->count) * 16 > size)
+    return make_error(Errc::corrupt, "frame count beyond the record");
+  a->hashes.resize(a->count);
+  for (auto& h : a->hashes) h = r.hash();
+  a->frames.resize(a->count);
+  for (auto& f : a->frames) {
+    f.message_id = r.uuid();
+    f.transaction_id = r.str();
+    f.trace_id = r.str();
+    f.payload = r.str();
+  }
+  if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
+  return ok_status();
+}
+
+}  // namespace queen

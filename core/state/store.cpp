@@ -1,0 +1,139 @@
+#include "core/state/store.h"
+
+#include <algorithm>
+
+namespace queen {
+
+const MsgState* CursorRow::state_of(Offset o) const {
+  auto it = std::lower_bound(settled.begin(), settled.end(), o,
+                             [](const auto& p, Offset v) { return p.first < v; });
+  if (it == settled.end() || it->first != o) return nullptr;
+  return &it->second;
+}
+
+void CursorRow::set_state(Offset o, MsgState s) {
+  auto it = std::lower_bound(settled.begin(), settled.end(), o,
+                             [](const auto& p, Offset v) { return p.first < v; });
+  if (it != settled.end() && it->first == o) {
+    it->second = s;
+  } else {
+    settled.insert(it, {o, s});
+  }
+}
+
+const AppendRow* PartitionState::row_of(Offset o) const {
+  auto it = std::upper_bound(rows.begin(), rows.end(), o,
+                             [](Offset v, const AppendRow& r) { return v < r.base; });
+  if (it == rows.begin()) return nullptr;
+  --it;
+  return o < it->end() ? &*it : nullptr;
+}
+
+std::optional<Offset> PartitionState::find_hash(const Hash128& h, Offset from, Offset to) const {
+  auto it = std::upper_bound(rows.begin(), rows.end(), from,
+                             [](Offset v, const AppendRow& r) { return v < r.base; });
+  if (it != rows.begin()) --it;
+  for (; it != rows.end() && it->base < to; ++it) {
+    for (uint32_t i = 0; i < it->hashes.size(); ++i) {
+      Offset o(it->base.value + i);
+      if (o < from) continue;
+      if (o >= to) break;
+      if (it->hashes[i] == h) return o;
+    }
+  }
+  return std::nullopt;
+}
+
+Offset PartitionState::first_at_or_after(int64_t us) const {
+  auto it = std::lower_bound(rows.begin(), rows.end(), us,
+                             [](const AppendRow& r, int64_t v) { return r.created_us < v; });
+  return it == rows.end() ? next_offset : it->base;
+}
+
+const QueueState* Store::queue(const std::string& name) const {
+  auto it = queue_names_.find(name);
+  return it == queue_names_.end() ? nullptr : queue(it->second);
+}
+
+const QueueState* Store::queue(QueueId id) const {
+  auto it = queues_.find(id);
+  return it == queues_.end() ? nullptr : &it->second;
+}
+
+const PartitionState* Store::partition(PartitionId id) const {
+  auto it = partitions_.find(id);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+const PartitionState* Store::partition(const std::string& queue_name,
+                                       const std::string& name) const {
+  const QueueState* q = queue(queue_name);
+  if (!q) return nullptr;
+  auto it = q->partitions.find(name);
+  return it == q->partitions.end() ? nullptr : partition(it->second);
+}
+
+const CursorRow* Store::cursor(const std::string& group, PartitionId pid) const {
+  auto it = cursors_.find(CursorKey{group, pid});
+  return it == cursors_.end() ? nullptr : &it->second;
+}
+
+const GroupMeta* Store::group_meta(const std::string& group, QueueId q) const {
+  auto it = groups_.find(GroupKey{group, q});
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locations) {
+  QUEEN_ASSERT(entry.index == applied_.next(), "entries apply in index order, without gaps");
+  size_t append_no = 0;
+  for (const auto& eff : entry.effects) {
+    if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
+      QUEEN_ASSERT(e->id == next_queue_id(), "queue ids are dense");
+      QUEEN_ASSERT(!queue_names_.contains(e->name), "queue created twice");
+      queue_names_[e->name] = e->id;
+      queues_[e->id] = QueueState{e->id, e->name, e->options, entry.now_us, {}};
+    } else if (auto* e = std::get_if<EffConfigureQueue>(&eff)) {
+      auto it = queues_.find(e->id);
+      QUEEN_ASSERT(it != queues_.end(), "configure of an unknown queue");
+      it->second.options = e->options;
+    } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
+      QUEEN_ASSERT(e->id == next_partition_id(), "partition ids are dense");
+      auto qit = queues_.find(e->queue);
+      QUEEN_ASSERT(qit != queues_.end(), "partition of an unknown queue");
+      QUEEN_ASSERT(!qit->second.partitions.contains(e->name), "partition created twice");
+      qit->second.partitions[e->name] = e->id;
+      PartitionState p;
+      p.id = e->id;
+      p.queue = e->queue;
+      p.name = e->name;
+      p.created_us = entry.now_us;
+      partitions_[e->id] = std::move(p);
+    } else if (auto* e = std::get_if<EffAppend>(&eff)) {
+      auto pit = partitions_.find(e->pid);
+      QUEEN_ASSERT(pit != partitions_.end(), "append to an unknown partition");
+      PartitionState& p = pit->second;
+      QUEEN_ASSERT(e->base == p.next_offset, "offsets are gapless");
+      AppendRow row;
+      row.base = e->base;
+      row.count = e->count;
+      row.created_us = entry.now_us;
+      if (append_no < locations.size()) row.where = locations[append_no];
+      row.hashes = e->hashes;
+      row.hashes.resize(e->count);
+      ++append_no;
+      p.next_offset = row.end();
+      p.rows.push_back(std::move(row));
+    } else if (auto* e = std::get_if<EffCursor>(&eff)) {
+      cursors_[CursorKey{e->group, e->pid}] = e->row;
+    } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
+      groups_[GroupKey{e->group, e->queue}] = e->meta;
+    } else if (auto* e = std::get_if<EffDlq>(&eff)) {
+      dlq_[e->queue].push_back(
+          DlqEntry{e->pid, e->group, e->offset, e->error, e->retry_count, entry.now_us});
+    }
+  }
+  applied_ = entry.index;
+  last_now_us_ = std::max(last_now_us_, entry.now_us);
+}
+
+}  // namespace queen
