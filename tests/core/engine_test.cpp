@@ -1,0 +1,236 @@
+// The consumption engine through the node: claim order, leases, expiry, acks, retries, DLQ.
+#include <gtest/gtest.h>
+
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+void configure(Harness& h, const std::string& q, int64_t lease_s, int64_t retry_limit) {
+  ConfigureCmd c;
+  c.queue = q;
+  c.patch.lease_time_s = lease_s;
+  c.patch.retry_limit = retry_limit;
+  h.call<ConfigureReply>(c);
+}
+
+TEST(Engine, ClaimsTheOldestClaimablePartitionFirst) {
+  Harness h;
+  h.push("q", "p1", {"a"});
+  h.push("q", "p2", {"b"});
+  h.push("q", "p3", {"c"});
+  EXPECT_EQ(h.pop("q", "g", 10).messages.at(0).partition, "p1");
+  EXPECT_EQ(h.pop("q", "g", 10).messages.at(0).partition, "p2");
+  EXPECT_EQ(h.pop("q", "g", 10).messages.at(0).partition, "p3");
+  PopReply none = h.pop("q", "g", 10);
+  EXPECT_TRUE(none.messages.empty());
+}
+
+TEST(Engine, OneLiveLeasePerGroupAndPartitionButGroupsFanOut) {
+  Harness h;
+  h.push("q", "p", {"a", "b"});
+  PopReply first = h.pop("q", "g1", 1);
+  ASSERT_EQ(first.messages.size(), 1u);
+  EXPECT_EQ(first.messages[0].offset, Offset(0));
+  EXPECT_TRUE(h.pop("q", "g1", 1).messages.empty());  // leased to the first consumer
+  PopReply other = h.pop("q", "g2", 5);               // another group reads everything
+  EXPECT_EQ(other.messages.size(), 2u);
+  PopReply held = h.pop("q", "g1", 1, "p");
+  EXPECT_EQ(held.empty_reason, "lease_held");
+}
+
+TEST(Engine, CompletedAckMovesTheCursorAndReleasesTheLease) {
+  Harness h;
+  h.push("q", "p", {"a", "b", "c"});
+  PopReply r = h.pop("q", "g", 2);
+  ASSERT_EQ(r.messages.size(), 2u);
+  AckResult a0 = h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  EXPECT_TRUE(a0.success);
+  EXPECT_FALSE(a0.lease_released);
+  AckResult a1 = h.ack(r.messages[1], "g", AckStatus::completed, r.lease_id);
+  EXPECT_TRUE(a1.success);
+  EXPECT_TRUE(a1.lease_released);
+  PopReply next = h.pop("q", "g", 5);
+  ASSERT_EQ(next.messages.size(), 1u);
+  EXPECT_EQ(next.messages[0].transaction_id, "c");
+  EXPECT_EQ(h.node().store().cursor("g", next.messages[0].partition_id)->next, Offset(2));
+}
+
+TEST(Engine, ExpiredLeasePutsTheBatchBack) {
+  Harness h;
+  configure(h, "q", 1, 3);
+  h.push("q", "Default", {"a"});
+  PopReply r = h.pop("q", "g", 1);
+  ASSERT_EQ(r.messages.size(), 1u);
+  h.env.advance_ms(1100);
+  EXPECT_EQ(h.node().stats().lease_expiries, 1u);
+  AckResult late = h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  EXPECT_FALSE(late.success);
+  EXPECT_EQ(late.error, "Invalid or expired lease");
+  PopReply again = h.pop("q", "g", 1);
+  ASSERT_EQ(again.messages.size(), 1u);
+  EXPECT_EQ(again.messages[0].transaction_id, "a");
+  EXPECT_NE(again.lease_id, r.lease_id);
+}
+
+TEST(Engine, FailedAcksSpendTheRetryBudgetThenTheMessageGoesToTheDlqOnce) {
+  Harness h;
+  configure(h, "q", 30, 2);
+  h.push("q", "Default", {"poison", "fine"});
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    PopReply r = h.pop("q", "g", 1);
+    ASSERT_EQ(r.messages.size(), 1u);
+    EXPECT_EQ(r.messages[0].delivery_attempt, static_cast<uint32_t>(attempt));
+    AckResult a = h.ack(r.messages[0], "g", AckStatus::failed, r.lease_id);
+    EXPECT_TRUE(a.success);
+    EXPECT_TRUE(a.lease_released);
+    EXPECT_FALSE(a.dlq);
+  }
+  PopReply last = h.pop("q", "g", 1);
+  ASSERT_EQ(last.messages.size(), 1u);
+  EXPECT_EQ(last.messages[0].delivery_attempt, 3u);
+  AckResult dead = h.ack(last.messages[0], "g", AckStatus::failed, last.lease_id);
+  EXPECT_TRUE(dead.success);
+  EXPECT_TRUE(dead.dlq);
+  // A repeat of the same ack is answered as the first one and adds nothing.
+  AckResult repeat = h.ack(last.messages[0], "g", AckStatus::failed, last.lease_id);
+  EXPECT_TRUE(repeat.success);
+  EXPECT_TRUE(repeat.dlq);
+  DlqReply d = h.call<DlqReply>(DlqQueryCmd{"q", "", 10});
+  ASSERT_EQ(d.total, 1u);
+  EXPECT_EQ(d.records[0].transaction_id, "poison");
+  EXPECT_EQ(d.records[0].error, "boom");
+  EXPECT_EQ(d.records[0].payload, "{\"t\":\"poison\"}");
+  PopReply rest = h.pop("q", "g", 5);
+  ASSERT_EQ(rest.messages.size(), 1u);
+  EXPECT_EQ(rest.messages[0].transaction_id, "fine");
+}
+
+TEST(Engine, RepeatedCompletedAckIsAnsweredAsTheFirst) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopReply r = h.pop("q", "g", 1);
+  AckResult first = h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  AckResult second = h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  EXPECT_TRUE(first.success);
+  EXPECT_TRUE(second.success);
+  EXPECT_EQ(first.lease_released, second.lease_released);
+  EXPECT_EQ(first.dlq, second.dlq);
+}
+
+TEST(Engine, AckOfAnUnknownTransactionIdNamesIt) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopReply r = h.pop("q", "g", 1);
+  PopMessage ghost = r.messages[0];
+  ghost.transaction_id = "nope";
+  AckResult a = h.ack(ghost, "g", AckStatus::completed, r.lease_id);
+  EXPECT_FALSE(a.success);
+  EXPECT_NE(a.error.find("nope"), std::string::npos);
+}
+
+TEST(Engine, AckWithAForeignLeaseIsRejected) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopReply r = h.pop("q", "g", 1);
+  LeaseId other = r.lease_id;
+  other.bytes[15] ^= 1;
+  EXPECT_FALSE(h.ack(r.messages[0], "g", AckStatus::completed, other).success);
+  EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::completed, std::nullopt).success);
+}
+
+TEST(Engine, BatchMixingFailedAndCompletedNeverSkipsTheFailedMessage) {
+  Harness h;
+  configure(h, "q", 30, 3);
+  h.push("q", "Default", {"m0", "m1", "m2"});
+  PopReply r = h.pop("q", "g", 3);
+  ASSERT_EQ(r.messages.size(), 3u);
+  AckCmd c;
+  for (int i = 0; i < 3; ++i) {
+    const auto& m = r.messages[i];
+    c.items.push_back(AckItem{m.transaction_id, hash_of(m.transaction_id), m.partition_id,
+                              r.lease_id, i == 1 ? AckStatus::failed : AckStatus::completed, "",
+                              "g"});
+  }
+  AckReply ar = h.call<AckReply>(c);
+  for (const auto& a : ar.results) EXPECT_TRUE(a.success);
+  PopReply again = h.pop("q", "g", 3);
+  ASSERT_EQ(again.messages.size(), 1u);  // m1 only: m2 was acked and is not delivered again
+  EXPECT_EQ(again.messages[0].transaction_id, "m1");
+}
+
+TEST(Engine, LongPollIsWokenByAPush) {
+  Harness h;
+  h.push("q", "Default", {"seed"});
+  h.pop("q", "g", 10);  // consume the seed so the group exists
+  PopCmd c;
+  c.queue = "q";
+  c.group = "w";
+  c.batch = 10;
+  c.wait = true;
+  c.subscription_mode = SubscriptionMode::new_only;
+  ReplyHandle poll = h.send(c, 10000);
+  h.env.advance_ms(100);
+  EXPECT_FALSE(h.take(poll).has_value());
+  h.push("q", "Default", {"fresh"});
+  h.env.advance_ms(10);
+  auto r = h.take(poll);
+  ASSERT_TRUE(r.has_value());
+  auto& pr = std::get<PopReply>(r->body);
+  ASSERT_EQ(pr.messages.size(), 1u);
+  EXPECT_EQ(pr.messages[0].transaction_id, "fresh");  // new_only: the older seed is skipped
+}
+
+TEST(Engine, LongPollAnswersEmptyBeforeItsDeadline) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  h.pop("q", "g", 1);
+  PopCmd c;
+  c.queue = "q";
+  c.group = "g";
+  c.wait = true;
+  ReplyHandle poll = h.send(c, 2000);
+  h.env.advance_ms(1400);
+  EXPECT_FALSE(h.take(poll).has_value());
+  h.env.advance_ms(600);
+  auto r = h.take(poll);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(std::get<PopReply>(r->body).messages.empty());
+}
+
+TEST(Engine, PopIsAnsweredOnlyAfterItsCheckpointCommits) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopCmd c;
+  c.queue = "q";
+  c.group = "g";
+  c.subscription_mode = SubscriptionMode::all;
+  ReplyHandle hd = h.send(c);
+  h.env.run();
+  EXPECT_FALSE(h.take(hd).has_value());  // waiting for the checkpoint timer
+  uint64_t before = h.node().stats().checkpoints;
+  h.env.advance_ms(6);
+  EXPECT_EQ(h.node().stats().checkpoints, before + 1);
+  EXPECT_TRUE(h.take(hd).has_value());
+  EXPECT_EQ(h.node().store().cursor("g", PartitionId(1))->lease_expires_us != 0, true);
+}
+
+TEST(Engine, CommitOnDeliveryMovesTheCursorWithoutALease) {
+  Harness h;
+  h.push("q", "Default", {"a", "b"});
+  PopCmd c;
+  c.queue = "q";
+  c.group = "g";
+  c.batch = 1;
+  c.auto_ack = true;
+  c.subscription_mode = SubscriptionMode::all;
+  PopReply r = h.call<PopReply>(c);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_TRUE(r.lease_id.is_nil());
+  PopReply r2 = h.call<PopReply>(c);
+  ASSERT_EQ(r2.messages.size(), 1u);
+  EXPECT_EQ(r2.messages[0].transaction_id, "b");
+}
+
+}  // namespace
+}  // namespace queen::testing

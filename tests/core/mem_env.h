@@ -1,0 +1,205 @@
+// An in-memory Env for unit tests of the node: files in a map, time moved by the test,
+// syncs and timers completed only when the test runs the node. Crash() drops everything
+// appended since the last completed sync, as a power cut would.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "core/node/node.h"
+#include "core/state/store.h"
+
+namespace queen::testing {
+
+class MemEnv : public Env {
+ public:
+  int64_t now = 1'700'000'000'000'000;  // µs
+  uint64_t rng = 42;
+  std::map<std::string, Bytes> files;
+  std::map<std::string, size_t> synced;  // durable prefix of each file
+  std::vector<std::pair<std::string, uint64_t>> pending_syncs;
+  std::map<TimerId, int64_t> timers;
+  std::map<ReplyHandle, Reply> replies;
+  std::vector<std::string> logs;
+  bool hold_syncs = false;
+  bool fatal_called = false;
+  Node* node = nullptr;
+
+  int64_t now_us() override { return now; }
+  uint64_t random_u64() override {
+    rng += 0x9e3779b97f4a7c15ull;
+    uint64_t z = rng;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  void set_timer(TimerId id, int64_t delay_ms) override { timers[id] = now + delay_ms * 1000; }
+  void append(const std::string& f, Bytes data) override {
+    auto& b = files[f];
+    b.insert(b.end(), data.begin(), data.end());
+  }
+  void sync(const std::string& f, uint64_t token) override { pending_syncs.push_back({f, token}); }
+  Result<Bytes> read(const std::string& f, uint64_t pos, uint64_t len) override {
+    auto it = files.find(f);
+    if (it == files.end() || pos + len > it->second.size())
+      return make_error(Errc::io, "read past the end of " + f);
+    return Bytes(it->second.begin() + pos, it->second.begin() + pos + len);
+  }
+  Status truncate(const std::string& f, uint64_t size) override {
+    files[f].resize(size);
+    synced[f] = std::min<size_t>(synced[f], size);
+    return ok_status();
+  }
+  Status remove(const std::string& f) override {
+    files.erase(f);
+    synced.erase(f);
+    return ok_status();
+  }
+  void reply(ReplyHandle h, Reply r) override { replies[h] = std::move(r); }
+  void fatal(std::string_view) override { fatal_called = true; }
+  void log(LogLevel, std::string_view m) override { logs.emplace_back(m); }
+
+  std::vector<FileInfo> list() const {
+    std::vector<FileInfo> out;
+    for (const auto& [n, b] : files) out.push_back(FileInfo{n, b.size()});
+    return out;
+  }
+
+  // Completes syncs and fires due timers until the node is idle at the current time.
+  void run() {
+    for (int guard = 0; guard < 100000; ++guard) {
+      if (!pending_syncs.empty() && !hold_syncs) {
+        auto [f, token] = pending_syncs.front();
+        pending_syncs.erase(pending_syncs.begin());
+        synced[f] = files[f].size();
+        node->on_sync_done(token, true);
+        continue;
+      }
+      auto due = timers.end();
+      for (auto it = timers.begin(); it != timers.end(); ++it)
+        if (it->second <= now && (due == timers.end() || it->second < due->second)) due = it;
+      if (due == timers.end()) return;
+      TimerId id = due->first;
+      timers.erase(due);
+      node->on_timer(id);
+    }
+  }
+
+  // Moves time forward in 1 ms steps, running the node at each.
+  void advance_ms(int64_t ms) {
+    for (int64_t i = 0; i < ms; ++i) {
+      now += 1000;
+      run();
+    }
+  }
+
+  // Loses every byte not yet synced.
+  void crash() {
+    for (auto& [f, b] : files) b.resize(synced[f]);
+    pending_syncs.clear();
+    timers.clear();
+  }
+};
+
+inline Hash128 hash_of(const std::string& s) {
+  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
+  return Hash128{h.low64, h.high64};
+}
+
+// A node on a MemEnv with helpers that speak in commands and replies.
+class Harness {
+ public:
+  explicit Harness(NodeConfig cfg = {}) : cfg_(cfg) { restart(); }
+
+  void restart() {
+    node_.reset();
+    env.timers.clear();
+    node_ = std::make_unique<Node>(env, cfg_);
+    env.node = node_.get();
+    auto st = node_->start(env.list());
+    QUEEN_ASSERT(st.ok(), "start failed");
+    env.run();
+  }
+
+  Node& node() { return *node_; }
+
+  ReplyHandle send(Command c, int64_t timeout_ms = 30000) {
+    ReplyHandle h = ++next_handle_;
+    node_->on_command(h, CommandEnvelope{RequestId{}, env.now / 1000 + timeout_ms, std::move(c)});
+    return h;
+  }
+
+  std::optional<Reply> take(ReplyHandle h) {
+    auto it = env.replies.find(h);
+    if (it == env.replies.end()) return std::nullopt;
+    Reply r = std::move(it->second);
+    env.replies.erase(it);
+    return r;
+  }
+
+  template <class T>
+  T call(Command c) {
+    ReplyHandle h = send(std::move(c));
+    env.run();
+    env.advance_ms(cfg_.checkpoint_ms + 1);
+    auto r = take(h);
+    QUEEN_ASSERT(r.has_value(), "no reply");
+    auto* t = std::get_if<T>(&r->body);
+    QUEEN_ASSERT(t != nullptr, "unexpected reply type");
+    return *t;
+  }
+
+  PushCmd push_cmd(const std::string& queue, const std::string& partition,
+                   const std::vector<std::string>& txns) {
+    PushCmd c;
+    for (const auto& t : txns) {
+      PushItem it;
+      it.queue = queue;
+      it.partition = partition;
+      it.transaction_id = t;
+      it.txn_hash = hash_of(t);
+      it.message_id = make_uuid_v7(env.now / 1000, env.random_u64(), env.random_u64());
+      it.payload = "{\"t\":\"" + t + "\"}";
+      c.items.push_back(std::move(it));
+    }
+    return c;
+  }
+
+  PushReply push(const std::string& queue, const std::string& partition,
+                 const std::vector<std::string>& txns) {
+    return call<PushReply>(push_cmd(queue, partition, txns));
+  }
+
+  PopReply pop(const std::string& queue, const std::string& group, uint32_t batch,
+               std::optional<std::string> partition = std::nullopt) {
+    PopCmd c;
+    c.queue = queue;
+    c.group = group;
+    c.batch = batch;
+    c.partition = partition;
+    c.subscription_mode = SubscriptionMode::all;
+    return call<PopReply>(c);
+  }
+
+  AckResult ack(const PopMessage& m, const std::string& group, AckStatus status,
+                std::optional<LeaseId> lease) {
+    AckCmd c;
+    c.items.push_back(AckItem{m.transaction_id, hash_of(m.transaction_id), m.partition_id, lease,
+                              status, "boom", group});
+    return call<AckReply>(c).results.at(0);
+  }
+
+  MemEnv env;
+
+ private:
+  NodeConfig cfg_;
+  std::unique_ptr<Node> node_;
+  ReplyHandle next_handle_ = 0;
+};
+
+}  // namespace queen::testing
