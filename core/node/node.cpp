@@ -44,7 +44,7 @@ Reply error_reply(int status, std::string code, std::string message, int retry_a
 
 struct NodeImpl {
   NodeImpl(Env& e, NodeConfig c)
-      : env(e), config(c), writer(e, c.segment_bytes), planner(store), engine(e, store, config) {}
+      : env(e), config(c), writer(e, c.segment_bytes), planner(e, store), engine(e, store, config) {}
 
   Env& env;
   NodeConfig config;
@@ -158,6 +158,18 @@ struct NodeImpl {
 
   void park_at(uint64_t index, ReplyHandle h, Reply r) {
     answers.emplace(index, Parked{h, std::move(r)});
+  }
+
+  // Parks the answer of a planned command at the entry that carries it, or at the last
+  // sealed entry when it planned nothing new (all duplicates, a no-op configure).
+  void park_planned(ReplyHandle h, Reply r) {
+    if (open.empty()) {
+      park_at(last_sealed, h, std::move(r));
+      send_answers();
+      return;
+    }
+    park_at(open.entry.index.value, h, std::move(r));
+    after_plan();
   }
 
   void after_plan() {
@@ -359,18 +371,11 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     return;
   }
   if (auto* push = std::get_if<PushCmd>(&c.command)) {
-    PushReply r = n.planner.plan_push(*push, &n.open);
-    n.park_at(n.open.entry.index.value, h, Reply{std::move(r)});
-    n.after_plan();
+    PushReply r = n.planner.plan_push(*push, n.env.now_us(), &n.open);
+    n.park_planned(h, Reply{std::move(r)});
   } else if (auto* cfg = std::get_if<ConfigureCmd>(&c.command)) {
     ConfigureReply r = n.planner.plan_configure(*cfg, &n.open);
-    if (n.open.empty()) {
-      n.park_at(n.last_sealed, h, Reply{std::move(r)});
-      n.send_answers();
-    } else {
-      n.park_at(n.open.entry.index.value, h, Reply{std::move(r)});
-      n.after_plan();
-    }
+    n.park_planned(h, Reply{std::move(r)});
   } else if (auto* pop = std::get_if<PopCmd>(&c.command)) {
     n.handle_pop(h, c, *pop);
   } else if (auto* ack = std::get_if<AckCmd>(&c.command)) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/qlog/log.h"
+
 namespace queen {
 
 QueueOptions push_created_options(const std::string& name) {
@@ -72,24 +74,45 @@ EffAppend& Planner::append_of(PartitionId pid, QueueId queue, OpenEntry* open) {
   return std::get<EffAppend>(open->entry.effects.back());
 }
 
-PushReply Planner::plan_push(const PushCmd& cmd, OpenEntry* open) {
+Uuid Planner::message_id_at(PartitionId pid, Offset o) {
+  const PartitionState* p = store_.partition(pid);
+  const AppendRow* row = p ? p->row_of(o) : nullptr;
+  if (!row) return Uuid{};
+  auto a = read_append(env_, *row, pid);
+  if (!a.ok()) return Uuid{};
+  return a.value().frames[o.value - row->base.value].message_id;
+}
+
+PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open) {
   PushReply reply;
   reply.results.reserve(cmd.items.size());
   for (uint32_t i = 0; i < cmd.items.size(); ++i) {
     const PushItem& item = cmd.items[i];
     QueueView q = ensure_queue(item.queue, push_created_options(item.queue), open);
     PartitionId pid = ensure_partition(q.id, item.partition, open);
+    PushResult res{i, PushStatus::queued, item.message_id, item.transaction_id, item.queue,
+                   item.partition, pid, Offset(0), {}};
+    int64_t window_us = q.options.dedup_window_s * 1'000'000;
+    if (window_us > 0) {
+      if (auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us)) {
+        res.status = PushStatus::duplicate;
+        res.offset = hit->offset;
+        res.message_id = hit->message_id ? *hit->message_id : message_id_at(pid, hit->offset);
+        reply.results.push_back(std::move(res));
+        continue;
+      }
+    }
     EffAppend& a = append_of(pid, q.id, open);
-    Offset off(a.base.value + a.count);
+    res.offset = Offset(a.base.value + a.count);
     a.hashes.push_back(item.txn_hash);
     a.frames.push_back(MessageFrame{item.message_id, item.transaction_id, item.trace_id,
                                     item.payload});
     ++a.count;
-    planned_next_[pid] = off.next();
+    planned_next_[pid] = res.offset.next();
+    if (window_us > 0)
+      dedup_.planned(pid, item.txn_hash, res.offset, item.message_id, now_us, window_us);
     open->bytes += item.payload.size() + item.transaction_id.size() + 64;
-    reply.results.push_back(PushResult{i, PushStatus::queued, item.message_id,
-                                       item.transaction_id, item.queue, item.partition, pid, off,
-                                       {}});
+    reply.results.push_back(std::move(res));
   }
   ++open->commands;
   return reply;
@@ -132,6 +155,7 @@ void Planner::on_applied(const Entry& entry) {
       const PartitionState* p = store_.partition(e->id);
       if (it != planned_next_.end() && p && it->second == p->next_offset) planned_next_.erase(it);
     } else if (auto* e = std::get_if<EffAppend>(&eff)) {
+      dedup_.applied(*e);
       auto it = planned_next_.find(e->pid);
       const PartitionState* p = store_.partition(e->pid);
       if (it != planned_next_.end() && p && it->second == p->next_offset) planned_next_.erase(it);

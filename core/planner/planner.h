@@ -9,8 +9,10 @@
 #include <string>
 
 #include "core/node/command.h"
+#include "core/planner/dedup.h"
 #include "core/state/entry.h"
 #include "core/state/store.h"
+#include "io/env.h"
 
 namespace queen {
 
@@ -25,14 +27,17 @@ struct OpenEntry {
 
 class Planner {
  public:
-  explicit Planner(const Store& store) : store_(store) {}
+  Planner(Env& env, const Store& store) : env_(env), store_(store), dedup_(store) {}
 
-  PushReply plan_push(const PushCmd& cmd, OpenEntry* open);
+  // Dedup first (a duplicate keeps its original offset and message id and adds nothing),
+  // then one gapless run of offsets per partition for the survivors.
+  PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
   // Forgets what `entry` planned once the store holds it.
   void on_applied(const Entry& entry);
   // The options a queue has (or will have once in-flight entries land).
   std::optional<QueueOptions> queue_options(const std::string& name) const;
+  const DedupIndex& dedup() const { return dedup_; }
 
  private:
   struct QueueView {
@@ -46,7 +51,11 @@ class Planner {
   Offset next_offset(PartitionId pid) const;
   EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
 
+  Uuid message_id_at(PartitionId pid, Offset o);
+
+  Env& env_;
   const Store& store_;
+  DedupIndex dedup_;
   std::map<std::string, QueueView> pending_queues_;
   std::map<std::pair<QueueId, std::string>, PartitionId> pending_partitions_;
   std::map<PartitionId, Offset> planned_next_;

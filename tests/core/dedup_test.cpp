@@ -1,0 +1,139 @@
+// Dedup by transactionId: unit tests of the bloom ring and property tests of the planner
+// against a plain model of "first offset per transactionId within the window".
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include "core/planner/dedup.h"
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+TEST(BloomRing, NeverForgetsAnInsertedHashWithinTheWindow) {
+  BloomRing ring;
+  for (uint64_t i = 0; i < 20000; ++i) ring.insert(hash_of(std::to_string(i)), Offset(i), 1, 1e9);
+  for (uint64_t i = 0; i < 20000; ++i) {
+    auto bands = ring.bands(hash_of(std::to_string(i)));
+    bool covered = false;
+    for (auto [lo, hi] : bands) covered |= lo <= Offset(i) && Offset(i) <= hi;
+    ASSERT_TRUE(covered) << i;
+  }
+}
+
+TEST(BloomRing, FalsePositiveRateIsLow) {
+  BloomRing ring;
+  for (uint64_t i = 0; i < 4096; ++i) ring.insert(hash_of("in" + std::to_string(i)), Offset(i), 1, 1e9);
+  int maybes = 0;
+  for (int i = 0; i < 100000; ++i) maybes += !ring.bands(hash_of("out" + std::to_string(i))).empty();
+  EXPECT_LT(maybes, 300);  // 16 bits per hash, 7 probes: well under 0.3%
+}
+
+TEST(Dedup, RetriedPushIsAnsweredWithTheOriginalOffsetAndMessageId) {
+  Harness h;
+  PushReply first = h.push("q", "p", {"order-1", "order-2"});
+  PushCmd retry = h.push_cmd("q", "p", {"order-2", "order-3"});
+  PushReply second = h.call<PushReply>(retry);
+  EXPECT_EQ(second.results[0].status, PushStatus::duplicate);
+  EXPECT_EQ(second.results[0].offset, first.results[1].offset);
+  EXPECT_EQ(second.results[0].message_id, first.results[1].message_id);
+  EXPECT_EQ(second.results[1].status, PushStatus::queued);
+  EXPECT_EQ(second.results[1].offset, Offset(2));  // survivors stay gapless
+  EXPECT_EQ(h.node().store().partition("q", "p")->next_offset, Offset(3));
+}
+
+TEST(Dedup, RepeatsInsideOneRequestAreStoredOnce) {
+  Harness h;
+  PushReply r = h.push("q", "p", {"x", "x", "y"});
+  EXPECT_EQ(r.results[0].status, PushStatus::queued);
+  EXPECT_EQ(r.results[1].status, PushStatus::duplicate);
+  EXPECT_EQ(r.results[1].message_id, r.results[0].message_id);
+  EXPECT_EQ(r.results[2].offset, Offset(1));
+}
+
+TEST(Dedup, AllDuplicatePushIsStillAnswered) {
+  Harness h;
+  h.push("q", "p", {"a"});
+  PushReply r = h.push("q", "p", {"a"});
+  EXPECT_EQ(r.results.at(0).status, PushStatus::duplicate);
+}
+
+TEST(Dedup, WindowZeroTurnsDedupOffAndTheWindowExpires) {
+  Harness h;
+  ConfigureCmd c;
+  c.queue = "off";
+  c.patch.dedup_window_s = 0;
+  h.call<ConfigureReply>(c);
+  h.push("off", "p", {"a"});
+  EXPECT_EQ(h.push("off", "p", {"a"}).results[0].status, PushStatus::queued);
+  c.queue = "short";
+  c.patch.dedup_window_s = 2;
+  h.call<ConfigureReply>(c);
+  h.push("short", "p", {"a"});
+  EXPECT_EQ(h.push("short", "p", {"a"}).results[0].status, PushStatus::duplicate);
+  h.env.advance_ms(2100);
+  EXPECT_EQ(h.push("short", "p", {"a"}).results[0].status, PushStatus::queued);
+}
+
+TEST(Dedup, SurvivesARestartAndWarmsItsFilterFromTheRows) {
+  Harness h;
+  std::vector<std::string> txns;
+  for (int i = 0; i < 600; ++i) txns.push_back("t" + std::to_string(i));
+  PushReply first = h.push("q", "p", txns);
+  h.env.crash();
+  h.restart();
+  PushReply again = h.push("q", "p", {"t599", "t0", "new"});
+  EXPECT_EQ(again.results[0].status, PushStatus::duplicate);
+  EXPECT_EQ(again.results[0].offset, Offset(599));
+  EXPECT_EQ(again.results[0].message_id, first.results[599].message_id);
+  EXPECT_EQ(again.results[1].offset, Offset(0));
+  EXPECT_EQ(again.results[2].offset, Offset(600));
+}
+
+// The model: per partition, the first offset of each transactionId whose push is still
+// inside the window; everything else gets the next offset.
+RC_GTEST_PROP(DedupProperty, MatchesTheFirstOffsetModel, ()) {
+  Harness h;
+  ConfigureCmd c;
+  c.queue = "q";
+  c.patch.dedup_window_s = 5;
+  h.call<ConfigureReply>(c);
+  std::map<std::string, std::pair<uint64_t, int64_t>> model;  // txn -> (offset, pushed_at_us)
+  uint64_t next = 0;
+  auto steps = *rc::gen::container<std::vector<std::tuple<int, int, int>>>(
+      rc::gen::tuple(rc::gen::inRange(0, 40), rc::gen::inRange(0, 4), rc::gen::inRange(0, 10)));
+  for (auto [txn_no, batch, action] : steps) {
+    if (action == 0) {
+      h.env.advance_ms(1500);  // let windows expire
+      continue;
+    }
+    if (action == 1) {
+      h.env.crash();
+      h.restart();
+    }
+    std::vector<std::string> txns;
+    for (int k = 0; k <= batch; ++k) txns.push_back("t" + std::to_string((txn_no + k * 7) % 40));
+    PushReply r = h.push("q", "p", txns);
+    int64_t now = h.env.now;
+    for (size_t k = 0; k < txns.size(); ++k) {
+      auto it = model.find(txns[k]);
+      bool dup = it != model.end() && it->second.second >= now - 5'000'000 - 20'000;
+      bool clearly_new = it == model.end() || it->second.second < now - 5'000'000 - 30'000;
+      if (r.results[k].status == PushStatus::duplicate) {
+        RC_ASSERT(!clearly_new);
+        RC_ASSERT(r.results[k].offset.value == it->second.first);
+      } else {
+        RC_ASSERT(!dup);
+        RC_ASSERT(r.results[k].offset.value == next);
+        model[txns[k]] = {next, now};
+        ++next;
+      }
+    }
+  }
+  const PartitionState* p = h.node().store().partition("q", "p");
+  uint64_t stored = p ? p->next_offset.value : 0;
+  RC_ASSERT(stored == next);
+}
+
+}  // namespace
+}  // namespace queen::testing
