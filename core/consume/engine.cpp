@@ -222,7 +222,10 @@ void Engine::hand_back(const PopReply& reply) {
   const PopMessage& m = reply.messages.front();
   auto it = rows_.find(CursorKey{reply.group, m.partition_id});
   if (it == rows_.end() || it->second.lease_id != reply.lease_id) return;
-  release(reply.group, *store_.partition(m.partition_id), it->second);
+  it->second.lease_expires_us = 0;
+  mark_dirty(reply.group, m.partition_id);
+  const PartitionState& p = *store_.partition(m.partition_id);
+  if (it->second.next < p.next_offset) make_ready(reply.group, p);
 }
 
 // ---------------------------------------------------------------------------- ack
@@ -307,61 +310,196 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
     return res;
   }
   const QueueState* q = store_.queue(p->queue);
-  switch (item.status) {
-    case AckStatus::completed:
-      settle(item.group, *p, r, o, MsgState::acked, &res);
-      break;
-    case AckStatus::dlq:
-      to_dlq(item.group, *p, r, o, item.error, &res);
-      break;
-    case AckStatus::failed:
-      if (r.retry_count >= static_cast<uint32_t>(std::max<int64_t>(0, q->options.retry_limit))) {
-        to_dlq(item.group, *p, r, o, item.error, &res);
-        break;
-      }
-      ++r.retry_count;
-      r.set_state(o, MsgState::failed);
-      release(item.group, *p, r);
-      res.lease_released = true;
-      break;
-    case AckStatus::retry:
-      r.set_state(o, MsgState::retried);
-      release(item.group, *p, r);
-      res.lease_released = true;
-      break;
-  }
+  SettleOutcome out = apply_status(r, o, item.status, q->options.retry_limit);
+  finish(item.group, *p, r, o, item.error, out, &dlq_);
+  res.dlq = out.dlq;
+  res.lease_released = out.released;
   res.success = true;
   r.last_consumed_us = now_us;
   return res;
 }
 
-void Engine::to_dlq(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
-                    const std::string& error, AckResult* res) {
-  dlq_.push_back(EffDlq{p.queue, p.id, group, o, error.empty() ? "Retries exhausted" : error,
-                        row.retry_count});
-  ++stats_.dlq_moves;
-  res->dlq = true;
-  settle(group, p, row, o, MsgState::dlq, res);
+SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t retry_limit) {
+  SettleOutcome out;
+  out.retries = row.retry_count;
+  auto settle = [&](MsgState s) {
+    row.set_state(o, s);
+    while (is_done(row.state_of(row.next))) {
+      row.next = row.next.next();
+      ++row.consumed_total;
+    }
+    if (row.next >= row.batch_end) {
+      row.retry_count = 0;
+      row.lease_expires_us = 0;
+      out.released = true;
+    }
+  };
+  auto hand_back = [&](MsgState s) {
+    row.set_state(o, s);
+    row.lease_expires_us = 0;
+    out.released = true;
+  };
+  switch (status) {
+    case AckStatus::completed:
+      settle(MsgState::acked);
+      break;
+    case AckStatus::dlq:
+      out.dlq = true;
+      settle(MsgState::dlq);
+      break;
+    case AckStatus::failed:
+      if (row.retry_count >= static_cast<uint32_t>(std::max<int64_t>(0, retry_limit))) {
+        out.dlq = true;
+        settle(MsgState::dlq);
+      } else {
+        ++row.retry_count;
+        hand_back(MsgState::failed);
+      }
+      break;
+    case AckStatus::retry:
+      hand_back(MsgState::retried);
+      break;
+  }
+  return out;
 }
 
-void Engine::settle(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
-                    MsgState state, AckResult* res) {
-  row.set_state(o, state);
-  while (is_done(row.state_of(row.next))) {
-    row.next = row.next.next();
+void Engine::finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
+                    const std::string& error, const SettleOutcome& out,
+                    std::vector<EffDlq>* dlq_sink) {
+  if (out.dlq) {
+    // retry_count is the budget spent on this message (it is reset once the batch is done).
+    dlq_sink->push_back(EffDlq{p.queue, p.id, group, o,
+                               error.empty() ? "Retries exhausted" : error, out.retries});
+    ++stats_.dlq_moves;
+  }
+  if (out.released && row.next < p.next_offset) make_ready(group, p);
+}
+
+// ---------------------------------------------------------------------------- transactions
+
+CursorRow Engine::shadow_row(const std::string& group, const PartitionState& p,
+                             const TxnConsumePlan& plan) const {
+  CursorKey key{group, p.id};
+  if (auto it = plan.rows.find(key); it != plan.rows.end()) return it->second;
+  if (auto it = rows_.find(key); it != rows_.end()) return it->second;
+  CursorRow row;
+  GroupKey gk{group, p.queue};
+  auto mit = metas_.find(gk);
+  if (mit != metas_.end()) row.next = start_offset(mit->second, p);
+  return row;
+}
+
+bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease, int64_t now_us,
+                          TxnConsumePlan* plan) {
+  AckResult res;
+  res.index = static_cast<uint32_t>(plan->acks.size());
+  res.transaction_id = ack.transaction_id;
+  auto refuse = [&](const std::string& why) {
+    plan->ok = false;
+    plan->reason = "rejected_ack";
+    plan->error = "QACK " + why + ": transactionId " + ack.transaction_id;
+    return false;
+  };
+  const PartitionState* p = store_.partition(ack.partition_id);
+  if (!p) return refuse("partition " + std::to_string(ack.partition_id.value) + " not found");
+  std::optional<Offset> o = p->find_hash(ack.txn_hash, Offset(0), p->next_offset);
+  if (!o) return refuse("message not found");
+  CursorRow row = shadow_row(ack.group, *p, *plan);
+  const MsgState* st = row.state_of(*o);
+  if (*o < row.next || (st && (*st == MsgState::acked || *st == MsgState::dlq)))
+    return refuse("message already acked");
+  bool live = row.lease_live(now_us);
+  bool in_batch = *o >= row.batch_start && *o < row.batch_end;
+  if (lease && (!live || *lease != row.lease_id || !in_batch))
+    return refuse("lease expired or held by another worker");
+  res.queue = store_.queue(p->queue)->name;
+  res.partition = p->name;
+  res.success = true;
+  CursorKey key{ack.group, p->id};
+  if (!live || !in_batch) {
+    row.next = std::max(row.next, o->next());  // unfenced: the cursor moves past it
     ++row.consumed_total;
+  } else {
+    SettleOutcome out = apply_status(row, *o, ack.status,
+                                     store_.queue(p->queue)->options.retry_limit);
+    if (out.dlq)
+      plan->dlq.push_back(EffDlq{p->queue, p->id, ack.group, *o,
+                                 ack.error.empty() ? "Retries exhausted" : ack.error,
+                                 out.retries});
+    res.dlq = out.dlq;
+    res.lease_released = out.released;
+    plan->outcomes.emplace_back(key, out);
   }
-  if (row.next >= row.batch_end) {
-    row.retry_count = 0;
-    release(group, p, row);
-    res->lease_released = true;
-  }
+  row.last_consumed_us = now_us;
+  plan->rows[key] = std::move(row);
+  if (!metas_.contains(GroupKey{ack.group, p->queue}))
+    plan->metas[GroupKey{ack.group, p->queue}] = GroupMeta{};
+  plan->acks.push_back(std::move(res));
+  return true;
 }
 
-void Engine::release(const std::string& group, const PartitionState& p, CursorRow& row) {
+bool Engine::plan_position(const PositionOp& pos, TxnConsumePlan* plan) {
+  const PartitionState* p = store_.partition(pos.queue, pos.partition);
+  if (!p) {
+    plan->ok = false;
+    plan->reason = "queue_not_found";
+    plan->error = "QPOS no partition " + pos.partition + " in queue " + pos.queue;
+    return false;
+  }
+  CursorKey key{pos.group, p->id};
+  CursorRow row = shadow_row(pos.group, *p, *plan);
+  row.next = pos.offset ? std::min(pos.offset->next(), p->next_offset) : Offset(0);
   row.lease_expires_us = 0;
-  mark_dirty(group, p.id);
-  if (row.next < p.next_offset) make_ready(group, p);
+  row.settled.clear();
+  row.retry_count = 0;
+  plan->rows[key] = std::move(row);
+  if (!metas_.contains(GroupKey{pos.group, p->queue}))
+    plan->metas[GroupKey{pos.group, p->queue}] = GroupMeta{};
+  plan->outcomes.emplace_back(key, SettleOutcome{true, false, 0});
+  return true;
+}
+
+TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
+  TxnConsumePlan plan;
+  // An ack without its own leaseId takes the single lease the call names, if there is one.
+  std::set<LeaseId> named(cmd.required_leases.begin(), cmd.required_leases.end());
+  for (const auto& op : cmd.operations)
+    if (op.is_ack && op.ack.lease_id) named.insert(*op.ack.lease_id);
+  std::optional<LeaseId> single;
+  if (named.size() == 1) single = *named.begin();
+  for (const auto& op : cmd.operations) {
+    if (!op.is_ack) continue;
+    if (!plan_txn_ack(op.ack, op.ack.lease_id ? op.ack.lease_id : single, now_us, &plan))
+      return plan;
+  }
+  for (const auto& pos : cmd.positions)
+    if (!plan_position(pos, &plan)) return plan;
+  return plan;
+}
+
+std::vector<Effect> Engine::commit_txn(TxnConsumePlan&& plan) {
+  std::vector<Effect> out;
+  for (auto& [key, meta] : plan.metas) {
+    metas_[key] = meta;
+    groups_of_queue_[key.queue].insert(key.group);
+    dirty_metas_.erase(key);
+    out.push_back(EffGroupMeta{key.group, key.queue, meta});
+  }
+  for (auto& [key, row] : plan.rows) {
+    rows_[key] = row;
+    dirty_rows_.erase(key);  // the transaction's entry carries the row
+    out.push_back(EffCursor{key.group, key.pid, row});
+  }
+  for (auto& d : plan.dlq) {
+    ++stats_.dlq_moves;
+    out.push_back(std::move(d));
+  }
+  for (const auto& [key, o] : plan.outcomes) {
+    const PartitionState* p = store_.partition(key.pid);
+    const CursorRow& row = rows_.at(key);
+    if (o.released && row.next < p->next_offset) make_ready(key.group, *p);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------- checkpoints

@@ -23,6 +23,31 @@
 
 namespace queen {
 
+struct SettleOutcome {
+  bool released = false;  // the lease ended (batch settled or handed back)
+  bool dlq = false;       // the message moved to the dead-letter list
+  uint32_t retries = 0;   // the retry budget spent when the ack came
+};
+
+// A transaction's acks and positions checked on shadow copies of the cursor rows: nothing
+// in the engine changes until commit_txn() and nothing does at all if one is refused.
+struct TxnConsumePlan {
+  bool ok = true;
+  std::string reason;  // rejected_ack | queue_not_found
+  std::string error;
+  std::vector<AckResult> acks;
+  std::map<CursorKey, CursorRow> rows;
+  std::map<GroupKey, GroupMeta> metas;
+  std::vector<EffDlq> dlq;
+  std::vector<std::pair<CursorKey, SettleOutcome>> outcomes;
+};
+
+// Applies an ack's status to `row` for offset `o` of its live batch: completed settles it and
+// moves the cursor over the settled prefix; failed spends the retry budget and hands the batch
+// back, or past the budget moves the message to the DLQ; retry hands back without spending;
+// dlq moves it at once. Pure: the engine and transactions share it.
+SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t retry_limit);
+
 struct EngineStats {
   uint64_t lease_expiries = 0;
   uint64_t redeliveries = 0;
@@ -47,6 +72,10 @@ class Engine {
 
   // `changed` tells whether any row moved (the answer must then wait for a checkpoint).
   AckReply ack(const AckCmd& cmd, int64_t now_us, bool* changed);
+
+  TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);
+  // Makes the plan live and returns the effects that carry it, for the transaction's entry.
+  std::vector<Effect> commit_txn(TxnConsumePlan&& plan);
 
   // Hands a delivered lease back (its client went away before the answer).
   void hand_back(const PopReply& reply);
@@ -83,12 +112,15 @@ class Engine {
                   int64_t now_us);
   bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
                      std::vector<PopMessage>* out, std::string* error);
+  bool plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease, int64_t now_us,
+                    TxnConsumePlan* plan);
+  bool plan_position(const PositionOp& pos, TxnConsumePlan* plan);
+  CursorRow shadow_row(const std::string& group, const PartitionState& p,
+                       const TxnConsumePlan& plan) const;
   AckResult ack_one(const AckItem& item, uint32_t index, int64_t now_us, bool* changed);
-  void settle(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
-              MsgState state, AckResult* res);
-  void release(const std::string& group, const PartitionState& p, CursorRow& row);
-  void to_dlq(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
-              const std::string& error, AckResult* res);
+  // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
+  void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
+              const std::string& error, const SettleOutcome& out, std::vector<EffDlq>* dlq_sink);
   void mark_dirty(const std::string& group, PartitionId pid) {
     dirty_rows_.insert(CursorKey{group, pid});
   }

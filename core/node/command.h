@@ -75,7 +75,112 @@ struct DlqQueryCmd {
   uint32_t limit = 100;
 };
 
-using Command = std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd>;
+// ---- KV, locks, timers, transactions ----
+
+enum class KvOpKind : uint8_t { get, get_many, get_prefix, put, put_if_absent, del, incr, check };
+
+struct KvOp {
+  KvOpKind op = KvOpKind::get;
+  std::string ns;
+  std::string key;
+  std::vector<std::string> keys;    // getMany
+  std::string value = "null";       // put: compact JSON text
+  int64_t ttl_s = 0;                // writes: exactly one of ttl_s > 0 or forever
+  bool forever = false;
+  std::optional<uint64_t> expect;   // 0: must be absent; N: must be version N
+  bool required = false;            // a lost precondition aborts the whole call
+  int64_t delta = 1;                // incr
+  std::optional<int64_t> min, max;  // incr bounds
+  std::string prefix, after;        // getPrefix
+  uint32_t limit = 100;
+  bool keys_only = false;
+};
+
+struct KvCmd {
+  std::vector<KvOp> ops;
+};
+
+enum class LockOpKind : uint8_t { acquire, renew, release, get };
+
+struct LockOp {
+  LockOpKind op = LockOpKind::acquire;
+  std::string name;
+  std::string owner;  // the edge mints one when the client gives none
+  int64_t ttl_s = 30;
+  uint32_t limit = 1;  // a semaphore of N slots
+  std::optional<uint32_t> slot;
+  uint64_t token = 0;
+};
+
+struct LockCmd {
+  std::vector<LockOp> ops;
+};
+
+enum class TimerOpKind : uint8_t { schedule, reschedule, cancel };
+
+struct TimerOp {
+  TimerOpKind op = TimerOpKind::schedule;
+  std::string queue;
+  std::string timer_key;
+  std::string partition = "Default";
+  int64_t delay_ms = 0;
+  std::string txn;            // the fired message's transactionId (dedup key)
+  Hash128 txn_hash;
+  Uuid message_id;            // minted at the edge for the fired message
+  std::string payload = "null";
+  bool check_txn = false;     // cancel only when the stored txn equals `txn`
+};
+
+struct TimerCmd {
+  std::vector<TimerOp> ops;
+};
+
+enum class TimerQueryKind : uint8_t { peek, list, count };
+
+struct TimerQueryCmd {
+  TimerQueryKind kind = TimerQueryKind::peek;
+  std::string queue;
+  std::string timer_key;  // peek
+  std::string after;      // list
+  std::string prefix;     // count
+  uint32_t limit = 100;
+};
+
+struct PositionOp {
+  std::string queue;
+  std::string group = "__QUEUE_MODE__";
+  std::string partition = "Default";
+  std::optional<Offset> offset;  // every message at or below it is consumed; none: reset
+};
+
+struct TxnAck {
+  std::string transaction_id;
+  Hash128 txn_hash;
+  PartitionId partition_id;
+  std::optional<LeaseId> lease_id;
+  AckStatus status = AckStatus::completed;
+  std::string error;
+  std::string group = "__QUEUE_MODE__";
+};
+
+// One operation of the call's `operations` array: an ack or a push of several items.
+struct TxnOperation {
+  bool is_ack = false;
+  TxnAck ack;
+  std::vector<PushItem> items;
+};
+
+struct TxnCmd {
+  Uuid transaction_id;  // minted for the call; not a dedup key
+  std::vector<TxnOperation> operations;
+  std::vector<KvOp> kv;
+  std::vector<TimerOp> timers;
+  std::vector<PositionOp> positions;
+  std::vector<LeaseId> required_leases;
+};
+
+using Command = std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd,
+                             KvCmd, LockCmd, TimerCmd, TimerQueryCmd, TxnCmd>;
 
 struct CommandEnvelope {
   RequestId request_id;
@@ -185,8 +290,119 @@ struct DlqReply {
   uint64_t total = 0;
 };
 
+struct KvRowView {
+  std::string key;
+  std::string value = "null";
+  uint64_t version = 0;
+  int64_t expires_us = 0;  // 0: forever
+  int64_t updated_us = 0;
+};
+
+struct KvResult {
+  uint32_t index = 0;
+  KvOpKind op = KvOpKind::get;
+  bool applied = false;
+  std::string reason;  // exists | absent | version | limit | type
+  bool found = false;
+  KvRowView row;                  // get, writes: the row after the op
+  std::vector<KvRowView> rows;    // getMany, getPrefix
+  std::vector<std::string> missing;
+  bool truncated = false;
+  std::string next_after;
+};
+
+struct KvReply {
+  bool ok = true;  // false: a required precondition failed and nothing applied
+  std::vector<KvResult> results;
+  uint32_t failed_index = 0;
+  std::string kv_reason;
+  KvRowView failed_row;
+};
+
+struct LockHolder {
+  uint32_t slot = 0;
+  std::string owner;
+  uint64_t token = 0;
+  int64_t expires_us = 0;
+};
+
+struct LockResult {
+  uint32_t index = 0;
+  LockOpKind op = LockOpKind::acquire;
+  bool ok = false;  // acquired / renewed / released
+  bool already = false;
+  std::string reason;  // held | contended | not_held
+  std::string name;
+  uint32_t slot = 0;
+  uint64_t token = 0;
+  std::string owner;
+  int64_t expires_us = 0;
+  std::vector<LockHolder> holders;
+};
+
+struct LockReply {
+  std::vector<LockResult> results;
+};
+
+struct TimerResult {
+  uint32_t index = 0;
+  bool ok = false;
+  std::string status;  // scheduled | rescheduled | cancelled | absent
+  std::string queue;
+  std::string timer_key;
+  std::string txn;
+  Uuid message_id;
+  int64_t deliver_at_us = 0;
+};
+
+struct TimerReply {
+  std::vector<TimerResult> results;
+};
+
+struct TimerView {
+  std::string queue;
+  std::string timer_key;
+  std::string partition;
+  std::string txn;
+  Uuid message_id;
+  int64_t deliver_at_us = 0;
+  uint32_t attempts = 0;
+  std::string payload;
+};
+
+struct TimerQueryReply {
+  std::vector<TimerView> timers;
+  uint64_t count = 0;
+  bool found = false;
+};
+
+enum class TxnResultType : uint8_t { ack, push, kv, timer, position };
+
+struct TxnResult {
+  uint32_t index = 0;
+  TxnResultType type = TxnResultType::ack;
+  uint32_t op_index = 0;
+  bool success = true;
+  AckResult ack;
+  std::vector<PushResult> pushes;  // one per item of a push operation
+  KvResult kv;
+  TimerResult timer;
+};
+
+struct TxnReply {
+  Uuid transaction_id;
+  bool success = false;
+  std::string reason;  // rejected_ack | duplicate | queue_not_found | kv_precondition | ...
+  std::string error;   // starts with a code, e.g. "QDUP ..."
+  std::vector<TxnResult> results;
+  uint32_t failed_index = 0;  // kv_precondition
+  std::string kv_reason;
+  KvRowView failed_row;
+};
+
 struct Reply {
-  std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply>
+  std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
+               KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply>
       body;
 };
 

@@ -24,6 +24,8 @@ struct NodeConfig {
   uint32_t pop_batch_max = 10000;        // largest batch one pop may lease
   int64_t pop_reply_margin_ms = 50;      // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;
+  int64_t timer_tick_ms = 50;            // QUEEN_RAFT_TIMER_TICK_MS (0: timers never fire)
+  int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
   Mutants mutants;
 };
 

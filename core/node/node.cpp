@@ -7,6 +7,9 @@
 #include <set>
 
 #include "core/consume/engine.h"
+#include "core/kv/kv.h"
+#include "core/kv/locks.h"
+#include "core/timers/timers.h"
 #include "core/planner/planner.h"
 #include "core/qlog/log.h"
 #include "core/state/store.h"
@@ -17,6 +20,8 @@ namespace {
 constexpr TimerId kFlushTimer = 1;
 constexpr TimerId kCheckpointTimer = 2;
 constexpr TimerId kWakeTimer = 3;
+constexpr TimerId kTimerTick = 4;
+constexpr TimerId kSweepTimer = 5;
 constexpr int64_t kClaimMarginMsMax = 250;
 
 struct Parked {
@@ -44,7 +49,14 @@ Reply error_reply(int status, std::string code, std::string message, int retry_a
 
 struct NodeImpl {
   NodeImpl(Env& e, NodeConfig c)
-      : env(e), config(c), writer(e, c.segment_bytes), planner(e, store), engine(e, store, config) {}
+      : env(e),
+        config(c),
+        writer(e, c.segment_bytes),
+        planner(e, store),
+        engine(e, store, config),
+        kv(store),
+        locks(kv),
+        timers(store) {}
 
   Env& env;
   NodeConfig config;
@@ -52,6 +64,9 @@ struct NodeImpl {
   LogWriter writer;
   Planner planner;
   Engine engine;
+  KvPlanner kv;
+  LockPlanner locks;
+  TimerPlanner timers;
   NodeStats stats;
   bool serving = false;
   bool stopped = false;
@@ -78,6 +93,8 @@ struct NodeImpl {
 
   bool flush_armed = false;
   bool checkpoint_armed = false;
+  bool timer_tick_armed = false;
+  bool sweep_armed = false;
   int64_t wake_at_ms = INT64_MAX;
 
   // -------------------------------------------------------------- entries
@@ -131,6 +148,8 @@ struct NodeImpl {
       store.apply(f.entry, f.written.locations);
       planner.on_applied(f.entry);
       engine.on_applied(f.entry);
+      kv.on_applied(f.entry);
+      timers.on_applied(f.entry);
       commit = f.entry.index.value;
       ++stats.entries_committed;
     }
@@ -286,6 +305,14 @@ struct NodeImpl {
       checkpoint_armed = true;
       env.set_timer(kCheckpointTimer, config.checkpoint_ms);
     }
+    if (config.timer_tick_ms > 0 && !timer_tick_armed && !store.timers().empty()) {
+      timer_tick_armed = true;
+      env.set_timer(kTimerTick, config.timer_tick_ms);
+    }
+    if (!sweep_armed && !store.kv_expiries().empty()) {
+      sweep_armed = true;
+      env.set_timer(kSweepTimer, config.kv_sweep_ms);
+    }
     int64_t wake = engine.next_expiry_us();
     wake = wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000;
     if (!poll_deadlines.empty()) wake = std::min(wake, poll_deadlines.begin()->first);
@@ -293,6 +320,145 @@ struct NodeImpl {
       wake_at_ms = wake;
       env.set_timer(kWakeTimer, std::max<int64_t>(0, wake - now_us / 1000));
     }
+  }
+
+  // -------------------------------------------------------------- KV, locks, timers, txns
+  void handle_kv(ReplyHandle h, const KvCmd& cmd) {
+    KvScratch scratch;
+    KvReply r = kv.run(cmd.ops, env.now_us(), &scratch);
+    if (!r.ok || scratch.effects.empty()) {
+      send(Parked{h, Reply{std::move(r)}});
+      return;
+    }
+    kv.commit(std::move(scratch), &open);
+    ++open.commands;
+    park_planned(h, Reply{std::move(r)});
+  }
+
+  void handle_locks(ReplyHandle h, const LockCmd& cmd) {
+    KvScratch scratch;
+    LockReply r = locks.run(cmd, env.now_us(), &scratch);
+    if (scratch.effects.empty()) {
+      send(Parked{h, Reply{std::move(r)}});
+      return;
+    }
+    kv.commit(std::move(scratch), &open);
+    ++open.commands;
+    park_planned(h, Reply{std::move(r)});
+  }
+
+  void handle_timers(ReplyHandle h, const TimerCmd& cmd) {
+    TimerScratch scratch;
+    TimerReply r = timers.run(cmd.ops, env.now_us(), &scratch);
+    timers.commit(std::move(scratch), &open);
+    ++open.commands;
+    park_planned(h, Reply{std::move(r)});
+  }
+
+  void fire_timers() {
+    timer_tick_armed = false;
+    int64_t now_us = env.now_us();
+    auto due = timers.take_due(now_us, open.entry.index.value);
+    for (auto& [key, row] : due) {
+      PushCmd push;
+      push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash,
+                                    row.message_id, row.payload, ""});
+      planner.plan_push(push, now_us, &open);
+      open.entry.effects.push_back(EffTimerDelete{key.first, key.second});
+    }
+    if (!due.empty()) after_plan();
+  }
+
+  void sweep_kv() {
+    sweep_armed = false;
+    auto effects = kv.sweep(env.now_us(), open.entry.index.value);
+    if (effects.empty()) return;
+    for (auto& e : effects) open.entry.effects.push_back(std::move(e));
+    ++open.commands;
+    after_plan();
+  }
+
+  static TxnReply rollback(TxnReply r, std::string reason, std::string error) {
+    r.success = false;
+    r.reason = std::move(reason);
+    r.error = std::move(error);
+    r.results.clear();
+    return r;
+  }
+
+  // Checks every part of the call before changing anything, so a refusal leaves no trace;
+  // then plans all of it into the open entry: one entry, all or nothing on disk.
+  void handle_txn(ReplyHandle h, const TxnCmd& cmd) {
+    int64_t now_us = env.now_us();
+    TxnReply reply;
+    reply.transaction_id = cmd.transaction_id;
+    TxnConsumePlan consume = engine.plan_txn(cmd, now_us);
+    if (!consume.ok) return send(Parked{h, Reply{rollback(reply, consume.reason, consume.error)}});
+    std::vector<PushItem> items;
+    for (const auto& op : cmd.operations)
+      if (!op.is_ack) items.insert(items.end(), op.items.begin(), op.items.end());
+    if (auto dup = planner.find_duplicate(items, now_us)) {
+      std::string e = "QDUP transactionId " + dup->transaction_id + " is already in partition " +
+                      dup->partition + " at offset " + std::to_string(dup->offset.value);
+      return send(Parked{h, Reply{rollback(reply, "duplicate", e)}});
+    }
+    KvScratch kv_scratch;
+    KvReply kvr = kv.run(cmd.kv, now_us, &kv_scratch);
+    if (!kvr.ok) {
+      TxnReply r = rollback(reply, "kv_precondition",
+                            "QKV precondition " + kvr.kv_reason + " failed at kv[" +
+                                std::to_string(kvr.failed_index) + "]");
+      r.failed_index = kvr.failed_index;
+      r.kv_reason = kvr.kv_reason;
+      r.failed_row = kvr.failed_row;
+      return send(Parked{h, Reply{std::move(r)}});
+    }
+    TimerScratch timer_scratch;
+    TimerReply tr = timers.run(cmd.timers, now_us, &timer_scratch);
+    reply.success = true;
+    uint32_t index = 0, ack_no = 0;
+    for (uint32_t i = 0; i < cmd.operations.size(); ++i) {
+      TxnResult res;
+      res.index = index++;
+      res.op_index = i;
+      if (cmd.operations[i].is_ack) {
+        res.type = TxnResultType::ack;
+        res.ack = consume.acks.at(ack_no++);
+      } else {
+        res.type = TxnResultType::push;
+        res.pushes = planner.plan_push(PushCmd{cmd.operations[i].items}, now_us, &open).results;
+      }
+      reply.results.push_back(std::move(res));
+    }
+    for (auto& k : kvr.results) {
+      TxnResult res;
+      res.index = index++;
+      res.type = TxnResultType::kv;
+      res.op_index = k.index;
+      res.kv = std::move(k);
+      reply.results.push_back(std::move(res));
+    }
+    for (auto& t : tr.results) {
+      TxnResult res;
+      res.index = index++;
+      res.type = TxnResultType::timer;
+      res.op_index = t.index;
+      res.success = t.ok;
+      res.timer = std::move(t);
+      reply.results.push_back(std::move(res));
+    }
+    for (uint32_t i = 0; i < cmd.positions.size(); ++i) {
+      TxnResult res;
+      res.index = index++;
+      res.type = TxnResultType::position;
+      res.op_index = i;
+      reply.results.push_back(std::move(res));
+    }
+    kv.commit(std::move(kv_scratch), &open);
+    timers.commit(std::move(timer_scratch), &open);
+    for (auto& e : engine.commit_txn(std::move(consume))) open.entry.effects.push_back(std::move(e));
+    ++open.commands;
+    park_planned(h, Reply{std::move(reply)});
   }
 
   // -------------------------------------------------------------- reads
@@ -394,6 +560,16 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, Reply{r});
   } else if (auto* dq = std::get_if<DlqQueryCmd>(&c.command)) {
     n.env.reply(h, Reply{n.dlq(*dq)});
+  } else if (auto* kv = std::get_if<KvCmd>(&c.command)) {
+    n.handle_kv(h, *kv);
+  } else if (auto* lk = std::get_if<LockCmd>(&c.command)) {
+    n.handle_locks(h, *lk);
+  } else if (auto* tm = std::get_if<TimerCmd>(&c.command)) {
+    n.handle_timers(h, *tm);
+  } else if (auto* tq = std::get_if<TimerQueryCmd>(&c.command)) {
+    n.env.reply(h, Reply{n.timers.query(*tq)});
+  } else if (auto* tx = std::get_if<TxnCmd>(&c.command)) {
+    n.handle_txn(h, *tx);
   }
   n.after_event();
 }
@@ -404,6 +580,8 @@ void Node::on_timer(TimerId id) {
   if (id == kFlushTimer) n.on_flush();
   if (id == kCheckpointTimer) n.on_checkpoint();
   if (id == kWakeTimer) n.wake_at_ms = INT64_MAX;
+  if (id == kTimerTick) n.fire_timers();
+  if (id == kSweepTimer) n.sweep_kv();
   n.after_event();
 }
 

@@ -118,6 +118,29 @@ PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open
   return reply;
 }
 
+std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& items,
+                                                  int64_t now_us) {
+  for (uint32_t i = 0; i < items.size(); ++i) {
+    const PushItem& item = items[i];
+    auto q = find_queue(item.queue);
+    if (!q || q->options.dedup_window_s <= 0) continue;
+    PartitionId pid;
+    if (auto it = pending_partitions_.find({q->id, item.partition});
+        it != pending_partitions_.end()) {
+      pid = it->second;
+    } else if (const PartitionState* p = store_.partition(item.queue, item.partition)) {
+      pid = p->id;
+    } else {
+      continue;
+    }
+    if (auto hit = dedup_.find(pid, item.txn_hash, now_us, q->options.dedup_window_s * 1'000'000)) {
+      return PushResult{i, PushStatus::duplicate, hit->message_id.value_or(Uuid{}),
+                        item.transaction_id, item.queue, item.partition, pid, hit->offset, {}};
+    }
+  }
+  return std::nullopt;
+}
+
 ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open) {
   ConfigureReply reply;
   auto existing = find_queue(cmd.queue);

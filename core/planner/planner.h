@@ -33,6 +33,9 @@ class Planner {
   // then one gapless run of offsets per partition for the survivors.
   PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
+  // The first item that duplicates a message already stored or in flight (a repeat within
+  // `items` itself is not one); plans nothing.
+  std::optional<PushResult> find_duplicate(const std::vector<PushItem>& items, int64_t now_us);
   // Forgets what `entry` planned once the store holds it.
   void on_applied(const Entry& entry);
   // The options a queue has (or will have once in-flight entries land).

@@ -11,6 +11,10 @@ enum class EffTag : uint8_t {
   cursor = 5,
   group_meta = 6,
   dlq = 7,
+  kv_put = 8,
+  kv_delete = 9,
+  timer_put = 10,
+  timer_delete = 11,
 };
 
 void put_options(ByteWriter& w, const QueueOptions& o) {
@@ -140,6 +144,37 @@ struct EffectWriter {
     w.str(e.error);
     w.u32(e.retry_count);
   }
+  void operator()(const EffKvPut& e) {
+    w.u8(static_cast<uint8_t>(EffTag::kv_put));
+    w.str(e.ns);
+    w.str(e.key);
+    w.str(e.row.value);
+    w.u64(e.row.version);
+    w.i64(e.row.expires_us);
+    w.i64(e.row.updated_us);
+  }
+  void operator()(const EffKvDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::kv_delete));
+    w.str(e.ns);
+    w.str(e.key);
+  }
+  void operator()(const EffTimerPut& e) {
+    w.u8(static_cast<uint8_t>(EffTag::timer_put));
+    w.str(e.queue);
+    w.str(e.timer_key);
+    w.str(e.row.partition);
+    w.i64(e.row.deliver_at_us);
+    w.str(e.row.txn);
+    w.hash(e.row.txn_hash);
+    w.uuid(e.row.message_id);
+    w.str(e.row.payload);
+    w.u32(e.row.attempts);
+  }
+  void operator()(const EffTimerDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::timer_delete));
+    w.str(e.queue);
+    w.str(e.timer_key);
+  }
 };
 
 bool get_effect(ByteReader& r, Effect* out) {
@@ -201,6 +236,45 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.offset = Offset(r.u64());
       e.error = r.str();
       e.retry_count = r.u32();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::kv_put: {
+      EffKvPut e;
+      e.ns = r.str();
+      e.key = r.str();
+      e.row.value = r.str();
+      e.row.version = r.u64();
+      e.row.expires_us = r.i64();
+      e.row.updated_us = r.i64();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::kv_delete: {
+      EffKvDelete e;
+      e.ns = r.str();
+      e.key = r.str();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::timer_put: {
+      EffTimerPut e;
+      e.queue = r.str();
+      e.timer_key = r.str();
+      e.row.partition = r.str();
+      e.row.deliver_at_us = r.i64();
+      e.row.txn = r.str();
+      e.row.txn_hash = r.hash();
+      e.row.message_id = r.uuid();
+      e.row.payload = r.str();
+      e.row.attempts = r.u32();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::timer_delete: {
+      EffTimerDelete e;
+      e.queue = r.str();
+      e.timer_key = r.str();
       *out = std::move(e);
       return true;
     }

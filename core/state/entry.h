@@ -79,8 +79,55 @@ struct EffDlq {
   bool operator==(const EffDlq&) const = default;
 };
 
+struct KvRow {
+  std::string value = "null";  // compact JSON
+  uint64_t version = 0;        // from one store-wide counter, so tokens only grow
+  int64_t expires_us = 0;      // 0: forever
+  int64_t updated_us = 0;
+  bool live(int64_t now_us) const { return expires_us == 0 || now_us < expires_us; }
+  bool operator==(const KvRow&) const = default;
+};
+
+struct EffKvPut {
+  std::string ns;
+  std::string key;
+  KvRow row;
+  bool operator==(const EffKvPut&) const = default;
+};
+
+struct EffKvDelete {
+  std::string ns;
+  std::string key;
+  bool operator==(const EffKvDelete&) const = default;
+};
+
+struct TimerRow {
+  std::string partition = "Default";
+  int64_t deliver_at_us = 0;
+  std::string txn;
+  Hash128 txn_hash;
+  Uuid message_id;
+  std::string payload = "null";
+  uint32_t attempts = 0;
+  bool operator==(const TimerRow&) const = default;
+};
+
+struct EffTimerPut {
+  std::string queue;
+  std::string timer_key;
+  TimerRow row;
+  bool operator==(const EffTimerPut&) const = default;
+};
+
+struct EffTimerDelete {
+  std::string queue;
+  std::string timer_key;
+  bool operator==(const EffTimerDelete&) const = default;
+};
+
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
-                            EffCursor, EffGroupMeta, EffDlq>;
+                            EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
+                            EffTimerDelete>;
 
 struct Entry {
   LogIndex index;

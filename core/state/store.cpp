@@ -73,6 +73,11 @@ const PartitionState* Store::partition(const std::string& queue_name,
   return it == q->partitions.end() ? nullptr : partition(it->second);
 }
 
+const KvRow* Store::kv_row(const KvKey& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? nullptr : &it->second;
+}
+
 const CursorRow* Store::cursor(const std::string& group, PartitionId pid) const {
   auto it = cursors_.find(CursorKey{group, pid});
   return it == cursors_.end() ? nullptr : &it->second;
@@ -130,6 +135,31 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
       dlq_[e->queue].push_back(
           DlqEntry{e->pid, e->group, e->offset, e->error, e->retry_count, entry.now_us});
+    } else if (auto* e = std::get_if<EffKvPut>(&eff)) {
+      KvKey key{e->ns, e->key};
+      if (auto it = kv_.find(key); it != kv_.end() && it->second.expires_us != 0)
+        kv_expiries_.erase({it->second.expires_us, key});
+      kv_[key] = e->row;
+      if (e->row.expires_us != 0) kv_expiries_.insert({e->row.expires_us, key});
+      kv_version_ = std::max(kv_version_, e->row.version);
+    } else if (auto* e = std::get_if<EffKvDelete>(&eff)) {
+      KvKey key{e->ns, e->key};
+      if (auto it = kv_.find(key); it != kv_.end()) {
+        if (it->second.expires_us != 0) kv_expiries_.erase({it->second.expires_us, key});
+        kv_.erase(it);
+      }
+    } else if (auto* e = std::get_if<EffTimerPut>(&eff)) {
+      TimerKey key{e->queue, e->timer_key};
+      if (auto it = timers_.find(key); it != timers_.end())
+        timers_due_.erase({it->second.deliver_at_us, key});
+      timers_[key] = e->row;
+      timers_due_.insert({e->row.deliver_at_us, key});
+    } else if (auto* e = std::get_if<EffTimerDelete>(&eff)) {
+      TimerKey key{e->queue, e->timer_key};
+      if (auto it = timers_.find(key); it != timers_.end()) {
+        timers_due_.erase({it->second.deliver_at_us, key});
+        timers_.erase(it);
+      }
     }
   }
   applied_ = entry.index;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ struct GroupKey {
   auto operator<=>(const GroupKey&) const = default;
 };
 
+using KvKey = std::pair<std::string, std::string>;     // (namespace, key)
+using TimerKey = std::pair<std::string, std::string>;  // (queue, timerKey)
+
 struct DlqEntry {
   PartitionId pid;
   std::string group;
@@ -102,6 +106,14 @@ class Store {
   const std::map<CursorKey, CursorRow>& cursors() const { return cursors_; }
   const std::map<GroupKey, GroupMeta>& groups() const { return groups_; }
   const std::map<QueueId, std::vector<DlqEntry>>& dlq() const { return dlq_; }
+  const std::map<KvKey, KvRow>& kv() const { return kv_; }
+  const KvRow* kv_row(const KvKey& key) const;
+  uint64_t kv_version() const { return kv_version_; }
+  // Rows with a lifetime, by expiry.
+  const std::set<std::pair<int64_t, KvKey>>& kv_expiries() const { return kv_expiries_; }
+  const std::map<TimerKey, TimerRow>& timers() const { return timers_; }
+  // Timers by due time.
+  const std::set<std::pair<int64_t, TimerKey>>& timers_due() const { return timers_due_; }
 
  private:
   LogIndex applied_;
@@ -112,6 +124,11 @@ class Store {
   std::map<CursorKey, CursorRow> cursors_;
   std::map<GroupKey, GroupMeta> groups_;
   std::map<QueueId, std::vector<DlqEntry>> dlq_;
+  std::map<KvKey, KvRow> kv_;
+  uint64_t kv_version_ = 0;  // the highest version ever written
+  std::set<std::pair<int64_t, KvKey>> kv_expiries_;
+  std::map<TimerKey, TimerRow> timers_;
+  std::set<std::pair<int64_t, TimerKey>> timers_due_;
 };
 
 }  // namespace queen
