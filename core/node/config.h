@@ -26,6 +26,8 @@ struct NodeConfig {
   uint32_t long_poll_waiters_max = 100000;
   int64_t timer_tick_ms = 50;            // QUEEN_RAFT_TIMER_TICK_MS (0: timers never fire)
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
+  int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
+  uint32_t request_outcomes_max = 1u << 20;
   Mutants mutants;
 };
 

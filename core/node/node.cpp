@@ -35,6 +35,13 @@ struct InFlight {
   uint32_t syncs_left = 0;
 };
 
+// The answer recorded for a request id, so a retry under it gets the first outcome.
+struct Outcome {
+  uint64_t index = 0;  // the entry that carries it
+  Reply reply;
+  int64_t at_ms = 0;
+};
+
 struct LongPoll {
   ReplyHandle handle = 0;
   PopCmd cmd;
@@ -84,6 +91,10 @@ struct NodeImpl {
   std::multimap<uint64_t, Parked> answers;  // sent once the entry at the key commits
   std::vector<Parked> checkpoint_waiters;   // sent after the next checkpoint commits
   std::set<ReplyHandle> cancelled;
+
+  std::map<RequestId, Outcome> outcomes;
+  std::deque<std::pair<int64_t, RequestId>> outcome_order;
+  RequestId current_request;  // of the command being handled
 
   std::map<uint64_t, LongPoll> polls;
   std::map<std::string, std::set<uint64_t>> polls_by_queue;
@@ -182,13 +193,42 @@ struct NodeImpl {
   // Parks the answer of a planned command at the entry that carries it, or at the last
   // sealed entry when it planned nothing new (all duplicates, a no-op configure).
   void park_planned(ReplyHandle h, Reply r) {
+    uint64_t index = open.empty() ? last_sealed : open.entry.index.value;
+    record_outcome(index, r);
+    park_at(index, h, std::move(r));
     if (open.empty()) {
-      park_at(last_sealed, h, std::move(r));
       send_answers();
-      return;
+    } else {
+      after_plan();
     }
-    park_at(open.entry.index.value, h, std::move(r));
-    after_plan();
+  }
+
+  // -------------------------------------------------------------- request ids
+  void expire_outcomes(int64_t now_ms) {
+    while (!outcome_order.empty() &&
+           (outcome_order.front().first + config.request_id_window_ms <= now_ms ||
+            outcome_order.size() > config.request_outcomes_max)) {
+      outcomes.erase(outcome_order.front().second);
+      outcome_order.pop_front();
+    }
+  }
+
+  void record_outcome(uint64_t index, const Reply& r) {
+    if (current_request.is_nil()) return;
+    int64_t now_ms = env.now_ms();
+    outcomes[current_request] = Outcome{index, r, now_ms};
+    outcome_order.emplace_back(now_ms, current_request);
+  }
+
+  // A retry under a request id already planned gets the first outcome, once it commits.
+  bool answer_known(ReplyHandle h, const RequestId& id) {
+    if (id.is_nil()) return false;
+    expire_outcomes(env.now_ms());
+    auto it = outcomes.find(id);
+    if (it == outcomes.end()) return false;
+    park_at(it->second.index, h, it->second.reply);
+    send_answers();
+    return true;
   }
 
   void after_plan() {
@@ -536,6 +576,16 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, error_reply(503, "retry", "the node is not serving yet", 1));
     return;
   }
+  bool logged = !std::holds_alternative<PopCmd>(c.command) &&
+                !std::holds_alternative<AckCmd>(c.command) &&
+                !std::holds_alternative<HealthCmd>(c.command) &&
+                !std::holds_alternative<DlqQueryCmd>(c.command) &&
+                !std::holds_alternative<TimerQueryCmd>(c.command);
+  if (logged && n.answer_known(h, c.request_id)) {
+    n.after_event();
+    return;
+  }
+  n.current_request = logged ? c.request_id : RequestId{};
   if (auto* push = std::get_if<PushCmd>(&c.command)) {
     PushReply r = n.planner.plan_push(*push, n.env.now_us(), &n.open);
     n.park_planned(h, Reply{std::move(r)});

@@ -137,3 +137,38 @@ RC_GTEST_PROP(DedupProperty, MatchesTheFirstOffsetModel, ()) {
 
 }  // namespace
 }  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+TEST(RequestId, RetryUnderTheSameRequestIdGetsTheFirstOutcomeAndAppliesNothingTwice) {
+  NodeConfig cfg;
+  cfg.request_id_window_ms = 1000;
+  Harness h(cfg);
+  ConfigureCmd off;  // no transactionId dedup: only the request id protects the retry
+  off.queue = "q";
+  off.patch.dedup_window_s = 0;
+  h.call<ConfigureReply>(off);
+  RequestId rid;
+  rid.bytes[0] = 7;
+  PushCmd cmd = h.push_cmd("q", "p", {"a"});
+  auto send = [&] {
+    ReplyHandle hd = 1000 + h.env.replies.size() + h.env.now % 997;
+    h.node().on_command(hd, CommandEnvelope{rid, h.env.now / 1000 + 30000, cmd});
+    h.env.advance_ms(2);
+    auto r = h.take(hd);
+    QUEEN_ASSERT(r.has_value(), "no reply");
+    return std::get<PushReply>(r->body);
+  };
+  PushReply first = send();
+  PushReply retry = send();
+  EXPECT_EQ(retry.results[0].offset, first.results[0].offset);
+  EXPECT_EQ(retry.results[0].message_id, first.results[0].message_id);
+  EXPECT_EQ(h.node().store().partition("q", "p")->next_offset, Offset(1));
+  h.env.advance_ms(1100);  // past the window the same id is a new command
+  PushReply later = send();
+  EXPECT_EQ(later.results[0].offset, Offset(1));
+}
+
+}  // namespace
+}  // namespace queen::testing
