@@ -89,7 +89,34 @@ void Engine::make_ready(const std::string& group, const PartitionState& p) {
   rs.order.insert({ready_seq_, p.id});
 }
 
+int64_t Engine::visible_at_us(const PartitionState& p, Offset next) const {
+  const QueueOptions& o = store_.queue(p.queue)->options;
+  int64_t at = 0;
+  if (o.delayed_processing_s > 0) {
+    if (const AppendRow* r = p.row_of(next)) at = r->created_us + o.delayed_processing_s * kUsPerS;
+  }
+  if (o.window_buffer_s > 0 && !p.rows.empty())
+    at = std::max(at, p.rows.back().created_us + o.window_buffer_s * kUsPerS);
+  return at;
+}
+
 Engine::PopResult Engine::pop(const PopCmd& cmd, int64_t now_us) {
+  if (!cmd.queue.empty()) return pop_queue(cmd, now_us);
+  // Discovery: the first queue of the namespace (and task) with something to deliver.
+  PopResult res;
+  res.reply.group = cmd.group;
+  res.reply.empty_reason = "no_available_partition";
+  for (const auto& [id, q] : store_.queues()) {
+    if (q.options.ns != cmd.ns || (!cmd.task.empty() && q.options.task != cmd.task)) continue;
+    PopCmd sub = cmd;
+    sub.queue = q.name;
+    PopResult r = pop_queue(sub, now_us);
+    if (r.outcome != PopOutcome::empty) return r;
+  }
+  return res;
+}
+
+Engine::PopResult Engine::pop_queue(const PopCmd& cmd, int64_t now_us) {
   PopResult res;
   res.reply.queue = cmd.queue;
   res.reply.group = cmd.group;
@@ -99,6 +126,7 @@ Engine::PopResult Engine::pop(const PopCmd& cmd, int64_t now_us) {
     return res;
   }
   ensure_group(cmd.group, *q, cmd, now_us);
+  uint32_t budget = std::clamp<uint32_t>(cmd.batch, 1, config_.pop_batch_max);
   if (cmd.partition) {
     auto pit = q->partitions.find(*cmd.partition);
     if (pit == q->partitions.end()) {
@@ -109,52 +137,72 @@ Engine::PopResult Engine::pop(const PopCmd& cmd, int64_t now_us) {
     CursorRow& row = ensure_row(cmd.group, p);
     if (row.lease_live(now_us)) {
       res.reply.empty_reason = "lease_held";
-      return res;
+    } else if (row.next < p.next_offset && defer_until_visible(cmd.group, p, row, now_us)) {
+      res.reply.empty_reason = "window_buffer_active";
+    } else if (row.next < p.next_offset) {
+      claim(cmd.group, p, cmd, now_us, &budget, &res);
     }
-    if (row.next >= p.next_offset) return res;
-    return claim(cmd.group, p, cmd, now_us);
+    return res;
   }
+  uint32_t claims_max = std::clamp<uint32_t>(cmd.partitions, 1, kPopPartitionsMax);
   ReadySet& rs = ready_set(cmd.group, *q);
-  while (!rs.order.empty()) {
+  while (!rs.order.empty() && budget > 0 && res.reply.partitions_claimed < claims_max &&
+         res.outcome != PopOutcome::error) {
     auto [seq, pid] = *rs.order.begin();
     rs.order.erase(rs.order.begin());
     rs.seq_of.erase(pid);
     const PartitionState& p = *store_.partition(pid);
     CursorRow& row = ensure_row(cmd.group, p);
     if (row.lease_live(now_us) || row.next >= p.next_offset) continue;  // re-added on release
-    return claim(cmd.group, p, cmd, now_us);
+    if (defer_until_visible(cmd.group, p, row, now_us)) continue;
+    claim(cmd.group, p, cmd, now_us, &budget, &res);
   }
-  res.reply.empty_reason = "no_available_partition";
+  if (res.reply.messages.empty() && res.outcome != PopOutcome::error)
+    res.reply.empty_reason = "no_available_partition";
   return res;
 }
 
-Engine::PopResult Engine::claim(const std::string& group, const PartitionState& p,
-                                const PopCmd& cmd, int64_t now_us) {
-  PopResult res;
-  res.reply.queue = cmd.queue;
-  res.reply.group = group;
+bool Engine::defer_until_visible(const std::string& group, const PartitionState& p,
+                                 const CursorRow& row, int64_t now_us) {
+  int64_t at = visible_at_us(p, row.next);
+  if (at <= now_us) return false;
+  deferred_.insert({at, CursorKey{group, p.id}});
+  return true;
+}
+
+void Engine::claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
+                   int64_t now_us, uint32_t* budget, PopResult* res) {
   CursorRow& row = rows_.at(CursorKey{group, p.id});
-  uint32_t budget = std::clamp<uint32_t>(cmd.batch, 1, config_.pop_batch_max);
+  const QueueOptions& qo = store_.queue(p.queue)->options;
+  if (cmd.conflation) {
+    // Only the newest pending message is delivered; the ones before it count as consumed.
+    Offset last(p.next_offset.value - 1);
+    while (row.next < last) {
+      if (!is_done(row.state_of(row.next))) ++row.consumed_total;
+      row.next = row.next.next();
+    }
+    std::erase_if(row.settled, [&](const auto& st) { return st.first < row.next; });
+  }
   std::vector<Offset> offsets;
-  for (Offset o = row.next; o < p.next_offset && offsets.size() < budget; o = o.next())
+  for (Offset o = row.next; o < p.next_offset && offsets.size() < *budget; o = o.next()) {
+    if (qo.delayed_processing_s > 0 && visible_at_us(p, o) > now_us) break;
     if (!is_done(row.state_of(o))) offsets.push_back(o);
-  QUEEN_ASSERT(!offsets.empty(), "a claim needs a deliverable offset");
+  }
+  if (offsets.empty()) return;
+  size_t first_msg = res->reply.messages.size();
   std::string error;
-  if (!read_messages(p, offsets, &res.reply.messages, &error)) {
-    res.outcome = PopOutcome::error;
-    res.error = ErrorReply{500, "internal", "reading partition " + p.name + ": " + error, 0};
-    res.reply.messages.clear();
-    return res;
+  if (!read_messages(p, offsets, &res->reply.messages, &error)) {
+    res->outcome = PopOutcome::error;
+    res->error = ErrorReply{500, "internal", "reading partition " + p.name + ": " + error, 0};
+    res->reply.messages.clear();
+    return;
   }
   for (Offset o : offsets)
     if (o < row.batch_end) ++stats_.redeliveries;
   // Keep only what a later batch must skip: settled offsets at or after the cursor.
-  std::erase_if(row.settled, [&](const auto& s) {
-    return s.first < row.next || (s.second != MsgState::acked && s.second != MsgState::dlq);
+  std::erase_if(row.settled, [&](const auto& st) {
+    return st.first < row.next || (st.second != MsgState::acked && st.second != MsgState::dlq);
   });
-  const QueueState* q = store_.queue(p.queue);
-  int64_t lease_s = cmd.lease_time_s.value_or(q->options.lease_time_s);
-  if (lease_s <= 0) lease_s = kPushCreatedLeaseTimeS;
   row.batch_start = offsets.front();
   row.batch_end = offsets.back().next();
   if (cmd.auto_ack) {
@@ -166,19 +214,23 @@ Engine::PopResult Engine::claim(const std::string& group, const PartitionState& 
     row.last_consumed_us = now_us;
     if (row.next < p.next_offset) make_ready(group, p);
   } else {
-    row.lease_id = make_uuid_v7(now_us / 1000, env_.random_u64(), env_.random_u64());
+    if (res->reply.lease_id.is_nil())
+      res->reply.lease_id = make_uuid_v7(now_us / 1000, env_.random_u64(), env_.random_u64());
+    int64_t lease_s = cmd.lease_time_s.value_or(qo.lease_time_s);
+    if (lease_s <= 0) lease_s = kPushCreatedLeaseTimeS;
+    row.lease_id = res->reply.lease_id;
     row.lease_expires_us = now_us + lease_s * kUsPerS;
     expiries_.insert({row.lease_expires_us, CursorKey{group, p.id}});
+    leases_[row.lease_id].push_back(CursorKey{group, p.id});
   }
   mark_dirty(group, p.id);
-  for (auto& m : res.reply.messages) {
-    m.delivery_attempt = row.retry_count + 1;
-    m.lease_id = row.lease_id;
+  for (size_t i = first_msg; i < res->reply.messages.size(); ++i) {
+    res->reply.messages[i].delivery_attempt = row.retry_count + 1;
+    res->reply.messages[i].lease_id = row.lease_id;
   }
-  res.reply.lease_id = row.lease_id;
-  res.reply.partitions_claimed = 1;
-  res.outcome = PopOutcome::delivered;
-  return res;
+  *budget -= static_cast<uint32_t>(offsets.size());
+  ++res->reply.partitions_claimed;
+  res->outcome = PopOutcome::delivered;
 }
 
 bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
@@ -272,6 +324,11 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
   const MsgState* st = row.state_of(o);
   bool live = row.lease_live(now_us);
   bool lease_ok = !item.lease_id || (live && *item.lease_id == row.lease_id);
+  if (!st && o < row.next && item.status == AckStatus::failed) {
+    res.error = "message at offset " + std::to_string(o.value) +
+                " is already consumed: a failed ack below the cursor is refused";
+    return res;
+  }
   if (is_done(st) || o < row.next) {
     // Already applied: answered as the first time, from the state kept in the row.
     res.success = true;
@@ -373,6 +430,166 @@ void Engine::finish(const std::string& group, const PartitionState& p, CursorRow
     ++stats_.dlq_moves;
   }
   if (out.released && row.next < p.next_offset) make_ready(group, p);
+}
+
+// ---------------------------------------------------------------------------- administration
+
+LeaseExtendReply Engine::extend(const LeaseExtendCmd& cmd, int64_t now_us) {
+  LeaseExtendReply reply;
+  reply.lease_id = cmd.lease_id;
+  auto it = leases_.find(cmd.lease_id);
+  if (it == leases_.end()) {
+    reply.error = "Lease not found";
+    return reply;
+  }
+  int64_t want = now_us + std::max<int64_t>(1, cmd.seconds) * kUsPerS;
+  std::vector<CursorKey> live;
+  for (const CursorKey& key : it->second) {
+    auto rit = rows_.find(key);
+    if (rit == rows_.end() || rit->second.lease_id != cmd.lease_id) continue;
+    CursorRow& row = rit->second;
+    if (!row.lease_live(now_us)) continue;
+    row.lease_expires_us = std::max(row.lease_expires_us, want);
+    expiries_.insert({row.lease_expires_us, key});
+    mark_dirty(key.group, key.pid);
+    live.push_back(key);
+    if (reply.expires_us == 0 || row.lease_expires_us < reply.expires_us)
+      reply.expires_us = row.lease_expires_us;
+  }
+  if (live.empty()) {
+    leases_.erase(it);
+    reply.error = "Lease already expired";
+    return reply;
+  }
+  it->second = std::move(live);
+  reply.success = true;
+  return reply;
+}
+
+GroupChangeReply Engine::delete_group(const GroupDeleteCmd& cmd) {
+  GroupChangeReply reply;
+  reply.group = cmd.group;
+  reply.queue = cmd.queue;
+  const QueueState* only = cmd.queue.empty() ? nullptr : store_.queue(cmd.queue);
+  if (!cmd.queue.empty() && !only) return reply;
+  for (auto it = rows_.begin(); it != rows_.end();) {
+    const PartitionState* p = store_.partition(it->first.pid);
+    if (it->first.group != cmd.group || (only && (!p || p->queue != only->id))) {
+      ++it;
+      continue;
+    }
+    deleted_rows_.insert(it->first);
+    dirty_rows_.erase(it->first);
+    ++reply.partitions;
+    it = rows_.erase(it);
+  }
+  for (auto it = metas_.begin(); it != metas_.end();) {
+    if (it->first.group != cmd.group || (only && it->first.queue != only->id)) {
+      ++it;
+      continue;
+    }
+    ready_.erase(it->first);
+    if (!cmd.delete_metadata) {
+      ++it;
+      continue;
+    }
+    deleted_metas_.insert(it->first);
+    dirty_metas_.erase(it->first);
+    groups_of_queue_[it->first.queue].erase(cmd.group);
+    reply.metadata_deleted = true;
+    it = metas_.erase(it);
+  }
+  return reply;
+}
+
+GroupChangeReply Engine::seek(const SeekCmd& cmd) {
+  GroupChangeReply reply;
+  reply.group = cmd.group;
+  reply.queue = cmd.queue;
+  const QueueState* q = store_.queue(cmd.queue);
+  if (!q) return reply;
+  PopCmd as_all;
+  as_all.subscription_mode = SubscriptionMode::all;
+  ensure_group(cmd.group, *q, as_all, 0);
+  for (const auto& [name, pid] : q->partitions) {
+    if (!cmd.partition.empty() && name != cmd.partition) continue;
+    const PartitionState& p = *store_.partition(pid);
+    CursorRow& row = ensure_row(cmd.group, p);
+    row.next = cmd.to_end ? p.next_offset : p.first_at_or_after(cmd.timestamp_us + 1);
+    row.lease_expires_us = 0;
+    row.settled.clear();
+    row.retry_count = 0;
+    mark_dirty(cmd.group, pid);
+    if (row.next < p.next_offset) make_ready(cmd.group, p);
+    ++reply.partitions;
+  }
+  return reply;
+}
+
+GroupChangeReply Engine::update_subscription(const SubscriptionCmd& cmd) {
+  GroupChangeReply reply;
+  reply.group = cmd.group;
+  for (auto& [key, meta] : metas_) {
+    if (key.group != cmd.group) continue;
+    meta.mode = SubscriptionMode::from_time;
+    meta.from_us = cmd.timestamp_us;
+    dirty_metas_.insert(key);
+    ++reply.partitions;
+  }
+  return reply;
+}
+
+GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool details,
+                          int64_t now_us) const {
+  GroupView v;
+  const QueueState* q = store_.queue(key.queue);
+  v.group = key.group;
+  v.queue = q ? q->name : "";
+  v.mode = meta.mode;
+  v.subscription_us = meta.from_us;
+  if (!q) return v;
+  for (const auto& [name, pid] : q->partitions) {
+    const PartitionState& p = *store_.partition(pid);
+    auto rit = rows_.find(CursorKey{key.group, pid});
+    GroupPartitionView pv{q->name, name, pid, start_offset(meta, p)};
+    if (rit != rows_.end()) {
+      ++v.members;
+      pv.cursor = rit->second.next;
+      pv.lease_active = rit->second.lease_live(now_us);
+      pv.lease_id = rit->second.lease_id;
+      pv.total_consumed = rit->second.consumed_total;
+      pv.last_consumed_us = rit->second.last_consumed_us;
+    }
+    pv.offset_lag = p.next_offset.value - std::min(p.next_offset.value, pv.cursor.value);
+    if (pv.offset_lag > 0) {
+      if (const AppendRow* r = p.row_of(pv.cursor))
+        pv.time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);
+      ++v.partitions_with_lag;
+      v.total_lag += pv.offset_lag;
+      v.max_time_lag_s = std::max(v.max_time_lag_s, pv.time_lag_s);
+    }
+    if (details) v.partitions.push_back(std::move(pv));
+  }
+  return v;
+}
+
+GroupsReply Engine::groups(const std::string& group, int64_t now_us) const {
+  GroupsReply reply;
+  for (const auto& [key, meta] : metas_) {
+    if (!group.empty() && key.group != group) continue;
+    reply.groups.push_back(view_of(key, meta, !group.empty(), now_us));
+  }
+  return reply;
+}
+
+void Engine::drop_queue(QueueId queue) {
+  std::erase_if(rows_, [&](const auto& kv) { return store_.partition(kv.first.pid) == nullptr; });
+  std::erase_if(metas_, [&](const auto& kv) { return kv.first.queue == queue; });
+  std::erase_if(ready_, [&](const auto& kv) { return kv.first.queue == queue; });
+  std::erase_if(dirty_rows_, [&](const CursorKey& k) { return !store_.partition(k.pid); });
+  std::erase_if(dirty_metas_, [&](const GroupKey& k) { return k.queue == queue; });
+  std::erase_if(dlq_, [&](const EffDlq& d) { return d.queue == queue; });
+  groups_of_queue_.erase(queue);
 }
 
 // ---------------------------------------------------------------------------- transactions
@@ -510,14 +727,19 @@ std::vector<Effect> Engine::take_checkpoint() {
                                                                   metas_.at(key)});
   for (const auto& key : dirty_rows_) out.push_back(EffCursor{key.group, key.pid, rows_.at(key)});
   for (auto& d : dlq_) out.push_back(std::move(d));
+  for (const auto& key : deleted_rows_) out.push_back(EffCursorDelete{key.group, key.pid});
+  for (const auto& key : deleted_metas_) out.push_back(EffGroupMetaDelete{key.group, key.queue});
   dirty_metas_.clear();
   dirty_rows_.clear();
   dlq_.clear();
+  deleted_rows_.clear();
+  deleted_metas_.clear();
   return out;
 }
 
 void Engine::on_applied(const Entry& entry) {
   for (const auto& eff : entry.effects) {
+    if (auto* d = std::get_if<EffDeleteQueue>(&eff)) drop_queue(d->id);
     auto* a = std::get_if<EffAppend>(&eff);
     if (!a) continue;
     woken_.insert(a->queue);
@@ -529,6 +751,11 @@ void Engine::on_applied(const Entry& entry) {
 }
 
 void Engine::expire(int64_t now_us) {
+  while (!deferred_.empty() && deferred_.begin()->first <= now_us) {
+    CursorKey key = deferred_.begin()->second;
+    deferred_.erase(deferred_.begin());
+    if (const PartitionState* p = store_.partition(key.pid)) make_ready(key.group, *p);
+  }
   while (!expiries_.empty() && expiries_.begin()->first <= now_us) {
     auto [at, key] = *expiries_.begin();
     expiries_.erase(expiries_.begin());
@@ -543,7 +770,9 @@ void Engine::expire(int64_t now_us) {
 }
 
 int64_t Engine::next_expiry_us() const {
-  return expiries_.empty() ? INT64_MAX : expiries_.begin()->first;
+  int64_t at = expiries_.empty() ? INT64_MAX : expiries_.begin()->first;
+  if (!deferred_.empty()) at = std::min(at, deferred_.begin()->first);
+  return at;
 }
 
 std::vector<QueueId> Engine::take_woken() {

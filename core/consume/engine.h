@@ -56,6 +56,8 @@ struct EngineStats {
 
 class Engine {
  public:
+  static constexpr uint32_t kPopPartitionsMax = 64;
+
   Engine(Env& env, const Store& store, const NodeConfig& config)
       : env_(env), store_(store), config_(config) {}
 
@@ -73,6 +75,15 @@ class Engine {
   // `changed` tells whether any row moved (the answer must then wait for a checkpoint).
   AckReply ack(const AckCmd& cmd, int64_t now_us, bool* changed);
 
+  // Pushes the expiry of every live partition of a lease to now + seconds (never earlier).
+  LeaseExtendReply extend(const LeaseExtendCmd& cmd, int64_t now_us);
+  // Group administration; changes ride the next checkpoint like acks do.
+  GroupChangeReply delete_group(const GroupDeleteCmd& cmd);
+  GroupChangeReply seek(const SeekCmd& cmd);
+  GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
+  // Groups with their lag; with `group` set, that group's partitions in detail.
+  GroupsReply groups(const std::string& group, int64_t now_us) const;
+
   TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);
   // Makes the plan live and returns the effects that carry it, for the transaction's entry.
   std::vector<Effect> commit_txn(TxnConsumePlan&& plan);
@@ -80,7 +91,10 @@ class Engine {
   // Hands a delivered lease back (its client went away before the answer).
   void hand_back(const PopReply& reply);
 
-  bool dirty() const { return !dirty_rows_.empty() || !dirty_metas_.empty() || !dlq_.empty(); }
+  bool dirty() const {
+    return !dirty_rows_.empty() || !dirty_metas_.empty() || !dlq_.empty() ||
+           !deleted_rows_.empty() || !deleted_metas_.empty();
+  }
   // The changed rows, subscriptions and dead letters since the last call, as effects.
   std::vector<Effect> take_checkpoint();
 
@@ -108,8 +122,15 @@ class Engine {
   CursorRow& ensure_row(const std::string& group, const PartitionState& p);
   void make_ready(const std::string& group, const PartitionState& p);
   ReadySet& ready_set(const std::string& group, const QueueState& q);
-  PopResult claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
-                  int64_t now_us);
+  PopResult pop_queue(const PopCmd& cmd, int64_t now_us);
+  // Leases the deliverable messages of `p` (at most *budget) into `res`, under res's lease id.
+  void claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
+             int64_t now_us, uint32_t* budget, PopResult* res);
+  // When the partition's next message is not yet deliverable (delayedProcessing, windowBuffer)
+  // it is set aside until it is; returns true then.
+  bool defer_until_visible(const std::string& group, const PartitionState& p,
+                           const CursorRow& row, int64_t now_us);
+  int64_t visible_at_us(const PartitionState& p, Offset next) const;
   bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
                      std::vector<PopMessage>* out, std::string* error);
   bool plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease, int64_t now_us,
@@ -123,7 +144,11 @@ class Engine {
               const std::string& error, const SettleOutcome& out, std::vector<EffDlq>* dlq_sink);
   void mark_dirty(const std::string& group, PartitionId pid) {
     dirty_rows_.insert(CursorKey{group, pid});
+    deleted_rows_.erase(CursorKey{group, pid});
   }
+  void drop_queue(QueueId queue);
+  GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details,
+                    int64_t now_us) const;
 
   Env& env_;
   const Store& store_;
@@ -133,8 +158,12 @@ class Engine {
   std::map<GroupKey, ReadySet> ready_;
   std::map<QueueId, std::set<std::string>> groups_of_queue_;
   std::set<std::pair<int64_t, CursorKey>> expiries_;
+  std::set<std::pair<int64_t, CursorKey>> deferred_;  // not deliverable before the time
+  std::map<LeaseId, std::vector<CursorKey>> leases_;  // for lease extension
   std::set<CursorKey> dirty_rows_;
   std::set<GroupKey> dirty_metas_;
+  std::set<CursorKey> deleted_rows_;
+  std::set<GroupKey> deleted_metas_;
   std::vector<EffDlq> dlq_;
   std::set<QueueId> woken_;
   uint64_t ready_seq_ = 0;

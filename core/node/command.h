@@ -34,7 +34,8 @@ struct PushCmd {
 enum class SubscriptionMode : uint8_t { all = 0, new_only = 1, from_time = 2 };
 
 struct PopCmd {
-  std::string queue;
+  std::string queue;      // empty: a discovery pop over the queues of `ns` (and `task`)
+  std::string ns, task;   // discovery pop filter
   std::optional<std::string> partition;  // the .../partition/:partition route
   std::string group = "__QUEUE_MODE__";
   uint32_t batch = 1;
@@ -43,6 +44,8 @@ struct PopCmd {
   int64_t subscription_from_us = 0;  // for from_time
   bool auto_ack = false;             // commitOnDelivery: no lease, the cursor moves on delivery
   std::optional<int64_t> lease_time_s;
+  uint32_t partitions = 1;           // claim up to this many partitions (1-64), one lease id
+  bool conflation = false;           // deliver only the newest pending message per partition
 };
 
 enum class AckStatus : uint8_t { completed = 0, failed = 1, retry = 2, dlq = 3 };
@@ -179,8 +182,74 @@ struct TxnCmd {
   std::vector<LeaseId> required_leases;
 };
 
+// ---- leases, consumer groups, DLQ, queues, messages ----
+
+struct LeaseExtendCmd {
+  LeaseId lease_id;
+  int64_t seconds = 60;
+};
+
+struct GroupListCmd {};
+
+struct GroupDetailsCmd {
+  std::string group;
+};
+
+struct GroupDeleteCmd {
+  std::string group;
+  std::string queue;  // empty: every queue
+  bool delete_metadata = true;
+};
+
+struct SeekCmd {
+  std::string group;
+  std::string queue;
+  std::string partition;   // empty: every partition of the queue
+  bool to_end = false;
+  int64_t timestamp_us = 0;  // when !to_end: the cursor goes past messages created at or before
+};
+
+struct SubscriptionCmd {
+  std::string group;
+  int64_t timestamp_us = 0;
+};
+
+struct DlqReplayCmd {
+  uint64_t dlq_id = 0;
+  Uuid message_id;  // minted at the edge for the re-pushed message
+};
+
+struct QueueListCmd {
+  std::string ns, task;  // filters; empty: any
+};
+
+struct QueueGetCmd {
+  std::string queue;
+};
+
+struct QueueDeleteCmd {
+  std::string queue;
+};
+
+struct MessageGetCmd {
+  PartitionId partition_id;
+  std::string transaction_id;
+  Hash128 txn_hash;
+};
+
+struct MessageBrowseCmd {
+  std::string queue;      // empty: any
+  std::string partition;  // empty: any
+  std::string ns, task;
+  uint32_t limit = 200;
+  int64_t from_us = 0, to_us = 0;  // 0: unbounded
+};
+
 using Command = std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd,
-                             KvCmd, LockCmd, TimerCmd, TimerQueryCmd, TxnCmd>;
+                             KvCmd, LockCmd, TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd,
+                             GroupListCmd, GroupDetailsCmd, GroupDeleteCmd, SeekCmd,
+                             SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
+                             QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd>;
 
 struct CommandEnvelope {
   RequestId request_id;
@@ -271,6 +340,7 @@ struct HealthReply {
 };
 
 struct DlqRecord {
+  uint64_t id = 0;
   std::string queue;
   std::string partition;
   PartitionId partition_id;
@@ -400,9 +470,80 @@ struct TxnReply {
   KvRowView failed_row;
 };
 
+struct LeaseExtendReply {
+  LeaseId lease_id;
+  bool success = false;
+  std::string error;       // "Lease not found" | "Lease already expired"
+  int64_t expires_us = 0;  // the earliest new expiry among the renewed partitions
+};
+
+struct GroupPartitionView {
+  std::string queue;
+  std::string partition;
+  PartitionId partition_id;
+  Offset cursor;            // next offset to consume
+  uint64_t offset_lag = 0;  // messages not consumed yet
+  int64_t time_lag_s = 0;   // age of the oldest unconsumed message
+  bool lease_active = false;
+  LeaseId lease_id;
+  uint64_t total_consumed = 0;
+  int64_t last_consumed_us = 0;
+};
+
+struct GroupView {
+  std::string group;
+  std::string queue;
+  SubscriptionMode mode = SubscriptionMode::all;
+  int64_t subscription_us = 0;
+  uint32_t members = 0;  // partitions with a cursor row
+  uint32_t partitions_with_lag = 0;
+  uint64_t total_lag = 0;
+  int64_t max_time_lag_s = 0;
+  std::vector<GroupPartitionView> partitions;  // details only
+};
+
+struct GroupsReply {
+  std::vector<GroupView> groups;
+};
+
+struct GroupChangeReply {
+  std::string group;
+  std::string queue;
+  uint32_t partitions = 0;  // cursors deleted or moved
+  bool metadata_deleted = false;
+};
+
+struct DlqReplayReply {
+  bool success = false;
+  std::string error;
+  PushResult push;
+};
+
+struct QueueView {
+  std::string name;
+  QueueId id;
+  QueueOptions options;
+  int64_t created_us = 0;
+  uint32_t partition_count = 0;
+  uint64_t messages = 0;  // total appended
+  uint64_t pending = 0;   // not consumed by queue mode
+  uint64_t dlq = 0;
+  std::vector<std::pair<std::string, uint64_t>> partitions;  // name, next offset (get only)
+};
+
+struct QueuesReply {
+  std::vector<QueueView> queues;
+};
+
+struct MessagesReply {
+  std::vector<PopMessage> messages;
+  bool found = false;
+};
+
 struct Reply {
   std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
-               KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply>
+               KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply, LeaseExtendReply,
+               GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply>
       body;
 };
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include <xxhash.h>
+
 #include "core/consume/engine.h"
 #include "core/kv/kv.h"
 #include "core/kv/locks.h"
@@ -501,6 +503,139 @@ struct NodeImpl {
     park_planned(h, Reply{std::move(reply)});
   }
 
+  // -------------------------------------------------------------- administration
+  void handle_admin(ReplyHandle h, const Command& c) {
+    int64_t now_us = env.now_us();
+    if (auto* x = std::get_if<LeaseExtendCmd>(&c)) {
+      LeaseExtendReply r = engine.extend(*x, now_us);
+      if (r.success) return answer_after_checkpoint(h, Reply{std::move(r)});
+      return send(Parked{h, Reply{std::move(r)}});
+    }
+    if (std::holds_alternative<GroupListCmd>(c))
+      return send(Parked{h, Reply{engine.groups("", now_us)}});
+    if (auto* x = std::get_if<GroupDetailsCmd>(&c))
+      return send(Parked{h, Reply{engine.groups(x->group, now_us)}});
+    if (auto* x = std::get_if<GroupDeleteCmd>(&c))
+      return answer_after_checkpoint(h, Reply{engine.delete_group(*x)});
+    if (auto* x = std::get_if<SeekCmd>(&c)) {
+      if (!store.queue(x->queue))
+        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+      return answer_after_checkpoint(h, Reply{engine.seek(*x)});
+    }
+    if (auto* x = std::get_if<SubscriptionCmd>(&c))
+      return answer_after_checkpoint(h, Reply{engine.update_subscription(*x)});
+    if (auto* x = std::get_if<DlqReplayCmd>(&c)) return replay_dlq(h, *x);
+    if (auto* x = std::get_if<QueueListCmd>(&c)) return send(Parked{h, Reply{queues(*x, "")}});
+    if (auto* x = std::get_if<QueueGetCmd>(&c)) {
+      QueuesReply r = queues(QueueListCmd{}, x->queue);
+      if (r.queues.empty())
+        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+      return send(Parked{h, Reply{std::move(r)}});
+    }
+    if (auto* x = std::get_if<QueueDeleteCmd>(&c)) {
+      if (!planner.plan_delete_queue(x->queue, &open))
+        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+      return park_planned(h, Reply{GroupChangeReply{"", x->queue, 0, true}});
+    }
+    if (auto* x = std::get_if<MessageGetCmd>(&c)) return send(Parked{h, Reply{message(*x)}});
+    if (auto* x = std::get_if<MessageBrowseCmd>(&c)) return send(Parked{h, Reply{browse(*x)}});
+  }
+
+  void replay_dlq(ReplyHandle h, const DlqReplayCmd& cmd) {
+    DlqReplayReply reply;
+    QueueId qid;
+    const DlqEntry* d = store.dlq_entry(cmd.dlq_id, &qid);
+    if (!d) {
+      reply.error = "no dead letter " + std::to_string(cmd.dlq_id);
+      return send(Parked{h, Reply{std::move(reply)}});
+    }
+    auto msgs = read(d->pid, d->offset, 1);
+    if (!msgs.ok() || msgs.value().empty()) {
+      reply.error = "the dead letter's message is gone";
+      return send(Parked{h, Reply{std::move(reply)}});
+    }
+    const PopMessage& m = msgs.value().front();
+    PushItem item;
+    item.queue = m.queue;
+    item.partition = m.partition;
+    item.transaction_id = "dlq:" + std::to_string(cmd.dlq_id);
+    XXH128_hash_t hh = XXH3_128bits(item.transaction_id.data(), item.transaction_id.size());
+    item.txn_hash = Hash128{hh.low64, hh.high64};
+    item.message_id = cmd.message_id;
+    item.payload = m.payload;
+    reply.push = planner.plan_push(PushCmd{{item}}, env.now_us(), &open).results.at(0);
+    open.entry.effects.push_back(EffDlqRemove{qid, cmd.dlq_id});
+    reply.success = true;
+    park_planned(h, Reply{std::move(reply)});
+  }
+
+  QueuesReply queues(const QueueListCmd& filter, const std::string& only) {
+    QueuesReply reply;
+    for (const auto& [id, q] : store.queues()) {
+      if (!only.empty() && q.name != only) continue;
+      if (!filter.ns.empty() && q.options.ns != filter.ns) continue;
+      if (!filter.task.empty() && q.options.task != filter.task) continue;
+      QueueView v{q.name, q.id, q.options, q.created_us,
+                  static_cast<uint32_t>(q.partitions.size())};
+      for (const auto& [name, pid] : q.partitions) {
+        const PartitionState& p = *store.partition(pid);
+        v.messages += p.next_offset.value;
+        const CursorRow* row = store.cursor("__QUEUE_MODE__", pid);
+        v.pending += p.next_offset.value - (row ? std::min(row->next, p.next_offset).value : 0);
+        if (!only.empty()) v.partitions.emplace_back(name, p.next_offset.value);
+      }
+      if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
+      reply.queues.push_back(std::move(v));
+    }
+    return reply;
+  }
+
+  MessagesReply message(const MessageGetCmd& cmd) {
+    MessagesReply reply;
+    const PartitionState* p = store.partition(cmd.partition_id);
+    if (!p) return reply;
+    auto o = p->find_hash(cmd.txn_hash, Offset(0), p->next_offset);
+    if (!o) return reply;
+    auto msgs = read(p->id, *o, 1);
+    if (msgs.ok() && !msgs.value().empty()) {
+      reply.found = true;
+      reply.messages = std::move(msgs.value());
+    }
+    return reply;
+  }
+
+  // Newest first, across the matching partitions.
+  MessagesReply browse(const MessageBrowseCmd& cmd) {
+    MessagesReply reply;
+    std::vector<std::pair<int64_t, std::pair<PartitionId, Offset>>> found;
+    for (const auto& [id, q] : store.queues()) {
+      if (!cmd.queue.empty() && q.name != cmd.queue) continue;
+      if (!cmd.ns.empty() && q.options.ns != cmd.ns) continue;
+      if (!cmd.task.empty() && q.options.task != cmd.task) continue;
+      for (const auto& [name, pid] : q.partitions) {
+        if (!cmd.partition.empty() && name != cmd.partition) continue;
+        const PartitionState& p = *store.partition(pid);
+        size_t taken = 0;
+        for (auto r = p.rows.rbegin(); r != p.rows.rend() && taken < cmd.limit; ++r) {
+          if (cmd.to_us && r->created_us > cmd.to_us) continue;
+          if (cmd.from_us && r->created_us < cmd.from_us) break;
+          for (uint32_t i = r->count; i-- > 0 && taken < cmd.limit; ++taken)
+            found.push_back({r->created_us, {pid, Offset(r->base.value + i)}});
+        }
+      }
+    }
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second > b.second;
+    });
+    if (found.size() > cmd.limit) found.resize(cmd.limit);
+    for (const auto& [at, where] : found) {
+      auto msgs = read(where.first, where.second, 1);
+      if (msgs.ok() && !msgs.value().empty()) reply.messages.push_back(msgs.value().front());
+    }
+    reply.found = !reply.messages.empty();
+    return reply;
+  }
+
   // -------------------------------------------------------------- reads
   Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max) {
     const PartitionState* p = store.partition(pid);
@@ -532,7 +667,7 @@ struct NodeImpl {
         if (!cmd.group.empty() && d.group != cmd.group) continue;
         ++reply.total;
         if (reply.records.size() >= cmd.limit) continue;
-        DlqRecord rec{q->name, "", d.pid, d.group, d.offset, {}, {}, d.error,
+        DlqRecord rec{d.id, q->name, "", d.pid, d.group, d.offset, {}, {}, d.error,
                       d.retry_count, d.failed_at_us, "null", 0};
         auto msgs = read(d.pid, d.offset, 1);
         if (msgs.ok() && !msgs.value().empty()) {
@@ -576,11 +711,14 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, error_reply(503, "retry", "the node is not serving yet", 1));
     return;
   }
-  bool logged = !std::holds_alternative<PopCmd>(c.command) &&
-                !std::holds_alternative<AckCmd>(c.command) &&
-                !std::holds_alternative<HealthCmd>(c.command) &&
-                !std::holds_alternative<DlqQueryCmd>(c.command) &&
-                !std::holds_alternative<TimerQueryCmd>(c.command);
+  bool logged = std::holds_alternative<PushCmd>(c.command) ||
+                std::holds_alternative<ConfigureCmd>(c.command) ||
+                std::holds_alternative<KvCmd>(c.command) ||
+                std::holds_alternative<LockCmd>(c.command) ||
+                std::holds_alternative<TimerCmd>(c.command) ||
+                std::holds_alternative<TxnCmd>(c.command) ||
+                std::holds_alternative<DlqReplayCmd>(c.command) ||
+                std::holds_alternative<QueueDeleteCmd>(c.command);
   if (logged && n.answer_known(h, c.request_id)) {
     n.after_event();
     return;
@@ -620,6 +758,8 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, Reply{n.timers.query(*tq)});
   } else if (auto* tx = std::get_if<TxnCmd>(&c.command)) {
     n.handle_txn(h, *tx);
+  } else {
+    n.handle_admin(h, c.command);
   }
   n.after_event();
 }

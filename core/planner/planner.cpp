@@ -20,6 +20,7 @@ QueueOptions push_created_options(const std::string& name) {
 
 std::optional<Planner::QueueView> Planner::find_queue(const std::string& name) const {
   if (auto it = pending_queues_.find(name); it != pending_queues_.end()) return it->second;
+  if (deleted_queues_.contains(name)) return std::nullopt;
   if (const QueueState* q = store_.queue(name)) return QueueView{q->id, q->options};
   return std::nullopt;
 }
@@ -141,6 +142,17 @@ std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& i
   return std::nullopt;
 }
 
+bool Planner::plan_delete_queue(const std::string& name, OpenEntry* open) {
+  auto q = find_queue(name);
+  if (!q) return false;
+  pending_queues_.erase(name);
+  deleted_queues_[name] = q->id;
+  std::erase_if(pending_partitions_, [&](const auto& kv) { return kv.first.first == q->id; });
+  open->entry.effects.push_back(EffDeleteQueue{q->id});
+  ++open->commands;
+  return true;
+}
+
 ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open) {
   ConfigureReply reply;
   auto existing = find_queue(cmd.queue);
@@ -161,6 +173,9 @@ ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open)
 
 void Planner::on_applied(const Entry& entry) {
   for (const auto& eff : entry.effects) {
+    if (auto* e = std::get_if<EffDeleteQueue>(&eff)) {
+      std::erase_if(deleted_queues_, [&](const auto& kv) { return kv.second == e->id; });
+    }
     if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
       auto it = pending_queues_.find(e->name);
       if (it != pending_queues_.end() && it->second.options == e->options)

@@ -33,6 +33,8 @@ class Planner {
   // then one gapless run of offsets per partition for the survivors.
   PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
+  // Deletes a queue; a later push under its name creates a new one. False if none.
+  bool plan_delete_queue(const std::string& name, OpenEntry* open);
   // The first item that duplicates a message already stored or in flight (a repeat within
   // `items` itself is not one); plans nothing.
   std::optional<PushResult> find_duplicate(const std::vector<PushItem>& items, int64_t now_us);
@@ -60,6 +62,7 @@ class Planner {
   const Store& store_;
   DedupIndex dedup_;
   std::map<std::string, QueueView> pending_queues_;
+  std::map<std::string, QueueId> deleted_queues_;  // deletions in flight, by name
   std::map<std::pair<QueueId, std::string>, PartitionId> pending_partitions_;
   std::map<PartitionId, Offset> planned_next_;
   uint64_t queues_planned_ = 0;      // ids minted beyond the store's

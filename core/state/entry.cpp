@@ -15,6 +15,10 @@ enum class EffTag : uint8_t {
   kv_delete = 9,
   timer_put = 10,
   timer_delete = 11,
+  dlq_remove = 12,
+  cursor_delete = 13,
+  group_meta_delete = 14,
+  delete_queue = 15,
 };
 
 void put_options(ByteWriter& w, const QueueOptions& o) {
@@ -175,6 +179,25 @@ struct EffectWriter {
     w.str(e.queue);
     w.str(e.timer_key);
   }
+  void operator()(const EffDlqRemove& e) {
+    w.u8(static_cast<uint8_t>(EffTag::dlq_remove));
+    w.u64(e.queue.value);
+    w.u64(e.id);
+  }
+  void operator()(const EffCursorDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::cursor_delete));
+    w.str(e.group);
+    w.u64(e.pid.value);
+  }
+  void operator()(const EffGroupMetaDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::group_meta_delete));
+    w.str(e.group);
+    w.u64(e.queue.value);
+  }
+  void operator()(const EffDeleteQueue& e) {
+    w.u8(static_cast<uint8_t>(EffTag::delete_queue));
+    w.u64(e.id.value);
+  }
 };
 
 bool get_effect(ByteReader& r, Effect* out) {
@@ -276,6 +299,31 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.queue = r.str();
       e.timer_key = r.str();
       *out = std::move(e);
+      return true;
+    }
+    case EffTag::dlq_remove: {
+      EffDlqRemove e;
+      e.queue = QueueId(r.u64());
+      e.id = r.u64();
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::cursor_delete: {
+      EffCursorDelete e;
+      e.group = r.str();
+      e.pid = PartitionId(r.u64());
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::group_meta_delete: {
+      EffGroupMetaDelete e;
+      e.group = r.str();
+      e.queue = QueueId(r.u64());
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::delete_queue: {
+      *out = EffDeleteQueue{QueueId(r.u64())};
       return true;
     }
   }

@@ -125,9 +125,35 @@ struct EffTimerDelete {
   bool operator==(const EffTimerDelete&) const = default;
 };
 
+struct EffDlqRemove {
+  QueueId queue;
+  uint64_t id = 0;
+  bool operator==(const EffDlqRemove&) const = default;
+};
+
+struct EffCursorDelete {
+  std::string group;
+  PartitionId pid;
+  bool operator==(const EffCursorDelete&) const = default;
+};
+
+struct EffGroupMetaDelete {
+  std::string group;
+  QueueId queue;
+  bool operator==(const EffGroupMetaDelete&) const = default;
+};
+
+// Removes a queue with its partitions, cursors, subscriptions and dead letters from the
+// store. Its log stays on disk (other entries' copies may live there) until compaction.
+struct EffDeleteQueue {
+  QueueId id;
+  bool operator==(const EffDeleteQueue&) const = default;
+};
+
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
                             EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
-                            EffTimerDelete>;
+                            EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
+                            EffDeleteQueue>;
 
 struct Entry {
   LogIndex index;

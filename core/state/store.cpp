@@ -73,6 +73,31 @@ const PartitionState* Store::partition(const std::string& queue_name,
   return it == q->partitions.end() ? nullptr : partition(it->second);
 }
 
+const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
+  for (const auto& [qid, list] : dlq_) {
+    for (const auto& d : list) {
+      if (d.id == id) {
+        *queue = qid;
+        return &d;
+      }
+    }
+  }
+  return nullptr;
+}
+
+void Store::delete_queue(QueueId id) {
+  auto qit = queues_.find(id);
+  if (qit == queues_.end()) return;
+  for (const auto& [name, pid] : qit->second.partitions) {
+    partitions_.erase(pid);
+    std::erase_if(cursors_, [&](const auto& kv) { return kv.first.pid == pid; });
+  }
+  std::erase_if(groups_, [&](const auto& kv) { return kv.first.queue == id; });
+  dlq_.erase(id);
+  queue_names_.erase(qit->second.name);
+  queues_.erase(qit);
+}
+
 const KvRow* Store::kv_row(const KvKey& key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;
@@ -93,8 +118,9 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
   size_t append_no = 0;
   for (const auto& eff : entry.effects) {
     if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
-      QUEEN_ASSERT(e->id == next_queue_id(), "queue ids are dense");
+      QUEEN_ASSERT(e->id == next_queue_id(), "queue ids are minted in order");
       QUEEN_ASSERT(!queue_names_.contains(e->name), "queue created twice");
+      queue_ids_ = e->id.value;
       queue_names_[e->name] = e->id;
       queues_[e->id] = QueueState{e->id, e->name, e->options, entry.now_us, {}};
     } else if (auto* e = std::get_if<EffConfigureQueue>(&eff)) {
@@ -102,7 +128,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       QUEEN_ASSERT(it != queues_.end(), "configure of an unknown queue");
       it->second.options = e->options;
     } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
-      QUEEN_ASSERT(e->id == next_partition_id(), "partition ids are dense");
+      QUEEN_ASSERT(e->id == next_partition_id(), "partition ids are minted in order");
+      partition_ids_ = e->id.value;
       auto qit = queues_.find(e->queue);
       QUEEN_ASSERT(qit != queues_.end(), "partition of an unknown queue");
       QUEEN_ASSERT(!qit->second.partitions.contains(e->name), "partition created twice");
@@ -133,8 +160,18 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
     } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
-      dlq_[e->queue].push_back(
-          DlqEntry{e->pid, e->group, e->offset, e->error, e->retry_count, entry.now_us});
+      dlq_[e->queue].push_back(DlqEntry{++dlq_ids_, e->pid, e->group, e->offset, e->error,
+                                        e->retry_count, entry.now_us});
+    } else if (auto* e = std::get_if<EffDlqRemove>(&eff)) {
+      auto it = dlq_.find(e->queue);
+      if (it != dlq_.end())
+        std::erase_if(it->second, [&](const DlqEntry& d) { return d.id == e->id; });
+    } else if (auto* e = std::get_if<EffCursorDelete>(&eff)) {
+      cursors_.erase(CursorKey{e->group, e->pid});
+    } else if (auto* e = std::get_if<EffGroupMetaDelete>(&eff)) {
+      groups_.erase(GroupKey{e->group, e->queue});
+    } else if (auto* e = std::get_if<EffDeleteQueue>(&eff)) {
+      delete_queue(e->id);
     } else if (auto* e = std::get_if<EffKvPut>(&eff)) {
       KvKey key{e->ns, e->key};
       if (auto it = kv_.find(key); it != kv_.end() && it->second.expires_us != 0)

@@ -74,6 +74,7 @@ using KvKey = std::pair<std::string, std::string>;     // (namespace, key)
 using TimerKey = std::pair<std::string, std::string>;  // (queue, timerKey)
 
 struct DlqEntry {
+  uint64_t id = 0;  // store-wide, in the order dead letters were logged
   PartitionId pid;
   std::string group;
   Offset offset;
@@ -97,8 +98,9 @@ class Store {
   void apply(const Entry& entry, const std::vector<RecordLocation>& locations);
 
   LogIndex applied() const { return applied_; }
-  QueueId next_queue_id() const { return QueueId(queues_.size() + 1); }
-  PartitionId next_partition_id() const { return PartitionId(partitions_.size() + 1); }
+  QueueId next_queue_id() const { return QueueId(queue_ids_ + 1); }
+  PartitionId next_partition_id() const { return PartitionId(partition_ids_ + 1); }
+  const DlqEntry* dlq_entry(uint64_t id, QueueId* queue) const;
   int64_t last_now_us() const { return last_now_us_; }
 
   const std::map<QueueId, QueueState>& queues() const { return queues_; }
@@ -116,8 +118,13 @@ class Store {
   const std::set<std::pair<int64_t, TimerKey>>& timers_due() const { return timers_due_; }
 
  private:
+  void delete_queue(QueueId id);
+
   LogIndex applied_;
   int64_t last_now_us_ = 0;
+  uint64_t queue_ids_ = 0;      // ids minted so far (never reused)
+  uint64_t partition_ids_ = 0;
+  uint64_t dlq_ids_ = 0;
   std::map<std::string, QueueId> queue_names_;
   std::map<QueueId, QueueState> queues_;
   std::map<PartitionId, PartitionState> partitions_;

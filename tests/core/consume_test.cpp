@@ -1,0 +1,222 @@
+// The rest of consumption: multi-partition and discovery pops, conflation, delays, lease
+// extension, seeks, group deletion, DLQ replay, queue deletion, message reads.
+#include <gtest/gtest.h>
+
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+PopCmd pop_cmd(const std::string& queue, const std::string& group, uint32_t batch) {
+  PopCmd c;
+  c.queue = queue;
+  c.group = group;
+  c.batch = batch;
+  c.subscription_mode = SubscriptionMode::all;
+  return c;
+}
+
+void configure(Harness& h, const std::string& q, QueueOptionsPatch patch) {
+  ConfigureCmd c;
+  c.queue = q;
+  c.patch = patch;
+  h.call<ConfigureReply>(c);
+}
+
+TEST(Consume, MultiPartitionPopSharesOneLeaseAndCapsTheBatch) {
+  Harness h;
+  h.push("q", "a", {"a1", "a2"});
+  h.push("q", "b", {"b1", "b2"});
+  h.push("q", "c", {"c1"});
+  PopCmd c = pop_cmd("q", "g", 3);
+  c.partitions = 3;
+  PopReply r = h.call<PopReply>(c);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.partitions_claimed, 2u);
+  for (const auto& m : r.messages) EXPECT_EQ(m.lease_id, r.lease_id);
+  for (const auto& m : r.messages)
+    EXPECT_TRUE(h.ack(m, "g", AckStatus::completed, r.lease_id).success);
+}
+
+TEST(Consume, DiscoveryPopFindsAQueueOfTheNamespace) {
+  Harness h;
+  h.push("shop.orders", "Default", {"o1"});
+  h.push("other.x", "Default", {"x1"});
+  PopCmd c = pop_cmd("", "g", 5);
+  c.ns = "shop";
+  PopReply r = h.call<PopReply>(c);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].queue, "shop.orders");
+}
+
+TEST(Consume, ConflationDeliversOnlyTheNewest) {
+  Harness h;
+  h.push("prices", "AAPL", {"p1", "p2", "p3"});
+  PopCmd c = pop_cmd("prices", "g", 10);
+  c.conflation = true;
+  PopReply r = h.call<PopReply>(c);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].transaction_id, "p3");
+  h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  EXPECT_TRUE(h.call<PopReply>(pop_cmd("prices", "g", 10)).messages.empty());
+}
+
+TEST(Consume, DelayedProcessingHidesMessagesUntilTheirDelayEnds) {
+  Harness h;
+  QueueOptionsPatch p;
+  p.delayed_processing_s = 2;
+  configure(h, "later", p);
+  h.push("later", "Default", {"m"});
+  EXPECT_TRUE(h.call<PopReply>(pop_cmd("later", "g", 1)).messages.empty());
+  PopCmd wait = pop_cmd("later", "g", 1);
+  wait.wait = true;
+  ReplyHandle poll = h.send(wait, 10000);
+  h.env.advance_ms(1500);
+  EXPECT_FALSE(h.take(poll).has_value());
+  h.env.advance_ms(600);
+  auto r = h.take(poll);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(std::get<PopReply>(r->body).messages.size(), 1u);
+}
+
+TEST(Consume, WindowBufferWaitsForAQuietPartition) {
+  Harness h;
+  QueueOptionsPatch p;
+  p.window_buffer_s = 1;
+  configure(h, "deb", p);
+  h.push("deb", "Default", {"a"});
+  h.env.advance_ms(600);
+  h.push("deb", "Default", {"b"});
+  h.env.advance_ms(600);
+  EXPECT_TRUE(h.call<PopReply>(pop_cmd("deb", "g", 5)).messages.empty());
+  h.env.advance_ms(500);
+  EXPECT_EQ(h.call<PopReply>(pop_cmd("deb", "g", 5)).messages.size(), 2u);
+}
+
+TEST(Consume, LeaseExtensionKeepsTheBatchPastItsFirstExpiry) {
+  Harness h;
+  QueueOptionsPatch p;
+  p.lease_time_s = 1;
+  configure(h, "q", p);
+  h.push("q", "Default", {"a"});
+  PopReply r = h.call<PopReply>(pop_cmd("q", "g", 1));
+  h.env.advance_ms(800);
+  LeaseExtendReply ext = h.call<LeaseExtendReply>(LeaseExtendCmd{r.lease_id, 5});
+  EXPECT_TRUE(ext.success);
+  h.env.advance_ms(1000);
+  EXPECT_TRUE(h.call<PopReply>(pop_cmd("q", "g", 1)).messages.empty());
+  EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id).success);
+  h.env.advance_ms(5000);
+  LeaseExtendReply gone = h.call<LeaseExtendReply>(LeaseExtendCmd{r.lease_id, 5});
+  EXPECT_FALSE(gone.success);
+}
+
+TEST(Consume, FailedAckBelowTheCursorIsRefused) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopReply r = h.call<PopReply>(pop_cmd("q", "g", 1));
+  h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  h.push("q", "Default", {"b"});
+  PopReply next = h.call<PopReply>(pop_cmd("q", "g", 1));  // a new lease drops a's state
+  AckResult late = h.ack(r.messages[0], "g", AckStatus::failed, std::nullopt);
+  EXPECT_FALSE(late.success);
+  EXPECT_NE(late.error.find("below the cursor"), std::string::npos);
+  AckResult noop = h.ack(r.messages[0], "g", AckStatus::completed, std::nullopt);
+  EXPECT_TRUE(noop.success);
+  EXPECT_TRUE(noop.noop);
+  (void)next;
+}
+
+TEST(Consume, SeekToEndAndToATime) {
+  Harness h;
+  h.push("q", "Default", {"old"});
+  int64_t between = h.env.now;
+  h.env.advance_ms(10);
+  h.push("q", "Default", {"new"});
+  GroupChangeReply end = h.call<GroupChangeReply>(SeekCmd{"g", "q", "", true, 0});
+  EXPECT_EQ(end.partitions, 1u);
+  EXPECT_TRUE(h.call<PopReply>(pop_cmd("q", "g", 5)).messages.empty());
+  h.call<GroupChangeReply>(SeekCmd{"g", "q", "", false, between});
+  PopReply r = h.call<PopReply>(pop_cmd("q", "g", 5));
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].transaction_id, "new");
+}
+
+TEST(Consume, DeletedGroupStartsOverAndGroupsReportLag) {
+  Harness h;
+  h.push("q", "Default", {"a", "b"});
+  PopReply r = h.call<PopReply>(pop_cmd("q", "g", 1));
+  h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  GroupsReply gs = h.call<GroupsReply>(GroupDetailsCmd{"g"});
+  ASSERT_EQ(gs.groups.size(), 1u);
+  EXPECT_EQ(gs.groups[0].total_lag, 1u);
+  ASSERT_EQ(gs.groups[0].partitions.size(), 1u);
+  EXPECT_EQ(gs.groups[0].partitions[0].cursor, Offset(1));
+  GroupChangeReply d = h.call<GroupChangeReply>(GroupDeleteCmd{"g", "", true});
+  EXPECT_EQ(d.partitions, 1u);
+  EXPECT_TRUE(d.metadata_deleted);
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(h.node().store().cursor("g", PartitionId(1)), nullptr);
+  EXPECT_EQ(h.call<PopReply>(pop_cmd("q", "g", 5)).messages.size(), 2u);
+}
+
+TEST(Consume, DlqReplayPushesTheMessageAgainOnce) {
+  Harness h;
+  QueueOptionsPatch p;
+  p.retry_limit = 0;
+  configure(h, "q", p);
+  h.push("q", "Default", {"poison"});
+  PopReply r = h.call<PopReply>(pop_cmd("q", "g", 1));
+  EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::failed, r.lease_id).dlq);
+  DlqReply d = h.call<DlqReply>(DlqQueryCmd{"q", "", 10});
+  ASSERT_EQ(d.records.size(), 1u);
+  DlqReplayCmd replay{d.records[0].id, make_uuid_v7(1, 2, 3)};
+  DlqReplayReply rr = h.call<DlqReplayReply>(replay);
+  ASSERT_TRUE(rr.success) << rr.error;
+  EXPECT_EQ(rr.push.offset, Offset(1));
+  EXPECT_EQ(h.call<DlqReply>(DlqQueryCmd{"q", "", 10}).total, 0u);
+  EXPECT_FALSE(h.call<DlqReplayReply>(replay).success);
+  PopReply again = h.call<PopReply>(pop_cmd("q", "g", 1));
+  ASSERT_EQ(again.messages.size(), 1u);
+  EXPECT_EQ(again.messages[0].transaction_id, "dlq:" + std::to_string(d.records[0].id));
+  EXPECT_EQ(again.messages[0].payload, "{\"t\":\"poison\"}");
+}
+
+TEST(Consume, DeletedQueueIsGoneAndItsNameCanBeUsedAgain) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  h.call<PopReply>(pop_cmd("q", "g", 1));
+  h.call<GroupChangeReply>(QueueDeleteCmd{"q"});
+  EXPECT_EQ(h.node().store().queue("q"), nullptr);
+  EXPECT_EQ(h.push("q", "Default", {"a"}).results[0].offset, Offset(0));
+  h.env.crash();
+  h.restart();
+  ASSERT_NE(h.node().store().queue("q"), nullptr);
+  EXPECT_EQ(h.node().store().queue("q")->id, QueueId(2));
+  EXPECT_EQ(h.call<PopReply>(pop_cmd("q", "g", 5)).messages.size(), 1u);
+}
+
+TEST(Consume, MessageGetBrowseAndQueueListing) {
+  Harness h;
+  h.push("shop.q", "p1", {"a", "b"});
+  h.push("shop.q", "p2", {"c"});
+  MessageGetCmd get{PartitionId(1), "b", hash_of("b")};
+  MessagesReply one = h.call<MessagesReply>(get);
+  ASSERT_TRUE(one.found);
+  EXPECT_EQ(one.messages[0].offset, Offset(1));
+  MessageBrowseCmd browse;
+  browse.queue = "shop.q";
+  browse.limit = 2;
+  MessagesReply newest = h.call<MessagesReply>(browse);
+  ASSERT_EQ(newest.messages.size(), 2u);
+  EXPECT_EQ(newest.messages[0].transaction_id, "c");
+  QueuesReply qs = h.call<QueuesReply>(QueueListCmd{"shop", ""});
+  ASSERT_EQ(qs.queues.size(), 1u);
+  EXPECT_EQ(qs.queues[0].messages, 3u);
+  EXPECT_EQ(qs.queues[0].pending, 3u);
+  EXPECT_EQ(qs.queues[0].partition_count, 2u);
+}
+
+}  // namespace
+}  // namespace queen::testing
