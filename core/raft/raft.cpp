@@ -1,0 +1,463 @@
+#include "core/raft/raft.h"
+
+#include <algorithm>
+
+#include "core/common/assert.h"
+
+namespace queen::raft {
+
+// ---------------------------------------------------------------------------- term runs
+
+void TermRuns::append(LogIndex index, Term term) {
+  QUEEN_ASSERT(index == last_.next(), "the log grows one entry at a time");
+  if (runs_.empty() || runs_.back().second != term) runs_.emplace_back(index, term);
+  last_ = index;
+}
+
+void TermRuns::truncate_after(LogIndex index) {
+  while (!runs_.empty() && runs_.back().first > index) runs_.pop_back();
+  last_ = std::min(last_, index);
+}
+
+std::optional<Term> TermRuns::term_at(LogIndex index) const {
+  if (index.value == 0) return Term(0);
+  if (index > last_) return std::nullopt;
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), index,
+                             [](LogIndex i, const auto& run) { return i < run.first; });
+  if (it == runs_.begin()) return std::nullopt;
+  return std::prev(it)->second;
+}
+
+// ---------------------------------------------------------------------------- codec
+
+Bytes encode_message(const Message& m) {
+  Bytes out;
+  ByteWriter w(&out);
+  w.u8(static_cast<uint8_t>(m.type));
+  w.u64(m.from.value);
+  w.u64(m.to.value);
+  w.u64(m.term.value);
+  w.u64(m.index.value);
+  w.u64(m.log_term.value);
+  w.u64(m.commit.value);
+  w.u8(static_cast<uint8_t>(m.reject) | (static_cast<uint8_t>(m.force) << 1));
+  w.u64(m.hint.value);
+  w.u32(static_cast<uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.u64(e.index.value);
+    w.u64(e.term.value);
+    w.u32(static_cast<uint32_t>(e.data.size()));
+    w.raw(e.data.data(), e.data.size());
+  }
+  return out;
+}
+
+bool decode_message(const uint8_t* data, size_t size, Message* m) {
+  ByteReader r(data, size);
+  uint8_t type = r.u8();
+  if (type < 1 || type > 7) return false;
+  m->type = static_cast<MsgType>(type);
+  m->from = NodeId(r.u64());
+  m->to = NodeId(r.u64());
+  m->term = Term(r.u64());
+  m->index = LogIndex(r.u64());
+  m->log_term = Term(r.u64());
+  m->commit = LogIndex(r.u64());
+  uint8_t flags = r.u8();
+  m->reject = flags & 1;
+  m->force = flags & 2;
+  m->hint = LogIndex(r.u64());
+  uint32_t n = r.count(20);
+  m->entries.clear();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    LogEntry e;
+    e.index = LogIndex(r.u64());
+    e.term = Term(r.u64());
+    uint32_t len = r.count(1);
+    if (!r.ok() || len > r.left()) return false;
+    e.data.assign(data + r.pos(), data + r.pos() + len);
+    for (uint32_t k = 0; k < len; ++k) r.u8();  // step over the data just copied
+    m->entries.push_back(std::move(e));
+  }
+  return r.ok() && r.left() == 0;
+}
+
+// ---------------------------------------------------------------------------- raft
+
+Raft::Raft(Config config, HardState persisted, TermRuns durable_log, const LogView& log,
+           LogIndex commit, uint64_t (*random)(void*), void* random_ctx)
+    : cfg_(std::move(config)),
+      hs_(persisted),
+      log_(log),
+      random_(random),
+      random_ctx_(random_ctx),
+      commit_(commit),
+      runs_(std::move(durable_log)),
+      reported_commit_(commit) {
+  durable_ = runs_.last();
+  QUEEN_ASSERT(commit_ <= durable_, "commit beyond the durable log");
+  std::sort(cfg_.voters.begin(), cfg_.voters.end());
+  reset_election_timer();
+}
+
+LogIndex Raft::last_index() const { return runs_.last(); }
+
+void Raft::set_hard_state(Term term, std::optional<NodeId> vote) {
+  if (hs_.term == term && hs_.vote == vote) return;
+  hs_.term = term;
+  hs_.vote = vote;
+  hs_dirty_ = true;
+}
+
+void Raft::reset_election_timer() {
+  election_elapsed_ = 0;
+  election_timeout_ = cfg_.election_ticks +
+                      static_cast<uint32_t>(random_(random_ctx_) % cfg_.election_ticks);
+}
+
+void Raft::send(Message m) {
+  m.from = cfg_.id;
+  if (m.term.value == 0) m.term = hs_.term;
+  ready_.messages.push_back(std::move(m));
+}
+
+void Raft::become_follower(Term term, std::optional<NodeId> leader) {
+  if (term > hs_.term) set_hard_state(term, std::nullopt);
+  role_ = Role::follower;
+  leader_ = leader;
+  transfer_to_.reset();
+  reset_election_timer();
+}
+
+void Raft::become_pre_candidate() {
+  role_ = Role::pre_candidate;
+  leader_.reset();
+  votes_granted_ = {cfg_.id};
+  votes_rejected_.clear();
+  reset_election_timer();
+}
+
+void Raft::become_candidate() {
+  role_ = Role::candidate;
+  leader_.reset();
+  set_hard_state(hs_.term.next(), cfg_.id);
+  votes_granted_ = {cfg_.id};
+  votes_rejected_.clear();
+  ++stats_.elections;
+  reset_election_timer();
+}
+
+void Raft::become_leader() {
+  role_ = Role::leader;
+  leader_ = cfg_.id;
+  ++stats_.leaderships;
+  ticks_since_quorum_ = 0;
+  progress_.clear();
+  for (NodeId v : cfg_.voters)
+    if (v != cfg_.id) progress_[v] = Progress{LogIndex(0), last_index().next(), 0, true};
+  // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
+  propose(Bytes{});
+}
+
+void Raft::campaign(bool pre) {
+  if (pre) {
+    become_pre_candidate();
+  } else {
+    become_candidate();
+  }
+  if (votes_granted_.size() >= quorum()) {
+    if (pre) return campaign(false);
+    return become_leader();
+  }
+  Term t = pre ? hs_.term.next() : hs_.term;
+  for (NodeId v : cfg_.voters) {
+    if (v == cfg_.id) continue;
+    Message m;
+    m.type = pre ? MsgType::pre_vote : MsgType::vote;
+    m.to = v;
+    m.term = t;
+    m.index = last_index();
+    m.log_term = *term_at(last_index());
+    m.force = transfer_to_.has_value();
+    send(std::move(m));
+  }
+}
+
+void Raft::tick() {
+  if (role_ == Role::leader) {
+    ++ticks_since_quorum_;
+    if (++heartbeat_elapsed_ >= cfg_.heartbeat_ticks) {
+      heartbeat_elapsed_ = 0;
+      for (const auto& [peer, pr] : progress_) send_append(peer, true);
+    }
+    if (++election_elapsed_ >= cfg_.election_ticks) {
+      election_elapsed_ = 0;
+      uint32_t active = 1;
+      for (auto& [peer, pr] : progress_) {
+        active += pr.active ? 1 : 0;
+        pr.active = false;
+      }
+      if (cfg_.check_quorum && active < quorum()) {
+        ++stats_.step_downs_check_quorum;
+        become_follower(hs_.term, std::nullopt);
+      }
+    }
+    return;
+  }
+  if (++election_elapsed_ >= election_timeout_ && cfg_.voters.size() > 0) {
+    campaign(cfg_.pre_vote);
+  }
+}
+
+bool Raft::log_up_to_date(LogIndex index, Term term) const {
+  Term mine = *term_at(last_index());
+  return term > mine || (term == mine && index >= last_index());
+}
+
+void Raft::handle_vote_request(const Message& m) {
+  bool pre = m.type == MsgType::pre_vote;
+  // Within the lease of a live leader, a vote is refused: a partitioned node cannot depose it.
+  bool in_lease = cfg_.check_quorum && leader_.has_value() && !m.force &&
+                  election_elapsed_ < cfg_.election_ticks;
+  bool can_vote = hs_.vote == m.from || (!hs_.vote && !leader_.has_value()) ||
+                  (pre && m.term > hs_.term) || cfg_.mutant_vote_twice;
+  Message r;
+  r.type = pre ? MsgType::pre_vote_resp : MsgType::vote_resp;
+  r.to = m.from;
+  if (!in_lease && can_vote && log_up_to_date(m.index, m.log_term)) {
+    r.term = m.term;
+    if (!pre) {
+      set_hard_state(m.term, m.from);
+      reset_election_timer();
+    }
+  } else {
+    r.term = hs_.term;
+    r.reject = true;
+    if (pre) ++stats_.pre_vote_rejections;
+  }
+  send(std::move(r));
+}
+
+void Raft::handle_vote_response(const Message& m) {
+  bool pre = m.type == MsgType::pre_vote_resp;
+  if ((pre && role_ != Role::pre_candidate) || (!pre && role_ != Role::candidate)) return;
+  (m.reject ? votes_rejected_ : votes_granted_).insert(m.from);
+  if (votes_granted_.size() >= quorum()) {
+    if (pre) {
+      campaign(false);
+    } else {
+      become_leader();
+    }
+  } else if (votes_rejected_.size() >= quorum()) {
+    become_follower(hs_.term, std::nullopt);
+  }
+}
+
+void Raft::respond_append(NodeId to, LogIndex match) {
+  Message r;
+  r.type = MsgType::append_resp;
+  r.to = to;
+  r.hint = match;
+  send(std::move(r));
+}
+
+void Raft::handle_append(const Message& m) {
+  become_follower(m.term, m.from);
+  if (m.index > last_index() || term_at(m.index) != m.log_term) {
+    Message r;
+    r.type = MsgType::append_resp;
+    r.to = m.from;
+    r.reject = true;
+    r.hint = std::min(last_index(), LogIndex(m.index.value > 0 ? m.index.value - 1 : 0));
+    send(std::move(r));
+    return;
+  }
+  LogIndex last_new = m.index;
+  for (const LogEntry& e : m.entries) {
+    last_new = e.index;
+    if (e.index <= last_index()) {
+      if (term_at(e.index) == e.term) continue;
+      QUEEN_ASSERT(e.index > commit_, "a committed entry is never truncated");
+      LogIndex keep(e.index.value - 1);
+      runs_.truncate_after(keep);
+      durable_ = std::min(durable_, keep);
+      ready_.truncate_after = keep;
+      ready_.append.clear();
+    }
+    runs_.append(e.index, e.term);
+    ready_.append.push_back(e);
+  }
+  LogIndex commit = std::min(m.commit, last_new);
+  if (commit > commit_) commit_ = commit;
+  if (last_new <= durable_) {
+    respond_append(m.from, last_new);
+  } else {
+    ack_pending_ = {m.from, last_new};
+  }
+}
+
+void Raft::on_persisted(LogIndex index) {
+  if (index > last_index() || index <= durable_) return;
+  durable_ = index;
+  if (role_ == Role::leader) maybe_commit();
+  if (ack_pending_ && ack_pending_->second <= durable_) {
+    respond_append(ack_pending_->first, ack_pending_->second);
+    ack_pending_.reset();
+  }
+}
+
+void Raft::handle_append_response(const Message& m) {
+  auto it = progress_.find(m.from);
+  if (it == progress_.end()) return;
+  Progress& pr = it->second;
+  pr.active = true;
+  if (pr.inflight > 0) --pr.inflight;
+  if (m.reject) {
+    pr.next = LogIndex(std::max<uint64_t>(1, std::min(m.hint.value + 1, pr.next.value - 1)));
+    pr.inflight = 0;
+    send_append(m.from, false);
+    return;
+  }
+  if (m.hint > pr.match) pr.match = m.hint;
+  if (pr.next <= pr.match) pr.next = pr.match.next();
+  maybe_commit();
+  if (transfer_to_ == m.from && pr.match == last_index()) {
+    Message t;
+    t.type = MsgType::timeout_now;
+    t.to = m.from;
+    send(std::move(t));
+  }
+  if (pr.next <= last_index()) send_append(m.from, false);
+}
+
+void Raft::send_append(NodeId to, bool heartbeat_only) {
+  Progress& pr = progress_.at(to);
+  Message m;
+  m.type = MsgType::append;
+  m.to = to;
+  m.commit = commit_;
+  LogIndex prev(pr.next.value - 1);
+  if (!heartbeat_only && pr.next <= last_index() && pr.inflight < cfg_.inflight_max) {
+    m.entries = log_.entries(prev, last_index(), cfg_.append_bytes_max);
+  }
+  if (m.entries.empty()) {
+    // A heartbeat probes at the follower's match so it never truncates anything.
+    prev = std::min(prev, pr.match.value > 0 ? pr.match : prev);
+  }
+  m.index = prev;
+  m.log_term = term_at(prev).value_or(Term(0));
+  m.commit = std::min(commit_, m.entries.empty() ? prev : m.entries.back().index);
+  if (!m.entries.empty()) {
+    pr.next = m.entries.back().index.next();
+    ++pr.inflight;
+  }
+  send(std::move(m));
+}
+
+void Raft::broadcast_append() {
+  for (auto& [peer, pr] : progress_) send_append(peer, false);
+}
+
+void Raft::maybe_commit() {
+  std::vector<LogIndex> matches{durable_};
+  for (const auto& [peer, pr] : progress_) matches.push_back(pr.match);
+  std::sort(matches.begin(), matches.end(), std::greater<>());
+  LogIndex n = matches[cfg_.mutant_commit_without_majority ? 0 : quorum() - 1];
+  if (n > commit_ && term_at(n) == hs_.term) {
+    commit_ = n;
+    if (role_ == Role::leader) ticks_since_quorum_ = 0;
+  }
+}
+
+std::optional<LogIndex> Raft::propose(Bytes data) {
+  if (role_ != Role::leader || transfer_to_) return std::nullopt;
+  LogIndex idx = last_index().next();
+  runs_.append(idx, hs_.term);
+  ready_.append.push_back(LogEntry{idx, hs_.term, std::move(data)});
+  broadcast_append();
+  return idx;
+}
+
+bool Raft::transfer_leadership(NodeId to) {
+  if (role_ != Role::leader || !progress_.contains(to)) return false;
+  transfer_to_ = to;
+  if (progress_.at(to).match == last_index()) {
+    Message t;
+    t.type = MsgType::timeout_now;
+    t.to = to;
+    send(std::move(t));
+  } else {
+    send_append(to, false);
+  }
+  return true;
+}
+
+void Raft::step(const Message& m) {
+  bool vote_kind = m.type == MsgType::vote || m.type == MsgType::pre_vote;
+  if (m.term > hs_.term) {
+    bool pre_kind = m.type == MsgType::pre_vote ||
+                    (m.type == MsgType::pre_vote_resp && !m.reject);
+    bool in_lease = cfg_.check_quorum && leader_.has_value() && !m.force &&
+                    election_elapsed_ < cfg_.election_ticks && vote_kind;
+    if (in_lease && m.type == MsgType::vote) return;  // ignore: the leader is alive
+    if (!pre_kind) {
+      bool from_leader = m.type == MsgType::append;
+      become_follower(m.term, from_leader ? std::optional<NodeId>(m.from) : std::nullopt);
+    }
+  } else if (m.term < hs_.term) {
+    if (m.type == MsgType::append) {
+      Message r;
+      r.type = MsgType::append_resp;
+      r.to = m.from;
+      r.reject = true;
+      send(std::move(r));  // the stale leader learns the newer term and steps down
+    } else if (m.type == MsgType::pre_vote) {
+      Message r;
+      r.type = MsgType::pre_vote_resp;
+      r.to = m.from;
+      r.reject = true;
+      send(std::move(r));
+    }
+    return;
+  }
+  switch (m.type) {
+    case MsgType::pre_vote:
+    case MsgType::vote:
+      handle_vote_request(m);
+      break;
+    case MsgType::pre_vote_resp:
+    case MsgType::vote_resp:
+      handle_vote_response(m);
+      break;
+    case MsgType::append:
+      if (role_ == Role::leader && m.term == hs_.term) break;  // impossible: one per term
+      handle_append(m);
+      break;
+    case MsgType::append_resp:
+      if (role_ == Role::leader) handle_append_response(m);
+      break;
+    case MsgType::timeout_now:
+      if (role_ != Role::leader) {
+        transfer_to_ = cfg_.id;  // marks the votes as forced
+        campaign(false);
+        transfer_to_.reset();
+      }
+      break;
+  }
+}
+
+Ready Raft::take_ready() {
+  Ready r = std::move(ready_);
+  ready_ = Ready{};
+  if (hs_dirty_) {
+    r.hard_state = hs_;
+    hs_dirty_ = false;
+  }
+  if (commit_ > reported_commit_) {
+    r.commit = commit_;
+    reported_commit_ = commit_;
+  }
+  return r;
+}
+
+}  // namespace queen::raft

@@ -1,0 +1,207 @@
+// Raft consensus as a pure state machine, in the manner of etcd-raft: messages and ticks go
+// in (step, tick, propose), and what must happen comes out (take_ready: a term/vote to
+// persist, entries to append or a suffix to truncate, messages to send, a new commit index).
+// The caller persists, sends, and reports durability back (on_persisted); it never decides.
+//
+// The log itself is the caller's (the queue log files): Raft sees it through LogView and
+// holds only the entries it still has to replicate. Commit needs a majority of durable
+// copies (the leader counts its own only once its sync completed) and an entry of the
+// leader's own term. Election with pre-vote (a partitioned node does not inflate terms) and
+// check-quorum (a leader that has not heard from a majority for an election timeout steps
+// down). Leadership transfer sends TimeoutNow to a caught-up voter.
+//
+// Fault model: messages may be lost, duplicated, reordered or delayed; nodes crash and
+// restart with their persisted term, vote and durable log.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/common/types.h"
+
+namespace queen::raft {
+
+enum class Role : uint8_t { follower, pre_candidate, candidate, leader };
+
+enum class MsgType : uint8_t {
+  pre_vote = 1,
+  pre_vote_resp = 2,
+  vote = 3,
+  vote_resp = 4,
+  append = 5,
+  append_resp = 6,
+  timeout_now = 7,
+};
+
+struct LogEntry {
+  LogIndex index;
+  Term term;
+  Bytes data;  // the encoded entry (core/state/entry.h), opaque here
+  bool operator==(const LogEntry&) const = default;
+};
+
+struct Message {
+  MsgType type = MsgType::append;
+  NodeId from, to;
+  Term term;
+  // vote, pre_vote: the candidate's last log position. append: the position before entries.
+  LogIndex index;
+  Term log_term;
+  std::vector<LogEntry> entries;
+  LogIndex commit;
+  bool reject = false;
+  bool force = false;  // vote after a leadership transfer: ignore the leader lease
+  LogIndex hint;  // append_resp: the follower's last index (on reject) or match (on success)
+  bool operator==(const Message&) const = default;
+};
+
+Bytes encode_message(const Message& m);
+bool decode_message(const uint8_t* data, size_t size, Message* out);
+
+// Where Raft reads entries to replicate: the caller's log, including entries written but not
+// yet synced. Raft keeps the (index, term) shape of the log itself (TermRuns).
+class LogView {
+ public:
+  virtual ~LogView() = default;
+  // Entries (from, to], at most bytes_max of data (at least one); empty if not available.
+  virtual std::vector<LogEntry> entries(LogIndex from_exclusive, LogIndex to_inclusive,
+                                        uint64_t bytes_max) const = 0;
+};
+
+// The terms of a log as runs: entry i has the term of the last run starting at or before i.
+class TermRuns {
+ public:
+  void append(LogIndex index, Term term);
+  void truncate_after(LogIndex index);
+  LogIndex last() const { return last_; }
+  std::optional<Term> term_at(LogIndex index) const;
+
+ private:
+  std::vector<std::pair<LogIndex, Term>> runs_;
+  LogIndex last_;
+};
+
+struct Config {
+  NodeId id;
+  std::vector<NodeId> voters;     // including id
+  uint32_t election_ticks = 10;   // randomized in [election, 2 * election)
+  uint32_t heartbeat_ticks = 1;
+  bool pre_vote = true;
+  bool check_quorum = true;
+  uint64_t append_bytes_max = 1u << 20;  // per append message
+  uint32_t inflight_max = 64;            // append messages unacknowledged per follower
+  // Test-only planted bugs: the checkers must notice them.
+  bool mutant_commit_without_majority = false;
+  bool mutant_vote_twice = false;
+};
+
+struct HardState {
+  Term term;
+  std::optional<NodeId> vote;
+  bool operator==(const HardState&) const = default;
+};
+
+struct Ready {
+  std::optional<HardState> hard_state;  // persist before sending the messages
+  std::optional<LogIndex> truncate_after;  // drop the log suffix after this index first
+  std::vector<LogEntry> append;         // then append these and sync them
+  std::vector<Message> messages;
+  std::optional<LogIndex> commit;       // the commit index moved here
+  bool empty() const {
+    return !hard_state && !truncate_after && append.empty() && messages.empty() && !commit;
+  }
+};
+
+struct Stats {
+  uint64_t elections = 0;
+  uint64_t pre_vote_rejections = 0;
+  uint64_t leaderships = 0;
+  uint64_t step_downs_check_quorum = 0;
+};
+
+class Raft {
+ public:
+  // `random` gives the election jitter (from the environment's seeded stream).
+  Raft(Config config, HardState persisted, TermRuns durable_log, const LogView& log,
+       LogIndex commit, uint64_t (*random)(void*), void* random_ctx);
+
+  void tick();
+  void step(const Message& m);
+  // Leader only: appends an entry of the current term; returns its index.
+  std::optional<LogIndex> propose(Bytes data);
+  // The caller made entries up to `index` durable (leader: its own sync completed).
+  void on_persisted(LogIndex index);
+  // Asks `to` (a caught-up voter) to start an election now.
+  bool transfer_leadership(NodeId to);
+  Ready take_ready();
+
+  Role role() const { return role_; }
+  Term term() const { return hs_.term; }
+  std::optional<NodeId> leader() const { return leader_; }
+  LogIndex commit() const { return commit_; }
+  NodeId id() const { return cfg_.id; }
+  // Ticks since a majority was last heard from (leader); used for the leader lease.
+  uint32_t ticks_since_quorum() const { return ticks_since_quorum_; }
+  const Stats& stats() const { return stats_; }
+  // The durable last index of this node's own log as Raft tracks it.
+  LogIndex last_index() const;
+
+ private:
+  struct Progress {
+    LogIndex match;
+    LogIndex next;
+    uint32_t inflight = 0;
+    bool active = false;  // heard from since the last check-quorum round
+  };
+
+  void become_follower(Term term, std::optional<NodeId> leader);
+  void become_pre_candidate();
+  void become_candidate();
+  void become_leader();
+  void campaign(bool pre);
+  void reset_election_timer();
+  uint32_t quorum() const { return static_cast<uint32_t>(cfg_.voters.size() / 2 + 1); }
+  void send(Message m);
+  void send_append(NodeId to, bool heartbeat_only);
+  void broadcast_append();
+  void maybe_commit();
+  void handle_vote_request(const Message& m);
+  void handle_vote_response(const Message& m);
+  void handle_append(const Message& m);
+  void handle_append_response(const Message& m);
+  bool log_up_to_date(LogIndex index, Term term) const;
+  std::optional<Term> term_at(LogIndex index) const { return runs_.term_at(index); }
+  void set_hard_state(Term term, std::optional<NodeId> vote);
+  void respond_append(NodeId to, LogIndex match);
+
+  Config cfg_;
+  HardState hs_;
+  const LogView& log_;
+  uint64_t (*random_)(void*);
+  void* random_ctx_;
+  Role role_ = Role::follower;
+  std::optional<NodeId> leader_;
+  LogIndex commit_;
+  TermRuns runs_;      // the shape of the own log, written or not
+  LogIndex durable_;   // own log durable up to here
+  std::optional<std::pair<NodeId, LogIndex>> ack_pending_;  // follower: answer once durable
+  uint32_t election_elapsed_ = 0;
+  uint32_t election_timeout_ = 0;
+  uint32_t heartbeat_elapsed_ = 0;
+  uint32_t ticks_since_quorum_ = 0;
+  std::set<NodeId> votes_granted_;
+  std::set<NodeId> votes_rejected_;
+  std::map<NodeId, Progress> progress_;
+  std::optional<NodeId> transfer_to_;
+  Ready ready_;
+  bool hs_dirty_ = false;
+  LogIndex reported_commit_;
+  Stats stats_;
+};
+
+}  // namespace queen::raft
