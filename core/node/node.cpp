@@ -575,8 +575,12 @@ struct NodeImpl {
       if (!only.empty() && q.name != only) continue;
       if (!filter.ns.empty() && q.options.ns != filter.ns) continue;
       if (!filter.task.empty() && q.options.task != filter.task) continue;
-      QueueView v{q.name, q.id, q.options, q.created_us,
-                  static_cast<uint32_t>(q.partitions.size())};
+      QueueView v;
+      v.name = q.name;
+      v.id = q.id;
+      v.options = q.options;
+      v.created_us = q.created_us;
+      v.partition_count = static_cast<uint32_t>(q.partitions.size());
       for (const auto& [name, pid] : q.partitions) {
         const PartitionState& p = *store.partition(pid);
         v.messages += p.next_offset.value;

@@ -88,9 +88,10 @@ const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
 void Store::delete_queue(QueueId id) {
   auto qit = queues_.find(id);
   if (qit == queues_.end()) return;
-  for (const auto& [name, pid] : qit->second.partitions) {
+  for (const auto& named : qit->second.partitions) {
+    PartitionId pid = named.second;
     partitions_.erase(pid);
-    std::erase_if(cursors_, [&](const auto& kv) { return kv.first.pid == pid; });
+    std::erase_if(cursors_, [pid](const auto& kv) { return kv.first.pid == pid; });
   }
   std::erase_if(groups_, [&](const auto& kv) { return kv.first.queue == id; });
   dlq_.erase(id);
