@@ -13,6 +13,14 @@ constexpr int64_t kUsPerS = 1'000'000;
 
 bool is_done(const MsgState* s) { return s && (*s == MsgState::acked || *s == MsgState::dlq); }
 
+// Moves the cursor over the settled prefix: it never stops before an offset already done.
+void advance_cursor(CursorRow& row) {
+  while (is_done(row.state_of(row.next))) {
+    row.next = row.next.next();
+    ++row.consumed_total;
+  }
+}
+
 }  // namespace
 
 void Engine::load() {
@@ -174,6 +182,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
                    int64_t now_us, uint32_t* budget, PopResult* res) {
   CursorRow& row = rows_.at(CursorKey{group, p.id});
   const QueueOptions& qo = store_.queue(p.queue)->options;
+  advance_cursor(row);
   if (cmd.conflation) {
     // Only the newest pending message is delivered; the ones before it count as consumed.
     Offset last(p.next_offset.value - 1);
@@ -181,7 +190,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
       if (!is_done(row.state_of(row.next))) ++row.consumed_total;
       row.next = row.next.next();
     }
-    std::erase_if(row.settled, [&](const auto& st) { return st.first < row.next; });
+    advance_cursor(row);
   }
   std::vector<Offset> offsets;
   for (Offset o = row.next; o < p.next_offset && offsets.size() < *budget; o = o.next()) {
@@ -337,7 +346,9 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
     res.lease_released = !live;
     return res;
   }
-  if (st && !live && item.lease_id && *item.lease_id == row.lease_id) {
+  bool same_status = st && ((*st == MsgState::failed && item.status == AckStatus::failed) ||
+                             (*st == MsgState::retried && item.status == AckStatus::retry));
+  if (same_status && !live && item.lease_id && *item.lease_id == row.lease_id) {
     res.success = true;  // a repeated failed/retry ack: the batch was already handed back
     res.lease_released = true;
     return res;
@@ -354,23 +365,25 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
       return res;
     }
   }
+  if (!in_batch && row.settled.size() >= config_.pop_batch_max) {
+    res.error = "too many acks ahead of the cursor without a lease";
+    return res;
+  }
   CursorRow& r = ensure_row(item.group, *p);
   *changed = true;
   mark_dirty(item.group, p->id);
-  if (!live || !in_batch) {
-    // No live lease to settle within: an unfenced ack moves the cursor past the message.
-    r.next = std::max(r.next, o.next());
-    r.consumed_total += 1;
-    r.last_consumed_us = now_us;
-    res.success = true;
-    res.lease_released = !live;
-    return res;
-  }
+  // An unfenced ack (no leaseId) settles its message like any other, never skipping the ones
+  // before it; outside the live batch it must not end another worker's lease.
+  int64_t keep_expiry = r.lease_expires_us;
   const QueueState* q = store_.queue(p->queue);
   SettleOutcome out = apply_status(r, o, item.status, q->options.retry_limit);
+  if (live && !in_batch) {
+    r.lease_expires_us = keep_expiry;
+    out.released = false;
+  }
   finish(item.group, *p, r, o, item.error, out, &dlq_);
   res.dlq = out.dlq;
-  res.lease_released = out.released;
+  res.lease_released = !live || out.released;
   res.success = true;
   r.last_consumed_us = now_us;
   return res;
@@ -381,10 +394,7 @@ SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t r
   out.retries = row.retry_count;
   auto settle = [&](MsgState s) {
     row.set_state(o, s);
-    while (is_done(row.state_of(row.next))) {
-      row.next = row.next.next();
-      ++row.consumed_total;
-    }
+    advance_cursor(row);
     if (row.next >= row.batch_end) {
       row.retry_count = 0;
       row.lease_expires_us = 0;
@@ -633,20 +643,20 @@ bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease
   res.partition = p->name;
   res.success = true;
   CursorKey key{ack.group, p->id};
-  if (!live || !in_batch) {
-    row.next = std::max(row.next, o->next());  // unfenced: the cursor moves past it
-    ++row.consumed_total;
-  } else {
-    SettleOutcome out = apply_status(row, *o, ack.status,
-                                     store_.queue(p->queue)->options.retry_limit);
-    if (out.dlq)
-      plan->dlq.push_back(EffDlq{p->queue, p->id, ack.group, *o,
-                                 ack.error.empty() ? "Retries exhausted" : ack.error,
-                                 out.retries});
-    res.dlq = out.dlq;
-    res.lease_released = out.released;
-    plan->outcomes.emplace_back(key, out);
+  int64_t keep_expiry = row.lease_expires_us;
+  SettleOutcome out = apply_status(row, *o, ack.status,
+                                   store_.queue(p->queue)->options.retry_limit);
+  if (live && !in_batch) {  // unfenced, outside the live batch: that lease stays
+    row.lease_expires_us = keep_expiry;
+    out.released = false;
   }
+  if (out.dlq)
+    plan->dlq.push_back(EffDlq{p->queue, p->id, ack.group, *o,
+                               ack.error.empty() ? "Retries exhausted" : ack.error,
+                               out.retries});
+  res.dlq = out.dlq;
+  res.lease_released = !live || out.released;
+  plan->outcomes.emplace_back(key, out);
   row.last_consumed_us = now_us;
   plan->rows[key] = std::move(row);
   if (!metas_.contains(GroupKey{ack.group, p->queue}))

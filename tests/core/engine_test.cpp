@@ -234,3 +234,43 @@ TEST(Engine, CommitOnDeliveryMovesTheCursorWithoutALease) {
 
 }  // namespace
 }  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+// Found by the simulator (seed 7): an unfenced failed ack used to move the cursor past
+// messages never acked, and the cursor could stop before an already-settled offset.
+TEST(EngineRegression, UnfencedAckNeverSkipsUnsettledMessages) {
+  Harness h;
+  h.push("q", "Default", {"m0", "m1", "m2", "m3"});
+  PopReply r = h.pop("q", "g", 4);
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id).success);
+  EXPECT_TRUE(h.ack(r.messages[1], "g", AckStatus::failed, r.lease_id).lease_released);
+  // No leaseId, no live lease: settles m3 alone; m1 and m2 are still owed to the group.
+  EXPECT_TRUE(h.ack(r.messages[3], "g", AckStatus::completed, std::nullopt).success);
+  PopReply again = h.pop("q", "g", 4);
+  ASSERT_EQ(again.messages.size(), 2u);
+  EXPECT_EQ(again.messages[0].transaction_id, "m1");
+  EXPECT_EQ(again.messages[1].transaction_id, "m2");
+  for (const auto& m : again.messages) h.ack(m, "g", AckStatus::completed, again.lease_id);
+  EXPECT_EQ(h.node().store().cursor("g", r.messages[0].partition_id)->next, Offset(4));
+}
+
+// Found by the simulator (seed 84): a completed ack carrying a lease that another worker's
+// failed ack had handed back was answered success without applying.
+TEST(EngineRegression, CompletedAckOnAHandedBackLeaseIsRefused) {
+  Harness h;
+  h.push("q", "Default", {"a", "b"});
+  PopReply r = h.pop("q", "g", 2);
+  EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::failed, std::nullopt).lease_released);
+  AckResult late = h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  EXPECT_FALSE(late.success);
+  EXPECT_EQ(late.error, "Invalid or expired lease");
+  PopReply again = h.pop("q", "g", 2);
+  ASSERT_FALSE(again.messages.empty());
+  EXPECT_EQ(again.messages[0].transaction_id, "a");
+}
+
+}  // namespace
+}  // namespace queen::testing
