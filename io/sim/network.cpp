@@ -1,0 +1,57 @@
+#include "io/sim/network.h"
+
+#include <memory>
+
+#include "io/sim/world.h"
+
+namespace queen::sim {
+
+SimNetwork::SimNetwork(SimWorld& world, NetFaultRates rates, Deliver deliver)
+    : world_(world), rates_(rates), deliver_(std::move(deliver)), rng_(world.stream("net")) {}
+
+void SimNetwork::send(int from, int to, Bytes message) {
+  if (cut_.count({from, to}) != 0) {
+    world_.count("net_partitioned_drops");
+    return;
+  }
+  if (rates_.drop_per_mille > 0 && rng_.per_mille(rates_.drop_per_mille)) {
+    world_.count("net_drops");
+    return;
+  }
+  if (rates_.dup_per_mille > 0 && rng_.per_mille(rates_.dup_per_mille)) {
+    world_.count("net_duplicates");
+    schedule(from, to, message);
+  }
+  schedule(from, to, std::move(message));
+}
+
+void SimNetwork::schedule(int from, int to, Bytes message) {
+  if (in_flight_ >= kInFlightMax) {
+    world_.count("net_overflow_drops");
+    return;
+  }
+  int64_t delay_us = rng_.range(rates_.delay_us_min, rates_.delay_us_max);
+  if (clogged_.count({from, to}) != 0) delay_us += rates_.clog_delay_us;
+  ++in_flight_;
+  auto shared = std::make_shared<Bytes>(std::move(message));
+  world_.after(delay_us, strf("net %d->%d len=%zu", from, to, shared->size()),
+               [this, from, to, shared] {
+                 --in_flight_;
+                 if (cut_.count({from, to}) != 0) return;  // cut while in flight
+                 if (!world_.up(to)) return;
+                 deliver_(from, to, *shared);
+               });
+}
+
+void SimNetwork::isolate(int node, int nodes) {
+  for (int other = 0; other < nodes; ++other) {
+    if (other != node) cut_both(node, other);
+  }
+}
+
+void SimNetwork::heal() {
+  cut_.clear();
+  clogged_.clear();
+}
+
+}  // namespace queen::sim

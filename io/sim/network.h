@@ -1,0 +1,65 @@
+// SimNetwork: the links between simulated nodes (for clusters; a single node sends nothing).
+// A message sent from one node to another is delivered to the receiving incarnation after a
+// seeded delay, or not at all.
+//
+// Fault model (per message, from the network's own stream): dropped (drop_per_mille),
+// duplicated (dup_per_mille, the copy with its own delay), delayed within
+// [delay_us_min, delay_us_max] and so reordered, or held back by a clogged link (extra
+// delay). Links can be cut one way (partition), both ways, or all around one node (isolate);
+// a message on a cut link is dropped. heal() restores every link. In-flight messages are
+// bounded by kInFlightMax; past it a send is dropped and counted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <utility>
+
+#include "core/common/bytes.h"
+#include "io/sim/rng.h"
+
+namespace queen::sim {
+
+class SimWorld;
+
+struct NetFaultRates {
+  int64_t delay_us_min = 100;
+  int64_t delay_us_max = 5000;
+  uint32_t drop_per_mille = 0;
+  uint32_t dup_per_mille = 0;
+  int64_t clog_delay_us = 200'000;  // extra delay on a clogged link
+};
+
+class SimNetwork {
+ public:
+  static constexpr size_t kInFlightMax = 1 << 16;
+  // Receives a message at `to` (the world has checked the receiver is up).
+  using Deliver = std::function<void(int from, int to, const Bytes& message)>;
+
+  SimNetwork(SimWorld& world, NetFaultRates rates, Deliver deliver);
+
+  void send(int from, int to, Bytes message);
+  void set_rates(const NetFaultRates& rates) { rates_ = rates; }
+  void cut(int from, int to) { cut_.insert({from, to}); }  // one way
+  void cut_both(int a, int b) {
+    cut(a, b);
+    cut(b, a);
+  }
+  void isolate(int node, int nodes);
+  void clog(int from, int to) { clogged_.insert({from, to}); }
+  void heal();
+  size_t in_flight() const { return in_flight_; }
+
+ private:
+  void schedule(int from, int to, Bytes message);
+
+  SimWorld& world_;
+  NetFaultRates rates_;
+  Deliver deliver_;
+  Rng rng_;
+  std::set<std::pair<int, int>> cut_;
+  std::set<std::pair<int, int>> clogged_;
+  size_t in_flight_ = 0;
+};
+
+}  // namespace queen::sim

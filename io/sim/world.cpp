@@ -1,0 +1,430 @@
+#include "io/sim/world.h"
+
+#include <xxhash.h>
+
+#include "core/common/assert.h"
+#include "io/sim/describe.h"
+#include "io/sim/sim_env.h"
+
+namespace queen::sim {
+
+struct SimWorld::NodeSlot {
+  NodeSetup setup;
+  std::unique_ptr<SimDisk> disk;
+  std::unique_ptr<SimEnv> env;
+  std::unique_ptr<Node> node;
+  uint64_t incarnation = 0;
+  bool up = false;
+  bool dying = false;  // Env::fatal was called: the process exits when the event returns
+  std::string dying_reason;
+  int64_t paused_until_us = 0;
+  std::map<TimerId, uint64_t> timers;  // id → generation of the live deadline
+  NodeStats stats_before;              // summed over past incarnations
+};
+
+namespace {
+
+void add_stats(NodeStats* into, const NodeStats& s) {
+  into->entries_committed += s.entries_committed;
+  into->syncs += s.syncs;
+  into->lease_expiries += s.lease_expiries;
+  into->redeliveries += s.redeliveries;
+  into->dlq_moves += s.dlq_moves;
+  into->checkpoints += s.checkpoints;
+  into->recovered_entries += s.recovered_entries;
+  into->torn_tails_cut += s.torn_tails_cut;
+}
+
+const char* level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+  }
+  return "?";
+}
+
+}  // namespace
+
+SimWorld::SimWorld(uint64_t seed, ClientNetFaults faults)
+    : seed_(seed),
+      client_faults_(faults),
+      client_net_rng_(stream("client.net")),
+      restart_rng_(stream("restart")) {}
+
+SimWorld::~SimWorld() {
+  while (!events_.empty()) {
+    delete events_.top();
+    events_.pop();
+  }
+  for (auto& slot : nodes_) {
+    slot->up = false;
+    slot->node.reset();
+  }
+}
+
+// ---- events ----
+
+void SimWorld::at(int64_t at_us, std::string label, Action fn, EventTarget target, Guard guard) {
+  QUEEN_ASSERT(events_.size() < kEventsMax, "SimWorld: event queue over kEventsMax");
+  auto* ev = new Event{at_us < now_us_ ? now_us_ : at_us,
+                       next_seq_++,
+                       std::move(label),
+                       std::move(fn),
+                       target,
+                       std::move(guard)};
+  events_.push(ev);
+}
+
+void SimWorld::push_event(Event* ev) {
+  ev->seq = next_seq_++;
+  events_.push(ev);
+}
+
+bool SimWorld::deliverable(const Event& ev) {
+  if (ev.target.node < 0) return true;
+  const NodeSlot& slot = *nodes_[ev.target.node];
+  return slot.up && !slot.dying && slot.incarnation == ev.target.incarnation;
+}
+
+bool SimWorld::step() {
+  if (events_.empty()) return false;
+  std::unique_ptr<Event> ev(events_.top());
+  events_.pop();
+  now_us_ = ev->at_us;
+  ++dispatched_;
+  if (!deliverable(*ev)) return true;
+  if (ev->target.node >= 0) {
+    NodeSlot& slot = *nodes_[ev->target.node];
+    if (slot.paused_until_us > now_us_) {  // a paused process runs nothing until it resumes
+      ev->at_us = slot.paused_until_us;
+      push_event(ev.release());
+      return true;
+    }
+  }
+  if (ev->guard && !ev->guard()) return true;
+  if (ev->target.node >= 0) {
+    trace_.add(stamp() + strf(" n%d ", ev->target.node) + ev->label);
+  } else {
+    trace_.add(stamp() + " " + ev->label);
+  }
+  count("events");
+  ev->fn();
+  finish_fatal_crashes();
+  return true;
+}
+
+void SimWorld::note(std::string_view text) {
+  trace_.add(stamp() + " " + std::string(text));
+}
+
+std::string SimWorld::stamp() const {
+  int64_t e = elapsed_us();
+  return strf("%lld.%06lld", static_cast<long long>(e / 1'000'000),
+              static_cast<long long>(e % 1'000'000));
+}
+
+void SimWorld::finish_fatal_crashes() {
+  for (int n = 0; n < node_count(); ++n) {
+    NodeSlot& slot = *nodes_[n];
+    if (!slot.dying) continue;
+    count("fatal_exits");
+    crash_node(n, "fatal: " + slot.dying_reason, /*restart=*/true);
+  }
+}
+
+// ---- nodes ----
+
+int SimWorld::add_node(NodeSetup setup) {
+  QUEEN_ASSERT(nodes_.size() < kNodesMax, "SimWorld: too many nodes");
+  int n = node_count();
+  auto slot = std::make_unique<NodeSlot>();
+  slot->setup = setup;
+  slot->setup.clock.start_us = kEpochUs;
+  slot->disk = std::make_unique<SimDisk>(stream(strf("disk.%d", n)), setup.disk);
+  slot->env = std::make_unique<SimEnv>(*this, n, stream(strf("node.%d.random", n)));
+  nodes_.push_back(std::move(slot));
+  return n;
+}
+
+bool SimWorld::up(int node) const {
+  return nodes_[node]->up && !nodes_[node]->dying;
+}
+
+Node* SimWorld::node(int node) {
+  return up(node) ? nodes_[node]->node.get() : nullptr;
+}
+
+SimDisk& SimWorld::disk(int node) {
+  return *nodes_[node]->disk;
+}
+
+uint64_t SimWorld::incarnation(int node) const {
+  return nodes_[node]->incarnation;
+}
+
+int64_t SimWorld::node_now_us(int node) const {
+  return nodes_[node]->setup.clock.local_us(now_us_);
+}
+
+bool SimWorld::paused(int node) const {
+  return nodes_[node]->paused_until_us > now_us_;
+}
+
+void SimWorld::set_disk_rates(int node, const DiskFaultRates& rates) {
+  nodes_[node]->setup.disk = rates;
+  nodes_[node]->disk->set_rates(rates);
+}
+
+NodeStats SimWorld::total_stats(int node) const {
+  const NodeSlot& slot = *nodes_[node];
+  NodeStats s = slot.stats_before;
+  if (slot.node) add_stats(&s, slot.node->stats());
+  return s;
+}
+
+void SimWorld::start_node(int node) {
+  NodeSlot& slot = *nodes_[node];
+  if (slot.up) return;
+  ++slot.incarnation;
+  slot.up = true;
+  slot.dying = false;
+  slot.timers.clear();
+  if (slot.incarnation > 1) count("restarts");
+  std::vector<FileInfo> files = slot.disk->list();
+  note(strf("n%d start incarnation=%llu files=%zu", node,
+            static_cast<unsigned long long>(slot.incarnation), files.size()));
+  slot.node = std::make_unique<Node>(*slot.env, slot.setup.config);
+  Status st = slot.node->start(files);
+  if (!st.ok()) {
+    violation("1 answered pushes survive (recovery)",
+              strf("n%d start() failed after a crash: %s", node, st.error().message.c_str()));
+    slot.up = false;
+    slot.node.reset();
+    return;
+  }
+  if (after_start) after_start(node, *slot.node);
+  finish_fatal_crashes();
+}
+
+void SimWorld::crash_node(int node, std::string_view reason, bool restart) {
+  NodeSlot& slot = *nodes_[node];
+  if (!slot.up) return;
+  if (before_crash) before_crash(node, *slot.node);
+  add_stats(&slot.stats_before, slot.node->stats());
+  slot.up = false;
+  slot.dying = false;
+  slot.node.reset();
+  slot.timers.clear();
+  slot.paused_until_us = 0;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    it = it->second.node == node ? pending_.erase(it) : std::next(it);
+  }
+  CrashReport r = slot.disk->crash();
+  count("crashes");
+  count("torn_writes", r.torn_writes);
+  count("dropped_writes", r.writes_dropped);
+  count("kept_unsynced_files", r.files_kept);
+  note(
+      strf("n%d crash (%.*s) volatile_files=%llu kept=%llu dropped_writes=%llu torn=%llu "
+           "bytes_lost=%llu",
+           node, static_cast<int>(reason.size()), reason.data(),
+           static_cast<unsigned long long>(r.files_with_volatile_bytes),
+           static_cast<unsigned long long>(r.files_kept),
+           static_cast<unsigned long long>(r.writes_dropped),
+           static_cast<unsigned long long>(r.torn_writes),
+           static_cast<unsigned long long>(r.bytes_lost)));
+  if (!restart) return;
+  int64_t delay_us =
+      restart_rng_.range(slot.setup.restart_delay_us_min, slot.setup.restart_delay_us_max);
+  after(delay_us, strf("restart n%d", node), [this, node] { start_node(node); });
+}
+
+void SimWorld::pause_node(int node, int64_t duration_us) {
+  NodeSlot& slot = *nodes_[node];
+  if (!up(node)) return;
+  slot.paused_until_us = now_us_ + duration_us;
+  count("node_pauses");
+  note(strf("n%d paused for %lld ms", node, static_cast<long long>(duration_us / 1000)));
+}
+
+// ---- clients ----
+
+std::optional<ReplyHandle> SimWorld::submit(int node, CommandEnvelope command, ClientSink* sink) {
+  if (!up(node)) return std::nullopt;
+  QUEEN_ASSERT(pending_.size() < kPendingRepliesMax, "SimWorld: too many pending replies");
+  ReplyHandle h = next_handle_++;
+  pending_[h] = Pending{sink, node};
+  int64_t delay_us =
+      client_net_rng_.range(client_faults_.delay_us_min, client_faults_.delay_us_max);
+  std::string label =
+      strf("cmd h%llu %s", static_cast<unsigned long long>(h), describe(command.command).c_str());
+  auto shared = std::make_shared<CommandEnvelope>(std::move(command));
+  after(
+      delay_us, std::move(label),
+      [this, node, h, shared] { nodes_[node]->node->on_command(h, std::move(*shared)); },
+      EventTarget{node, nodes_[node]->incarnation});
+  return h;
+}
+
+// ---- checking ----
+
+void SimWorld::violation(std::string invariant, std::string detail) {
+  note("VIOLATION " + invariant + ": " + detail);
+  violations_.push_back(Violation{std::move(invariant), std::move(detail), elapsed_us(),
+                                  trace_.tail(kViolationTraceLines)});
+}
+
+// ---- the environment side ----
+
+bool SimWorld::env_live(int n) const {
+  return nodes_[n]->up && !nodes_[n]->dying;
+}
+
+void SimWorld::env_set_timer(int n, TimerId id, int64_t delay_ms) {
+  if (!env_live(n)) return;
+  NodeSlot& slot = *nodes_[n];
+  uint64_t gen = next_timer_gen_++;
+  slot.timers[id] = gen;
+  int64_t delay_us = (delay_ms < 0 ? 0 : delay_ms) * 1000;
+  at(
+      now_us_ + delay_us, strf("timer %u", id),
+      [this, n, id] {
+        nodes_[n]->timers.erase(id);
+        nodes_[n]->node->on_timer(id);
+      },
+      EventTarget{n, slot.incarnation},
+      [this, n, id, gen] {
+        auto it = nodes_[n]->timers.find(id);
+        return it != nodes_[n]->timers.end() && it->second == gen;
+      });
+}
+
+void SimWorld::env_append(int n, const std::string& file, Bytes data) {
+  if (!env_live(n)) return;
+  trace_.add(strf("  n%d append %s len=%zu h=%016llx", n, file.c_str(), data.size(),
+                  static_cast<unsigned long long>(XXH3_64bits(data.data(), data.size()))));
+  nodes_[n]->disk->append(file, data);
+}
+
+void SimWorld::env_sync(int n, const std::string& file, uint64_t token) {
+  if (!env_live(n)) return;
+  NodeSlot& slot = *nodes_[n];
+  SyncPlan plan = slot.disk->plan_sync(file, now_us_);
+  trace_.add(
+      strf("  n%d sync %s token=%llu", n, file.c_str(), static_cast<unsigned long long>(token)));
+  at(
+      plan.done_at_us,
+      strf("sync-done %s token=%llu %s", file.c_str(), static_cast<unsigned long long>(token),
+           plan.ok ? "ok" : "FAILED"),
+      [this, n, file, token, plan] {
+        if (plan.ok) {
+          nodes_[n]->disk->complete_sync(file, plan.upto_bytes);
+        } else {
+          count("fsync_errors");
+        }
+        nodes_[n]->node->on_sync_done(token, plan.ok);
+      },
+      EventTarget{n, slot.incarnation});
+}
+
+Result<Bytes> SimWorld::env_read(int n, const std::string& file, uint64_t pos, uint64_t len) {
+  bool corrupted = false;
+  Result<Bytes> r = nodes_[n]->disk->read(file, pos, len, &corrupted);
+  if (corrupted) count("read_corruptions");
+  trace_.add(strf("  n%d read %s pos=%llu len=%llu -> %s%s", n, file.c_str(),
+                  static_cast<unsigned long long>(pos), static_cast<unsigned long long>(len),
+                  r.ok() ? strf("%zu bytes", r.value().size()).c_str() : r.error().message.c_str(),
+                  corrupted ? " CORRUPTED" : ""));
+  return r;
+}
+
+Status SimWorld::env_truncate(int n, const std::string& file, uint64_t size_bytes) {
+  trace_.add(strf("  n%d truncate %s to %llu", n, file.c_str(),
+                  static_cast<unsigned long long>(size_bytes)));
+  if (!env_live(n)) return make_error(Errc::io, "process is exiting");
+  return nodes_[n]->disk->truncate(file, size_bytes);
+}
+
+Status SimWorld::env_remove(int n, const std::string& file) {
+  trace_.add(strf("  n%d remove %s", n, file.c_str()));
+  if (!env_live(n)) return make_error(Errc::io, "process is exiting");
+  return nodes_[n]->disk->remove(file);
+}
+
+void SimWorld::env_reply(int n, ReplyHandle handle, Reply reply) {
+  if (!env_live(n)) return;
+  auto it = pending_.find(handle);
+  if (it == pending_.end() || it->second.node != n) {
+    violation("7 answers mean what they say",
+              strf("n%d replied to handle %llu that has no pending request (twice, or unknown)", n,
+                   static_cast<unsigned long long>(handle)));
+    return;
+  }
+  ClientSink* sink = it->second.sink;
+  pending_.erase(it);
+  bool lost = client_faults_.reply_loss_per_mille > 0 &&
+              client_net_rng_.per_mille(client_faults_.reply_loss_per_mille);
+  if (lost) count("lost_replies");
+  trace_.add(strf("  n%d reply h%llu %s%s", n, static_cast<unsigned long long>(handle),
+                  describe(reply).c_str(), lost ? " LOST" : ""));
+  sink->on_reply_sent(handle, reply, lost);
+  if (lost) return;
+  int64_t delay_us =
+      client_net_rng_.range(client_faults_.delay_us_min, client_faults_.delay_us_max);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  after(delay_us, strf("deliver h%llu", static_cast<unsigned long long>(handle)),
+        [sink, handle, shared] { sink->on_reply(handle, *shared); });
+}
+
+void SimWorld::env_fatal(int n, std::string_view reason) {
+  if (!env_live(n)) return;
+  trace_.add(strf("  n%d FATAL %.*s", n, static_cast<int>(reason.size()), reason.data()));
+  nodes_[n]->dying = true;
+  nodes_[n]->dying_reason = std::string(reason);
+}
+
+void SimWorld::env_log(int n, LogLevel level, std::string_view message) {
+  trace_.add(strf("  n%d log %s %.*s", n, level_name(level), static_cast<int>(message.size()),
+                  message.data()));
+}
+
+// ---- SimEnv ----
+
+int64_t SimEnv::now_us() {
+  return world_.node_now_us(node_);
+}
+void SimEnv::set_timer(TimerId id, int64_t delay_ms) {
+  world_.env_set_timer(node_, id, delay_ms);
+}
+void SimEnv::append(const std::string& file, Bytes data) {
+  world_.env_append(node_, file, std::move(data));
+}
+void SimEnv::sync(const std::string& file, uint64_t token) {
+  world_.env_sync(node_, file, token);
+}
+Result<Bytes> SimEnv::read(const std::string& file, uint64_t pos, uint64_t len) {
+  return world_.env_read(node_, file, pos, len);
+}
+Status SimEnv::truncate(const std::string& file, uint64_t size_bytes) {
+  return world_.env_truncate(node_, file, size_bytes);
+}
+Status SimEnv::remove(const std::string& file) {
+  return world_.env_remove(node_, file);
+}
+void SimEnv::reply(ReplyHandle handle, Reply reply) {
+  world_.env_reply(node_, handle, std::move(reply));
+}
+void SimEnv::fatal(std::string_view reason) {
+  world_.env_fatal(node_, reason);
+}
+void SimEnv::log(LogLevel level, std::string_view message) {
+  world_.env_log(node_, level, message);
+}
+
+}  // namespace queen::sim

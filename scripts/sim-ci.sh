@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The simulator's CI gate (see sim/README.md):
+#   1. every seed of sim/regressions.txt (seeds that once failed) passes;
+#   2. a range of seeds passes with --check-determinism (each seed run twice, traces equal);
+#   3. every mutant (a planted bug) is caught within its seed range;
+#   4. every fault kind fired at least once across the seeds of step 2.
+# Prints the simulated seconds per wall second. Must stay under 5 minutes on 2 cores.
+#
+# usage: scripts/sim-ci.sh [path/to/queen-sim] [all|regressions]
+#   QUEEN_SIM_CI_SEEDS   the seed range of step 2 (default 1-300)
+#   QUEEN_SIM_MUTANT_SEEDS  the range each mutant must be caught in (default 1-60)
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+sim=${1:-$root/build/sim/queen-sim}
+mode=${2:-all}
+seeds=${QUEEN_SIM_CI_SEEDS:-1-300}
+mutant_seeds=${QUEEN_SIM_MUTANT_SEEDS:-1-60}
+# A correct node never reads bytes it has not synced, so read corruption has nothing to hit.
+required_faults="crashes restarts torn_writes dropped_writes fsync_errors fatal_exits lost_replies
+  node_pauses lease_expiries redeliveries dlq_moves"
+failures=0
+
+[[ -x "$sim" ]] || { echo "sim-ci: no queen-sim at $sim"; exit 2; }
+now() { date +%s.%N; }
+fail() { echo "sim-ci: FAIL: $*"; failures=$((failures + 1)); }
+
+run_regressions() {
+  local n=0 line seed flags
+  while IFS= read -r line; do
+    line=${line%%#*}
+    read -r seed flags <<<"$line"
+    [[ -z "${seed:-}" ]] && continue
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    if ! "$sim" --seed "$seed" --quiet $flags >/tmp/sim-ci-regression.$$ 2>&1; then
+      fail "regression seed $seed $flags"
+      tail -n 45 /tmp/sim-ci-regression.$$
+    fi
+  done <"$root/sim/regressions.txt"
+  rm -f /tmp/sim-ci-regression.$$
+  echo "sim-ci: $n regression seeds run"
+}
+
+counter() { grep -oE "(^| )$1=[0-9]+" <<<"$2" | head -1 | cut -d= -f2; }
+
+start=$(now)
+run_regressions
+if [[ "$mode" == "regressions" ]]; then
+  [[ $failures -eq 0 ]] && echo "sim-ci: ok" || echo "sim-ci: $failures failure(s)"
+  exit $((failures > 0))
+fi
+
+seeds_start=$(now)
+out=$("$sim" --seeds "$seeds" --check-determinism --quiet 2>&1)
+rc=$?
+seeds_wall=$(awk -v a="$seeds_start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+summary=$(grep -E '^seeds=' <<<"$out" | tail -1)
+[[ $rc -eq 0 ]] || { fail "seeds $seeds (exit $rc)"; grep -v '^seeds=' <<<"$out" | head -80; }
+echo "sim-ci: $summary"
+for f in $required_faults; do
+  c=$(counter "$f" "$summary")
+  [[ -n "$c" && "$c" -gt 0 ]] || fail "fault or event '$f' never fired across seeds $seeds"
+done
+sim_ms=$(counter sim_ms "$summary")
+
+for m in answer-before-fsync skip-lease-check replay-partial-entry; do
+  mout=$("$sim" --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
+    --expect-violation 2>&1)
+  if [[ $? -eq 0 ]]; then
+    echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
+  else
+    fail "mutant $m not caught in seeds $mutant_seeds"
+    tail -n 5 <<<"$mout"
+  fi
+done
+
+wall=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+# --check-determinism simulates every seed twice.
+awk -v s="${sim_ms:-0}" -v w="$seeds_wall" 'BEGIN {
+  printf "sim-ci: seeds: 2 x %.0f simulated s in %s wall s: %.0f simulated s per wall s\n",
+         s / 1000, w, (w > 0 ? 2 * s / 1000 / w : 0) }'
+echo "sim-ci: total wall time ${wall} s"
+[[ $failures -eq 0 ]] && echo "sim-ci: ok" || echo "sim-ci: $failures failure(s)"
+exit $((failures > 0))

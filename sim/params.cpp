@@ -1,0 +1,172 @@
+#include "sim/params.h"
+
+#include "io/sim/rng.h"
+#include "io/sim/trace.h"
+
+namespace queen::sim {
+namespace {
+
+// Swarm testing: a fault kind is on for about three seeds in four.
+uint32_t maybe(Rng& rng, uint32_t lo, uint32_t hi) {
+  return rng.per_mille(750) ? static_cast<uint32_t>(rng.range(lo, hi)) : 0;
+}
+
+FaultParams choose_faults(Rng& rng) {
+  FaultParams f;
+  f.crash_per_100k_events = rng.per_mille(850) ? static_cast<uint32_t>(rng.range(50, 600)) : 0;
+  f.crash_after_push_reply_per_mille = maybe(rng, 5, 40);
+  f.crash_mid_sync_per_mille = maybe(rng, 2, 30);
+  f.pause_per_100k_events = maybe(rng, 10, 80);
+  f.reply_loss_per_mille = maybe(rng, 5, 80);
+  f.client_delay_us_max = rng.range(100, 3000);
+  f.restart_delay_ms_max = rng.range(2, 2000);
+  DiskFaultRates& d = f.disk;
+  d.sync_latency_us_min = rng.range(20, 200);
+  d.sync_latency_us_max = d.sync_latency_us_min + rng.range(0, 5000);
+  d.sync_slow_per_mille = maybe(rng, 1, 30);
+  d.sync_slow_us_max = rng.range(10'000, 120'000);
+  d.sync_fail_per_mille = maybe(rng, 1, 10);
+  d.read_corrupt_per_mille = maybe(rng, 5, 100);
+  d.crash_keep_per_mille = static_cast<uint32_t>(rng.range(0, 500));
+  d.crash_torn_per_mille = static_cast<uint32_t>(rng.range(0, 1000 - d.crash_keep_per_mille));
+  ClockModel& c = f.clock;
+  c.max_skew_us = 500'000;  // QUEEN_RAFT_MAX_CLOCK_SKEW_MS
+  c.offset_us = rng.range(-c.max_skew_us, c.max_skew_us);
+  c.drift_ppm = rng.range(-200, 200);
+  return f;
+}
+
+WorkloadParams choose_workload(Rng& rng) {
+  WorkloadParams w;
+  w.partitions_per_queue = static_cast<int>(rng.range(1, 4));
+  w.producers = static_cast<int>(rng.range(1, 4));
+  w.pushes_per_producer = static_cast<int>(rng.range(20, 100));
+  w.items_per_push_max = static_cast<int>(rng.range(1, 6));
+  w.two_queue_push_per_mille = static_cast<uint32_t>(rng.range(0, 500));
+  w.payload_bytes_max = static_cast<int>(rng.range(16, 2000));
+  w.consumers_per_group = static_cast<int>(rng.range(1, 3));
+  w.pop_batch_max = static_cast<uint32_t>(rng.range(1, 10));
+  w.wait_per_mille = static_cast<uint32_t>(rng.range(0, 700));
+  w.pop_wait_ms_max = rng.range(200, 3000);
+  w.sleep_past_lease_per_mille = static_cast<uint32_t>(rng.range(0, 100));
+  w.slow_work_per_mille = static_cast<uint32_t>(rng.range(0, 300));
+  w.fail_per_mille = static_cast<uint32_t>(rng.range(0, 200));
+  w.no_lease_per_mille = static_cast<uint32_t>(rng.range(0, 300));
+  w.repeat_ack_per_mille = static_cast<uint32_t>(rng.range(0, 200));
+  w.skip_ack_per_mille = static_cast<uint32_t>(rng.range(0, 100));
+  w.bogus_ack_per_mille = static_cast<uint32_t>(rng.range(0, 50));
+  w.retry_delay_ms = rng.per_mille(500) ? 0 : rng.range(10, 500);
+  return w;
+}
+
+NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
+  NodeConfig c;
+  c.checkpoint_ms = rng.range(1, 20);
+  c.pipeline_max = static_cast<uint32_t>(rng.range(1, 8));
+  if (rng.per_mille(300)) c.batch_cmds_max = static_cast<uint32_t>(rng.range(1, 16));
+  if (rng.per_mille(500)) c.segment_bytes = static_cast<uint64_t>(rng.range(2048, 65536));
+  c.mutants.answer_before_fsync = mutant == Mutant::answer_before_fsync;
+  c.mutants.skip_lease_check = mutant == Mutant::skip_lease_check;
+  c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;
+  return c;
+}
+
+}  // namespace
+
+std::optional<Mutant> parse_mutant(std::string_view name) {
+  if (name == "none") return Mutant::none;
+  if (name == "answer-before-fsync") return Mutant::answer_before_fsync;
+  if (name == "skip-lease-check") return Mutant::skip_lease_check;
+  if (name == "replay-partial-entry") return Mutant::replay_partial_entry;
+  return std::nullopt;
+}
+
+const char* mutant_name(Mutant m) {
+  switch (m) {
+    case Mutant::none:
+      return "none";
+    case Mutant::answer_before_fsync:
+      return "answer-before-fsync";
+    case Mutant::skip_lease_check:
+      return "skip-lease-check";
+    case Mutant::replay_partial_entry:
+      return "replay-partial-entry";
+  }
+  return "?";
+}
+
+const char* mutant_invariant(Mutant m) {
+  switch (m) {
+    case Mutant::none:
+      return "";
+    case Mutant::answer_before_fsync:
+      return "1";  // an answered push lost by a crash
+    case Mutant::skip_lease_check:
+      return "5";  // an ack on a lease that is not live
+    case Mutant::replay_partial_entry:
+      return "6";  // half an entry after recovery
+  }
+  return "";
+}
+
+RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
+  Rng rng = Rng::stream(seed, "params");
+  RunParams p;
+  p.seed = seed;
+  p.nodes = nodes;
+  p.mutant = mutant;
+  p.faults = choose_faults(rng);
+  p.work = choose_workload(rng);
+  p.node = choose_node_config(rng, mutant);
+  p.safety_ms = rng.range(8'000, 30'000);
+  // Liveness bound: a fixed allowance plus a budget per message each consumer may have to
+  // work through alone (every group reads every message).
+  const WorkloadParams& w = p.work;
+  int64_t messages_max = int64_t{w.producers} * w.pushes_per_producer * w.items_per_push_max;
+  p.liveness_ms_max = 60'000 + messages_max * 100 / w.consumers_per_group;
+  return p;
+}
+
+std::string RunParams::describe() const {
+  const FaultParams& f = faults;
+  const DiskFaultRates& d = f.disk;
+  const WorkloadParams& w = work;
+  std::string s = strf(
+      "nodes=%d mutant=%s safety_ms=%lld liveness_ms_max=%lld "
+      "crash_per_100k_events=%u crash_after_push_reply_per_mille=%u crash_mid_sync_per_mille=%u "
+      "pause_per_100k_events=%u "
+      "pause_ms=%lld-%lld reply_loss_per_mille=%u client_delay_us=%lld-%lld "
+      "restart_delay_ms=%lld-%lld sync_latency_us=%lld-%lld sync_slow_per_mille=%u "
+      "sync_slow_us_max=%lld fsync_fail_per_mille=%u read_corrupt_per_mille=%u "
+      "crash_keep_per_mille=%u crash_torn_per_mille=%u clock_offset_us=%lld drift_ppm=%lld "
+      "max_skew_us=%lld ",
+      nodes, mutant_name(mutant), (long long)safety_ms, (long long)liveness_ms_max,
+      f.crash_per_100k_events, f.crash_after_push_reply_per_mille, f.crash_mid_sync_per_mille,
+      f.pause_per_100k_events, (long long)f.pause_ms_min, (long long)f.pause_ms_max,
+      f.reply_loss_per_mille, (long long)f.client_delay_us_min, (long long)f.client_delay_us_max,
+      (long long)f.restart_delay_ms_min, (long long)f.restart_delay_ms_max,
+      (long long)d.sync_latency_us_min, (long long)d.sync_latency_us_max, d.sync_slow_per_mille,
+      (long long)d.sync_slow_us_max, d.sync_fail_per_mille, d.read_corrupt_per_mille,
+      d.crash_keep_per_mille, d.crash_torn_per_mille, (long long)f.clock.offset_us,
+      (long long)f.clock.drift_ppm, (long long)f.clock.max_skew_us);
+  s += strf(
+      "queues=%d partitions_per_queue=%d producers=%d pushes_per_producer=%d "
+      "items_per_push_max=%d two_queue_push_per_mille=%u payload_bytes_max=%d "
+      "consumers_per_group=%d pop_batch_max=%u wait_per_mille=%u pop_wait_ms_max=%lld "
+      "sleep_past_lease_per_mille=%u slow_work_per_mille=%u fail_per_mille=%u "
+      "no_lease_per_mille=%u "
+      "repeat_ack_per_mille=%u skip_ack_per_mille=%u bogus_ack_per_mille=%u lease_time_s=%lld "
+      "retry_limit=%lld retry_delay_ms=%lld ",
+      w.queues, w.partitions_per_queue, w.producers, w.pushes_per_producer, w.items_per_push_max,
+      w.two_queue_push_per_mille, w.payload_bytes_max, w.consumers_per_group, w.pop_batch_max,
+      w.wait_per_mille, (long long)w.pop_wait_ms_max, w.sleep_past_lease_per_mille,
+      w.slow_work_per_mille, w.fail_per_mille, w.no_lease_per_mille, w.repeat_ack_per_mille,
+      w.skip_ack_per_mille, w.bogus_ack_per_mille, (long long)w.lease_time_s,
+      (long long)w.retry_limit, (long long)w.retry_delay_ms);
+  s += strf("checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu",
+            (long long)node.checkpoint_ms, node.pipeline_max, node.batch_cmds_max,
+            (unsigned long long)node.segment_bytes);
+  return s;
+}
+
+}  // namespace queen::sim

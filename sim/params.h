@@ -1,0 +1,84 @@
+// The parameters of one simulated run, all chosen from its seed: the cluster, the node's
+// configuration, the fault rates of the safety phase and the client workload. Each fault kind
+// is switched on or off per seed (swarm testing), so a seed explores a few faults hard
+// rather than all of them thinly. describe() renders every parameter on one line, printed at
+// the start of the run so that a failing seed says what world it lived in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/node/config.h"
+#include "io/sim/clock.h"
+#include "io/sim/disk.h"
+
+namespace queen::sim {
+
+enum class Mutant { none, answer_before_fsync, skip_lease_check, replay_partial_entry };
+
+std::optional<Mutant> parse_mutant(std::string_view name);
+const char* mutant_name(Mutant m);
+// The invariant (its DESIGN.md number) that must catch the mutant's planted bug.
+const char* mutant_invariant(Mutant m);
+
+struct FaultParams {
+  uint32_t crash_per_100k_events = 0;             // a crash after any event
+  uint32_t crash_after_push_reply_per_mille = 0;  // a crash right after a push was answered
+  uint32_t crash_mid_sync_per_mille = 0;  // a crash while two or more files hold unsynced bytes
+  uint32_t pause_per_100k_events = 0;     // the node stops running for a while
+  int64_t pause_ms_min = 2500;
+  int64_t pause_ms_max = 4500;
+  uint32_t reply_loss_per_mille = 0;
+  int64_t client_delay_us_min = 20;
+  int64_t client_delay_us_max = 2000;
+  int64_t restart_delay_ms_min = 1;
+  int64_t restart_delay_ms_max = 2000;
+  DiskFaultRates disk;
+  ClockModel clock;
+};
+
+struct WorkloadParams {
+  int queues = 2;
+  int partitions_per_queue = 2;
+  int producers = 2;
+  int pushes_per_producer = 40;
+  int items_per_push_max = 4;
+  uint32_t two_queue_push_per_mille = 300;  // a push whose items span two queues
+  int payload_bytes_max = 600;
+  int consumers_per_group = 2;
+  uint32_t pop_batch_max = 5;
+  uint32_t wait_per_mille = 400;  // long polls
+  int64_t pop_wait_ms_max = 2000;
+  uint32_t sleep_past_lease_per_mille = 50;
+  uint32_t slow_work_per_mille = 100;  // work for most of the lease (still within it)
+  uint32_t fail_per_mille = 100;
+  uint32_t no_lease_per_mille = 150;  // acks sent without a leaseId
+  uint32_t repeat_ack_per_mille = 100;
+  uint32_t skip_ack_per_mille = 50;   // a message of the batch left unacked
+  uint32_t bogus_ack_per_mille = 20;  // an ack for a transactionId never pushed
+  int64_t lease_time_s = 2;
+  int64_t retry_limit = 2;
+  int64_t retry_delay_ms = 0;
+  int64_t request_timeout_ms = 5000;
+  int request_attempts_max = 50;
+};
+
+struct RunParams {
+  uint64_t seed = 0;
+  int nodes = 1;
+  Mutant mutant = Mutant::none;
+  FaultParams faults;
+  WorkloadParams work;
+  NodeConfig node;
+  int64_t safety_ms = 20'000;
+  int64_t liveness_ms_max = 120'000;  // the liveness bound after healing
+  int64_t settle_ms = 2'000;          // quiet time before the final restart
+
+  std::string describe() const;
+};
+
+RunParams choose_params(uint64_t seed, int nodes, Mutant mutant);
+
+}  // namespace queen::sim

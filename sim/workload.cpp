@@ -1,0 +1,417 @@
+#include "sim/workload.h"
+
+#include <xxhash.h>
+
+#include "io/sim/describe.h"
+#include "io/sim/trace.h"
+
+namespace queen::sim {
+namespace {
+
+constexpr int kNode = 0;  // one node for now: every client talks to it
+const char* const kGroupNames[] = {"g1", "__QUEUE_MODE__"};
+
+Hash128 hash_txn(const std::string& txn) {
+  XXH128_hash_t h = XXH3_128bits(txn.data(), txn.size());
+  return Hash128{h.low64, h.high64};
+}
+
+}  // namespace
+
+Workload::Workload(SimWorld& world, Checker& checker, const RunParams& params)
+    : world_(world),
+      checker_(checker),
+      params_(params),
+      rng_(world.stream("clients.admin")),
+      id_rng_(world.stream("clients.ids")) {
+  for (int q = 0; q < params.work.queues; ++q) queues_.push_back(strf("q%c", 'a' + q));
+  for (int p = 0; p < params.work.producers; ++p) {
+    Producer pr;
+    pr.rng = world.stream(strf("clients.producer.%d", p));
+    producers_.push_back(std::move(pr));
+  }
+  for (int g = 0; g < 2; ++g) {
+    for (int i = 0; i < params.work.consumers_per_group; ++i) {
+      int c = static_cast<int>(consumers_.size());
+      Consumer co;
+      co.rng = world.stream(strf("clients.consumer.%d", c));
+      co.group = kGroupNames[g];
+      consumers_.push_back(std::move(co));
+    }
+  }
+}
+
+void Workload::start() {
+  for (int q = 0; q < static_cast<int>(queues_.size()); ++q) configure(q);
+}
+
+void Workload::enter_liveness(int64_t strict_after_us) {
+  liveness_ = true;
+  strict_after_us_ = strict_after_us;
+}
+
+bool Workload::producers_done() const {
+  for (const Producer& p : producers_) {
+    if (!p.finished) return false;
+  }
+  return true;
+}
+
+bool Workload::take_push_answered() {
+  bool b = push_answered_;
+  push_answered_ = false;
+  return b;
+}
+
+std::string Workload::pending_summary() const {
+  std::string s;
+  for (size_t p = 0; p < producers_.size(); ++p) {
+    if (!producers_[p].finished) {
+      s += strf(" producer%zu(%d/%d pushes)", p, producers_[p].pushes_done,
+                params_.work.pushes_per_producer);
+    }
+  }
+  size_t open = 0;
+  for (const auto& [h, r] : requests_) open += r.abandoned ? 0 : 1;
+  return s + strf(" open_requests=%zu", open);
+}
+
+// ---- plumbing ----
+
+CommandEnvelope Workload::envelope(Command command, int64_t timeout_ms) {
+  CommandEnvelope env;
+  env.request_id = mint_id();
+  env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+  env.command = std::move(command);
+  return env;
+}
+
+Uuid Workload::mint_id() {
+  uint64_t a = id_rng_.next();
+  uint64_t b = id_rng_.next();
+  return make_uuid_v7(world_.node_now_us(kNode) / 1000, a, b);
+}
+
+std::optional<ReplyHandle> Workload::submit(Kind kind, int client, CommandEnvelope env,
+                                            int64_t timeout_us) {
+  std::optional<ReplyHandle> h = world_.submit(kNode, env, this);
+  if (!h) {
+    world_.count("client_refused");
+    return std::nullopt;
+  }
+  Request& r = requests_[*h];
+  r.kind = kind;
+  r.client = client;
+  r.envelope = std::move(env);
+  r.submitted_us = world_.now_us();
+  ReplyHandle handle = *h;
+  world_.at(
+      world_.now_us() + timeout_us + kReplyGraceUs,
+      strf("client-timeout h%llu", static_cast<unsigned long long>(handle)),
+      [this, handle] { timed_out(handle); }, EventTarget{},
+      [this, handle] {
+        auto it = requests_.find(handle);
+        return it != requests_.end() && !it->second.abandoned;
+      });
+  return h;
+}
+
+void Workload::timed_out(ReplyHandle h) {
+  Request& r = requests_.at(h);
+  r.abandoned = true;
+  world_.count("client_timeouts");
+  if (liveness_ && r.submitted_us >= strict_after_us_) {
+    world_.violation("8 liveness", strf("request h%llu (%s) submitted after healing got no "
+                                        "answer by its deadline",
+                                        static_cast<unsigned long long>(h),
+                                        describe(r.envelope.command).c_str()));
+  }
+  retry_later(r.kind, r.client);
+}
+
+void Workload::retry_later(Kind kind, int client) {
+  int64_t delay_us = backoff_us(rng_);
+  switch (kind) {
+    case Kind::configure:
+      world_.after(delay_us, "admin-retry", [this, client] { configure(client); });
+      break;
+    case Kind::push:
+      world_.after(delay_us, strf("producer%d-retry", client),
+                   [this, client] { send_push(client); });
+      break;
+    case Kind::pop:
+      world_.after(delay_us, strf("consumer%d-retry-pop", client),
+                   [this, client] { consume(client); });
+      break;
+    case Kind::ack:
+      world_.after(delay_us, strf("consumer%d-retry-ack", client),
+                   [this, client] { send_ack(client); });
+      break;
+  }
+}
+
+void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
+  auto it = requests_.find(h);
+  if (it == requests_.end()) return;
+  Request& r = it->second;
+  r.answer_seq = world_.seq();
+  switch (r.kind) {
+    case Kind::configure:
+      if (!lost) checker_.configure_answered(std::get<ConfigureCmd>(r.envelope.command), reply);
+      break;
+    case Kind::push:
+      push_answered_ = true;
+      if (!lost)
+        checker_.push_answered(r.push_attempt, std::get<PushCmd>(r.envelope.command), reply);
+      break;
+    case Kind::pop:
+      checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
+                            world_.node_now_us(kNode), lost);
+      break;
+    case Kind::ack:
+      checker_.ack_answered(h, std::get<AckCmd>(r.envelope.command), r.ack, reply, lost);
+      break;
+  }
+  if (r.abandoned) requests_.erase(it);  // the client has moved on; lost or not, no one waits
+}
+
+void Workload::on_reply(ReplyHandle h, const Reply& reply) {
+  auto it = requests_.find(h);
+  if (it == requests_.end() || it->second.abandoned) return;
+  Request r = std::move(it->second);
+  requests_.erase(it);
+  switch (r.kind) {
+    case Kind::configure:
+      if (std::holds_alternative<ConfigureReply>(reply.body)) {
+        if (++configured_ == static_cast<int>(queues_.size())) {
+          for (int p = 0; p < static_cast<int>(producers_.size()); ++p) produce(p);
+          for (int c = 0; c < static_cast<int>(consumers_.size()); ++c) consume(c);
+        }
+      } else {
+        retry_later(Kind::configure, r.client);
+      }
+      break;
+    case Kind::push:
+      push_done(r.client, reply);
+      break;
+    case Kind::pop:
+      got_batch(r.client, reply);
+      break;
+    case Kind::ack:
+      ack_done(r.client, reply, r.answer_seq);
+      break;
+  }
+}
+
+// ---- admin ----
+
+void Workload::configure(int q) {
+  ConfigureCmd cmd;
+  cmd.queue = queue_name(q);
+  cmd.patch.lease_time_s = params_.work.lease_time_s;
+  cmd.patch.retry_limit = params_.work.retry_limit;
+  cmd.patch.retry_delay_ms = params_.work.retry_delay_ms;
+  cmd.patch.dead_letter_queue = true;
+  cmd.patch.dlq_after_max_retries = true;
+  int64_t timeout_ms = params_.work.request_timeout_ms;
+  if (!submit(Kind::configure, q, envelope(std::move(cmd), timeout_ms), timeout_ms * 1000)) {
+    retry_later(Kind::configure, q);
+  }
+}
+
+// ---- producers ----
+
+void Workload::produce(int p) {
+  Producer& pr = producers_[p];
+  const WorkloadParams& w = params_.work;
+  if (stopped_ || pr.pushes_done >= w.pushes_per_producer) {
+    pr.finished = true;
+    return;
+  }
+  Rng& rng = pr.rng;
+  int n = static_cast<int>(rng.range(1, w.items_per_push_max));
+  bool two_queues = w.queues >= 2 && rng.per_mille(w.two_queue_push_per_mille);
+  if (two_queues && n < 2) n = 2;
+  int queue = static_cast<int>(rng.below(w.queues));
+  pr.items.clear();
+  for (int i = 0; i < n; ++i) {
+    PushItem it;
+    it.queue = queue_name(two_queues ? (queue + i) % 2 : queue);
+    it.partition = strf("p%d", static_cast<int>(rng.below(w.partitions_per_queue)));
+    std::string pad(static_cast<size_t>(rng.range(0, w.payload_bytes_max)), 'x');
+    it.payload = strf("{\"producer\":%d,\"push\":%d,\"item\":%d,\"pad\":\"%s\"}", p, pr.pushes_done,
+                      i, pad.c_str());
+    pr.items.push_back(std::move(it));
+  }
+  pr.attempts = 0;
+  send_push(p);
+}
+
+void Workload::send_push(int p) {
+  Producer& pr = producers_[p];
+  if (++pr.attempts > params_.work.request_attempts_max) {
+    world_.count("client_gave_up");
+    ++pr.pushes_done;
+    produce(p);
+    return;
+  }
+  PushCmd cmd;
+  for (size_t i = 0; i < pr.items.size(); ++i) {
+    PushItem it = pr.items[i];
+    it.transaction_id = strf("p%d-%d-%zu-a%d", p, pr.pushes_done, i, pr.attempts);
+    it.txn_hash = hash_txn(it.transaction_id);
+    it.message_id = mint_id();
+    cmd.items.push_back(std::move(it));
+  }
+  uint64_t attempt = next_attempt_++;
+  checker_.push_submitted(attempt, cmd);
+  int64_t timeout_ms = params_.work.request_timeout_ms;
+  std::optional<ReplyHandle> h =
+      submit(Kind::push, p, envelope(std::move(cmd), timeout_ms), timeout_ms * 1000);
+  if (!h) {
+    retry_later(Kind::push, p);
+    return;
+  }
+  requests_[*h].push_attempt = attempt;
+}
+
+void Workload::push_done(int p, const Reply& reply) {
+  if (!std::holds_alternative<PushReply>(reply.body)) {
+    world_.count("push_errors");
+    retry_later(Kind::push, p);
+    return;
+  }
+  ++producers_[p].pushes_done;
+  int64_t think_us = producers_[p].rng.range(0, 20'000);
+  world_.after(think_us, strf("producer%d-next", p), [this, p] { produce(p); });
+}
+
+// ---- consumers ----
+
+void Workload::consume(int c) {
+  if (stopped_) return;
+  Consumer& co = consumers_[c];
+  Rng& rng = co.rng;
+  const WorkloadParams& w = params_.work;
+  PopCmd cmd;
+  cmd.queue = queue_name(static_cast<int>(rng.below(w.queues)));
+  cmd.group = co.group;
+  cmd.batch = static_cast<uint32_t>(rng.range(1, w.pop_batch_max));
+  cmd.wait = rng.per_mille(w.wait_per_mille);
+  cmd.subscription_mode = SubscriptionMode::all;
+  int64_t timeout_ms = cmd.wait ? rng.range(100, w.pop_wait_ms_max) : w.request_timeout_ms;
+  int64_t clock_us = world_.node_now_us(kNode);
+  std::optional<ReplyHandle> h = submit(Kind::pop, c, envelope(cmd, timeout_ms), timeout_ms * 1000);
+  if (!h) {
+    retry_later(Kind::pop, c);
+    return;
+  }
+  checker_.pop_submitted(*h, cmd, clock_us);
+}
+
+void Workload::got_batch(int c, const Reply& reply) {
+  Consumer& co = consumers_[c];
+  const auto* r = std::get_if<PopReply>(&reply.body);
+  if (r == nullptr || r->messages.empty()) {
+    int64_t idle_us = r == nullptr ? backoff_us(co.rng) : co.rng.range(5'000, 100'000);
+    world_.after(idle_us, strf("consumer%d-next", c), [this, c] { consume(c); });
+    return;
+  }
+  co.batch = *r;
+  const WorkloadParams& w = params_.work;
+  int64_t lease_us = w.lease_time_s * 1'000'000;
+  int64_t work_us = co.rng.range(0, 50'000);
+  if (!liveness_ && co.rng.per_mille(w.slow_work_per_mille)) {
+    work_us = co.rng.range(lease_us / 4, lease_us * 4 / 5);
+  }
+  if (!liveness_ && co.rng.per_mille(w.sleep_past_lease_per_mille)) {
+    work_us = co.rng.range(lease_us + 100'000, lease_us + 1'500'000);
+    world_.count("client_slept_past_lease");
+    world_.note(strf("consumer%d works past lease L%s for %lld ms", c,
+                     short_id(r->lease_id).c_str(), static_cast<long long>(work_us / 1000)));
+  }
+  world_.after(work_us, strf("consumer%d-worked", c), [this, c] { plan_acks(c); });
+}
+
+void Workload::plan_acks(int c) {
+  Consumer& co = consumers_[c];
+  Rng& rng = co.rng;
+  const WorkloadParams& w = params_.work;
+  co.ack = AckCmd{};
+  co.ack_ctx = AckContext{};
+  for (const PopMessage& m : co.batch.messages) {
+    if (!liveness_ && rng.per_mille(w.skip_ack_per_mille)) continue;
+    AckItem it;
+    it.transaction_id = m.transaction_id;
+    it.txn_hash = hash_txn(m.transaction_id);
+    it.partition_id = m.partition_id;
+    if (!rng.per_mille(w.no_lease_per_mille)) it.lease_id = co.batch.lease_id;
+    it.status = rng.per_mille(w.fail_per_mille) ? AckStatus::failed : AckStatus::completed;
+    if (it.status == AckStatus::failed) it.error = "simulated failure";
+    it.group = co.group;
+    co.ack.items.push_back(std::move(it));
+    co.ack_ctx.offsets.push_back(m.offset);
+    co.ack_ctx.bogus.push_back(false);
+  }
+  if (!co.batch.messages.empty() && rng.per_mille(w.bogus_ack_per_mille)) {
+    AckItem it;
+    it.transaction_id =
+        strf("never-pushed-%llu", static_cast<unsigned long long>(rng.next() % 1000000));
+    it.txn_hash = hash_txn(it.transaction_id);
+    it.partition_id = co.batch.messages[0].partition_id;
+    it.lease_id = co.batch.lease_id;
+    it.group = co.group;
+    co.ack.items.push_back(std::move(it));
+    co.ack_ctx.offsets.push_back(Offset(0));
+    co.ack_ctx.bogus.push_back(true);
+  }
+  if (co.ack.items.empty()) {
+    consume(c);
+    return;
+  }
+  co.attempts = 0;
+  co.repeated = false;
+  send_ack(c);
+}
+
+void Workload::send_ack(int c) {
+  Consumer& co = consumers_[c];
+  if (++co.attempts > params_.work.request_attempts_max) {
+    world_.count("client_gave_up");
+    consume(c);
+    return;
+  }
+  int64_t timeout_ms = params_.work.request_timeout_ms;
+  std::optional<ReplyHandle> h =
+      submit(Kind::ack, c, envelope(co.ack, timeout_ms), timeout_ms * 1000);
+  if (!h) {
+    retry_later(Kind::ack, c);
+    return;
+  }
+  requests_[*h].ack = co.ack_ctx;
+  checker_.ack_submitted(*h, co.ack, co.ack_ctx);
+}
+
+void Workload::ack_done(int c, const Reply& reply, uint64_t answer_seq) {
+  Consumer& co = consumers_[c];
+  const auto* r = std::get_if<AckReply>(&reply.body);
+  if (r == nullptr) {
+    world_.count("ack_errors");
+    retry_later(Kind::ack, c);
+    return;
+  }
+  if (!co.repeated && co.rng.per_mille(params_.work.repeat_ack_per_mille)) {
+    co.repeated = true;
+    co.attempts = 0;
+    co.ack_ctx.repeat = true;
+    co.ack_ctx.repeat_of_answer_seq = answer_seq;
+    co.ack_ctx.first_answer_success.clear();
+    for (const AckResult& res : r->results) co.ack_ctx.first_answer_success.push_back(res.success);
+    world_.count("client_repeated_acks");
+    send_ack(c);
+    return;
+  }
+  consume(c);
+}
+
+}  // namespace queen::sim

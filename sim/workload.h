@@ -1,0 +1,117 @@
+// The simulated clients of one run: an admin that configures the queues, producers that push
+// batches (some spanning two queues in one request), and consumers in two groups (one named,
+// one in queue mode) that pop (some long polls), work (sometimes past their lease), and ack
+// (completed mostly, failed sometimes, with or without the leaseId, sometimes twice, sometimes
+// not at all, sometimes naming a message that was never pushed). They do the edge's work
+// themselves: request ids, deadlines, message ids (UUIDv7 from sim time and a seeded stream),
+// xxh3-128 transactionId hashes.
+//
+// Retries: a client that gets no answer by its deadline (plus a grace), a 503, or a refused
+// connection tries again, as real clients do: a push as a new request with fresh message ids
+// (the edge mints them per request) and, until dedup exists, fresh transactionIds; an ack
+// as the same ack. Every request is bounded by request_attempts_max.
+//
+// Everything the clients send and every answer the node sends goes to the Checker.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/node/command.h"
+#include "io/sim/world.h"
+#include "sim/checker.h"
+#include "sim/params.h"
+
+namespace queen::sim {
+
+class Workload final : public ClientSink {
+ public:
+  static constexpr int64_t kReplyGraceUs = 1'000'000;  // past the deadline before a retry
+
+  Workload(SimWorld& world, Checker& checker, const RunParams& params);
+
+  void start();
+  // Faults are over: the clients stop misbehaving (no sleeping past leases, no skipped acks),
+  // and from now on an unanswered request is a liveness failure.
+  void enter_liveness(int64_t strict_after_us);
+  void stop() { stopped_ = true; }
+  bool producers_done() const;
+  // True once after a step in which the node answered a push (for targeted crashes).
+  bool take_push_answered();
+  std::string pending_summary() const;
+
+  void on_reply_sent(ReplyHandle handle, const Reply& reply, bool lost) override;
+  void on_reply(ReplyHandle handle, const Reply& reply) override;
+
+ private:
+  enum class Kind { configure, push, pop, ack };
+  struct Request {
+    Kind kind = Kind::push;
+    int client = 0;
+    CommandEnvelope envelope;
+    uint64_t push_attempt = 0;
+    AckContext ack;
+    int64_t submitted_us = 0;
+    bool abandoned = false;  // the client timed out and moved on
+    uint64_t answer_seq = 0;
+  };
+  struct Producer {
+    Rng rng;
+    int pushes_done = 0;
+    int attempts = 0;
+    bool finished = false;
+    std::vector<PushItem> items;  // the push being sent (queue, partition, payload)
+  };
+  struct Consumer {
+    Rng rng;
+    std::string group;
+    PopReply batch;
+    AckCmd ack;
+    AckContext ack_ctx;
+    int attempts = 0;
+    bool repeated = false;
+  };
+
+  // admin
+  void configure(int queue);
+  // producers
+  void produce(int p);
+  void send_push(int p);
+  void push_done(int p, const Reply& reply);
+  // consumers
+  void consume(int c);
+  void got_batch(int c, const Reply& reply);
+  void plan_acks(int c);
+  void send_ack(int c);
+  void ack_done(int c, const Reply& reply, uint64_t answer_seq);
+
+  std::optional<ReplyHandle> submit(Kind kind, int client, CommandEnvelope envelope,
+                                    int64_t timeout_us);
+  void timed_out(ReplyHandle h);
+  void retry_later(Kind kind, int client);
+  CommandEnvelope envelope(Command command, int64_t timeout_ms);
+  Uuid mint_id();
+  int64_t backoff_us(Rng& rng) { return rng.range(20'000, 300'000); }
+  const std::string& queue_name(int q) const { return queues_[q]; }
+
+  SimWorld& world_;
+  Checker& checker_;
+  const RunParams& params_;
+  Rng rng_;     // the admin's behaviour
+  Rng id_rng_;  // ids minted at the edge
+  std::vector<std::string> queues_;
+  std::vector<Producer> producers_;
+  std::vector<Consumer> consumers_;
+  std::map<ReplyHandle, Request> requests_;
+  int configured_ = 0;
+  uint64_t next_attempt_ = 1;
+  bool stopped_ = false;
+  bool liveness_ = false;
+  int64_t strict_after_us_ = INT64_MAX;
+  bool push_answered_ = false;
+};
+
+}  // namespace queen::sim
