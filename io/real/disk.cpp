@@ -1,0 +1,316 @@
+#include "io/real/disk.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "io/real/log.h"
+
+namespace queen::real {
+
+namespace fs = std::filesystem;
+
+struct Disk::OpenFile {
+  int fd = -1;
+  explicit OpenFile(int f) : fd(f) {}
+  ~OpenFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool valid_file_name(const std::string& file) {
+  if (file.empty() || file.front() == '/' || file.back() == '/') return false;
+  if (file.find('\0') != std::string::npos) return false;
+  size_t start = 0;
+  while (start <= file.size()) {
+    size_t end = file.find('/', start);
+    if (end == std::string::npos) end = file.size();
+    std::string_view seg(file.data() + start, end - start);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+bool write_all(int fd, const uint8_t* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool fsync_dir(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+Disk::Disk(DiskOptions options, SyncDone sync_done)
+    : options_(std::move(options)), sync_done_(std::move(sync_done)) {}
+
+Disk::~Disk() {
+  stop();
+}
+
+Status Disk::open() {
+  std::error_code ec;
+  fs::create_directories(options_.root, ec);
+  if (ec) {
+    return make_error(Errc::io, "cannot create data folder " + options_.root + ": " + ec.message());
+  }
+  fs::path root = fs::absolute(options_.root, ec);
+  if (!ec && root.has_parent_path()) fsync_dir(root.parent_path().string());
+  writer_ = std::thread([this] { writer_loop(); });
+  return ok_status();
+}
+
+Result<std::vector<FileInfo>> Disk::list_files() const {
+  std::vector<FileInfo> files;
+  std::error_code ec;
+  fs::path root(options_.root);
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    uint64_t size = it->file_size(ec);
+    if (ec) break;
+    files.push_back({it->path().lexically_relative(root).generic_string(), size});
+  }
+  if (ec) return make_error(Errc::io, "cannot list " + options_.root + ": " + ec.message());
+  std::sort(files.begin(), files.end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  return files;
+}
+
+std::string Disk::full_path(const std::string& file) const {
+  return options_.root + "/" + file;
+}
+
+void Disk::append(const std::string& file, Bytes data) {
+  enqueue(Op{Op::Kind::append, file, std::move(data), 0});
+}
+
+void Disk::sync(const std::string& file, uint64_t token) {
+  enqueue(Op{Op::Kind::sync, file, {}, token});
+}
+
+void Disk::enqueue(Op op) {
+  std::unique_lock lock(queue_mutex_);
+  uint64_t bytes = op.data.size();
+  // An op larger than the whole budget still goes through once the queue is empty.
+  queue_cv_.wait(lock, [&] {
+    return stopping_ || queue_.empty() ||
+           (queue_.size() < options_.queue_ops_max &&
+            queued_bytes_ + bytes <= options_.queue_bytes_max);
+  });
+  queued_bytes_ += bytes;
+  queue_.push_back(std::move(op));
+  queue_cv_.notify_all();
+}
+
+void Disk::writer_loop() {
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock lock(queue_mutex_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= op.data.size();
+      busy_ = true;
+      queue_cv_.notify_all();
+    }
+    if (op.kind == Op::Kind::append) {
+      run_append(op);
+    } else {
+      run_sync(op);
+    }
+    {
+      std::lock_guard lock(queue_mutex_);
+      busy_ = false;
+    }
+    queue_cv_.notify_all();
+  }
+}
+
+void Disk::run_append(const Op& op) {
+  int err = 0;
+  auto f = handle(op.file, /*create=*/true, &err);
+  bool ok = f && write_all(f->fd, op.data.data(), op.data.size());
+  if (!ok) {
+    if (f) err = errno;
+    log_line(LogLevel::error, "disk", "append to " + op.file + " failed: " + errno_text(err));
+    std::lock_guard lock(files_mutex_);
+    failed_.insert(op.file);
+  }
+}
+
+void Disk::run_sync(const Op& op) {
+  int err = 0;
+  auto f = handle(op.file, /*create=*/true, &err);
+  bool ok = f != nullptr;
+  if (ok) {
+    std::lock_guard lock(files_mutex_);
+    ok = failed_.count(op.file) == 0;
+  }
+  if (ok && ::fdatasync(f->fd) != 0) {
+    err = errno;
+    ok = false;
+  }
+  if (ok) ok = sync_new_dirs(op.file);
+  if (!ok) {
+    log_line(LogLevel::error, "disk", "sync of " + op.file + " failed: " + errno_text(err));
+    std::lock_guard lock(files_mutex_);
+    failed_.insert(op.file);
+  }
+  sync_done_(op.token, ok);
+}
+
+// The first sync of a created file also makes its directory entry durable, and those of
+// the folders created for it, up to the data folder.
+bool Disk::sync_new_dirs(const std::string& file) {
+  {
+    std::lock_guard lock(files_mutex_);
+    if (new_files_.erase(file) == 0) return true;
+  }
+  fs::path root(options_.root);
+  for (fs::path rel = fs::path(file).parent_path();; rel = rel.parent_path()) {
+    if (!fsync_dir((root / rel).string())) return false;
+    if (rel.empty()) break;
+  }
+  return true;
+}
+
+std::shared_ptr<Disk::OpenFile> Disk::handle(const std::string& file, bool create, int* errno_out) {
+  if (!valid_file_name(file)) {
+    *errno_out = EINVAL;
+    return nullptr;
+  }
+  std::lock_guard lock(files_mutex_);
+  auto it = open_.find(file);
+  if (it != open_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.second);
+    return it->second.first;
+  }
+  std::string path = full_path(file);
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) new_files_.insert(file);
+  }
+  if (fd < 0) {
+    *errno_out = errno;
+    return nullptr;
+  }
+  auto f = std::make_shared<OpenFile>(fd);
+  lru_.push_front(file);
+  open_.emplace(file, std::make_pair(f, lru_.begin()));
+  while (open_.size() > options_.open_files_max) {
+    open_.erase(lru_.back());  // an fd still in use stays open until its last user drops it
+    lru_.pop_back();
+  }
+  return f;
+}
+
+void Disk::forget(const std::string& file) {
+  std::lock_guard lock(files_mutex_);
+  auto it = open_.find(file);
+  if (it == open_.end()) return;
+  lru_.erase(it->second.second);
+  open_.erase(it);
+}
+
+Result<Bytes> Disk::read(const std::string& file, uint64_t pos, uint64_t len) {
+  int err = 0;
+  auto f = handle(file, /*create=*/false, &err);
+  if (!f) {
+    return make_error(err == ENOENT ? Errc::not_found : Errc::io,
+                      "cannot open " + file + ": " + errno_text(err));
+  }
+  Bytes out(len);
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(f->fd, out.data() + done, len - done, static_cast<off_t>(pos + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(Errc::io, "read of " + file + " failed: " + errno_text(errno));
+    }
+    if (n == 0) {
+      return make_error(Errc::truncated, file + " ends at " + std::to_string(pos + done) +
+                                             ", before " + std::to_string(pos + len));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return out;
+}
+
+void Disk::wait_idle() {
+  std::unique_lock lock(queue_mutex_);
+  queue_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+Status Disk::truncate(const std::string& file, uint64_t size_bytes) {
+  wait_idle();
+  int err = 0;
+  auto f = handle(file, /*create=*/false, &err);
+  if (!f) return make_error(Errc::io, "cannot open " + file + ": " + errno_text(err));
+  if (::ftruncate(f->fd, static_cast<off_t>(size_bytes)) != 0 || ::fdatasync(f->fd) != 0) {
+    return make_error(Errc::io, "truncate of " + file + " failed: " + errno_text(errno));
+  }
+  return ok_status();
+}
+
+Status Disk::remove(const std::string& file) {
+  if (!valid_file_name(file)) return make_error(Errc::io, "bad file name " + file);
+  wait_idle();
+  forget(file);
+  {
+    std::lock_guard lock(files_mutex_);
+    failed_.erase(file);
+    new_files_.erase(file);
+  }
+  std::string path = full_path(file);
+  if (::unlink(path.c_str()) != 0) {
+    int err = errno;
+    return make_error(err == ENOENT ? Errc::not_found : Errc::io,
+                      "remove of " + file + " failed: " + errno_text(err));
+  }
+  if (!fsync_dir(fs::path(path).parent_path().string())) {
+    return make_error(Errc::io, "fsync of the folder of " + file + " failed");
+  }
+  return ok_status();
+}
+
+void Disk::stop() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+}  // namespace queen::real

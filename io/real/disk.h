@@ -1,0 +1,112 @@
+// The node's log files on a real disk, under one data folder. Owns a writer thread that runs
+// append() and sync() in call order (one FIFO for all files), and a bounded cache of open
+// file descriptors shared with the node thread's synchronous read(), truncate() and remove().
+//
+// Contract (see io/env.h):
+// - append() and sync() return at once; they block only while the FIFO is full (backpressure
+//   on the node thread, bounded by queue_ops_max and queue_bytes_max).
+// - sync(file, token) reports `sync_done(token, ok)` from the writer thread after every append
+//   to `file` queued before it has been written and fdatasync'd. A new file's directory
+//   entries (up to the data folder) are fsync'd with its first sync.
+// - A failed write makes every later sync of that file report ok=false: the caller must stop.
+// - truncate() and remove() first wait for the FIFO to drain, so they apply after every
+//   append queued before them.
+// - File names are relative, '/'-separated and never contain "." or ".." segments.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+#include "io/env.h"
+
+namespace queen::real {
+
+struct DiskOptions {
+  std::string root;                         // the data folder (QUEEN_RAFT_DIR)
+  size_t open_files_max = 256;              // descriptors kept open
+  size_t queue_ops_max = 1u << 16;          // appends and syncs waiting for the writer
+  uint64_t queue_bytes_max = 256ull << 20;  // bytes of appends waiting for the writer
+};
+
+class Disk {
+ public:
+  // Called on the writer thread; must not block for long (it posts to the node thread).
+  using SyncDone = std::function<void(uint64_t token, bool ok)>;
+
+  Disk(DiskOptions options, SyncDone sync_done);
+  ~Disk();
+  Disk(const Disk&) = delete;
+  Disk& operator=(const Disk&) = delete;
+
+  // Creates the data folder and starts the writer thread.
+  Status open();
+  // Every regular file under the data folder (relative names, sorted), with its size.
+  Result<std::vector<FileInfo>> list_files() const;
+
+  void append(const std::string& file, Bytes data);
+  void sync(const std::string& file, uint64_t token);
+  Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
+  Status truncate(const std::string& file, uint64_t size_bytes);
+  Status remove(const std::string& file);
+
+  // Lets the writer finish what is queued, then joins it. Idempotent.
+  void stop();
+
+ private:
+  struct OpenFile;
+  struct Op {
+    enum class Kind { append, sync } kind;
+    std::string file;
+    Bytes data;
+    uint64_t token = 0;
+  };
+
+  void enqueue(Op op);
+  void writer_loop();
+  void run_append(const Op& op);
+  void run_sync(const Op& op);
+  void wait_idle();
+  // nullptr with `errno_out` set when the file cannot be opened (or does not exist and
+  // `create` is false).
+  std::shared_ptr<OpenFile> handle(const std::string& file, bool create, int* errno_out);
+  void forget(const std::string& file);
+  bool sync_new_dirs(const std::string& file);
+  std::string full_path(const std::string& file) const;
+
+  DiskOptions options_;
+  SyncDone sync_done_;
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;  // writer waits for work; producers wait for room / idle
+  std::deque<Op> queue_;
+  uint64_t queued_bytes_ = 0;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread writer_;
+
+  std::mutex files_mutex_;
+  std::list<std::string> lru_;  // most recently used first
+  std::unordered_map<std::string,
+                     std::pair<std::shared_ptr<OpenFile>, std::list<std::string>::iterator>>
+      open_;
+  std::set<std::string> failed_;     // files with a failed write: every later sync fails
+  std::set<std::string> new_files_;  // created, directory entries not yet fsync'd
+};
+
+// True when `file` is a safe relative name inside the data folder.
+bool valid_file_name(const std::string& file);
+
+}  // namespace queen::real

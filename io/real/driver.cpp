@@ -1,0 +1,82 @@
+#include "io/real/driver.h"
+
+#include <boost/asio/post.hpp>
+
+#include <future>
+#include <random>
+#include <string>
+
+#include "core/node/node.h"
+#include "io/real/log.h"
+
+namespace queen::real {
+
+namespace asio = boost::asio;
+
+namespace {
+
+uint64_t seed_from_device() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+}  // namespace
+
+NodeDriver::NodeDriver(DriverOptions options, ReplySink& sink)
+    : options_(std::move(options)),
+      sink_(sink),
+      disk_(DiskOptions{.root = options_.data_dir, .open_files_max = options_.open_files_max},
+            [this](uint64_t token, bool ok) {
+              asio::post(context_, [this, token, ok] { node_->on_sync_done(token, ok); });
+            }) {}
+
+NodeDriver::~NodeDriver() {
+  stop();
+}
+
+Status NodeDriver::start() {
+  Status opened = disk_.open();
+  if (!opened) return opened;
+  auto files = disk_.list_files();
+  if (!files) return files.error();
+  log_line(
+      LogLevel::info, "main",
+      "data folder " + options_.data_dir + ": " + std::to_string(files.value().size()) + " files");
+
+  env_ = std::make_unique<RealEnv>(context_, disk_, sink_, seed_from_device());
+  node_ = std::make_unique<Node>(*env_, options_.node);
+  env_->attach(node_.get());
+  work_.emplace(asio::make_work_guard(context_));
+  thread_ = std::thread([this] { context_.run(); });
+
+  std::promise<Status> started;
+  auto result = started.get_future();
+  asio::post(context_,
+             [this, &started, &files] { started.set_value(node_->start(files.value())); });
+  return result.get();
+}
+
+bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
+  if (commands_queued_.fetch_add(1) >= options_.commands_queued_max) {
+    commands_queued_.fetch_sub(1);
+    return false;
+  }
+  asio::post(context_, [this, handle, command = std::move(command)]() mutable {
+    commands_queued_.fetch_sub(1);
+    node_->on_command(handle, std::move(command));
+  });
+  return true;
+}
+
+void NodeDriver::cancel(ReplyHandle handle) {
+  asio::post(context_, [this, handle] { node_->on_cancel(handle); });
+}
+
+void NodeDriver::stop() {
+  work_.reset();
+  context_.stop();
+  if (thread_.joinable()) thread_.join();
+  disk_.stop();
+}
+
+}  // namespace queen::real

@@ -1,0 +1,67 @@
+// Runs one Node on one thread over the real environment. Owns the node thread (an Asio
+// io_context run by a single thread), the Disk writer thread, the RealEnv and the Node.
+//
+// Contract:
+// - start() lists the data folder, starts the threads and runs Node::start on the node
+//   thread; an error means the data cannot be trusted and the caller must exit.
+// - submit() and cancel() may be called from any thread; they post the event to the node
+//   thread. At most `commands_queued_max` commands wait to be handed to the node: past it,
+//   submit() refuses and the edge answers 429.
+// - Replies come back through the ReplySink on the node thread.
+// - A failed fsync ends the process (RealEnv::fatal).
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/node/command.h"
+#include "core/node/config.h"
+#include "io/real/disk.h"
+#include "io/real/real_env.h"
+
+namespace queen {
+class Node;
+}
+
+namespace queen::real {
+
+struct DriverOptions {
+  std::string data_dir;
+  NodeConfig node;
+  size_t commands_queued_max = 16384;  // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
+  size_t open_files_max = 256;
+};
+
+class NodeDriver {
+ public:
+  NodeDriver(DriverOptions options, ReplySink& sink);
+  ~NodeDriver();
+  NodeDriver(const NodeDriver&) = delete;
+  NodeDriver& operator=(const NodeDriver&) = delete;
+
+  Status start();
+  // False when too many commands are already waiting for the node thread.
+  bool submit(ReplyHandle handle, CommandEnvelope command);
+  void cancel(ReplyHandle handle);
+  // Stops the node thread, then lets the disk writer finish what is queued.
+  void stop();
+
+ private:
+  DriverOptions options_;
+  ReplySink& sink_;
+  boost::asio::io_context context_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  Disk disk_;
+  std::unique_ptr<RealEnv> env_;
+  std::unique_ptr<Node> node_;
+  std::thread thread_;
+  std::atomic<size_t> commands_queued_{0};
+};
+
+}  // namespace queen::real

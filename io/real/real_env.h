@@ -1,0 +1,73 @@
+// The environment over the real world: the system wall clock, a seeded mt19937_64, Asio
+// steady timers, the Disk (a writer thread with fdatasync) and a sink that routes replies to
+// the connections that own them. Every method is called on the node thread, the one thread
+// running `node_context`; every event it produces (timer, sync completion) is posted there.
+//
+// fatal() logs and ends the process with exit code 1: a node whose fsync failed must not go
+// on serving, and it recovers from what is durable when it starts again.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "io/env.h"
+#include "io/real/disk.h"
+
+namespace queen {
+class Node;
+}
+
+namespace queen::real {
+
+// Receives every reply on the node thread; it must hand it off without blocking.
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual void deliver(ReplyHandle handle, Reply reply) = 0;
+};
+
+class RealEnv final : public Env {
+ public:
+  RealEnv(boost::asio::io_context& node_context, Disk& disk, ReplySink& sink, uint64_t seed);
+  ~RealEnv() override;
+
+  // The node that timer events go to; set before the node is started.
+  void attach(Node* node) { node_ = node; }
+
+  int64_t now_us() override;
+  uint64_t random_u64() override { return rng_(); }
+  void set_timer(TimerId id, int64_t delay_ms) override;
+
+  void append(const std::string& file, Bytes data) override;
+  void sync(const std::string& file, uint64_t token) override;
+  Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
+  Status truncate(const std::string& file, uint64_t size_bytes) override;
+  Status remove(const std::string& file) override;
+
+  void reply(ReplyHandle handle, Reply reply) override;
+  [[noreturn]] void fatal(std::string_view reason) override;
+  void log(LogLevel level, std::string_view message) override;
+
+ private:
+  struct TimerSlot {
+    std::unique_ptr<boost::asio::steady_timer> timer;
+    uint64_t generation = 0;  // a firing whose generation is stale was replaced
+  };
+
+  boost::asio::io_context& context_;
+  Disk& disk_;
+  ReplySink& sink_;
+  std::mt19937_64 rng_;
+  Node* node_ = nullptr;
+  std::map<TimerId, TimerSlot> timers_;
+};
+
+// The system wall clock in microseconds (also used by the edge for deadlines and ids).
+int64_t wall_clock_us();
+
+}  // namespace queen::real

@@ -1,0 +1,170 @@
+#include "server/config.h"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "io/real/log.h"
+
+namespace queen::server {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<std::string> non_empty(const EnvLookup& lookup, const std::string& name) {
+  auto v = lookup(name);
+  if (!v || v->empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> parse_i64(const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// Engine numbers: a non-positive or unparsable value keeps the default.
+template <class T>
+void read_positive(const EnvLookup& lookup, const std::string& name, T* field) {
+  auto text = non_empty(lookup, name);
+  if (!text) return;
+  auto v = parse_i64(*text);
+  if (!v || *v <= 0) {
+    real::log_line(LogLevel::warn, "config",
+                   name + "=" + *text + " ignored: not a positive integer");
+    return;
+  }
+  *field = static_cast<T>(*v);
+}
+
+Status read_bool(const EnvLookup& lookup, const std::string& name, bool* field) {
+  auto text = non_empty(lookup, name);
+  if (!text) return ok_status();
+  auto v = parse_bool(*text);
+  if (!v) {
+    return make_error(Errc::bad_request,
+                      name + "=" + *text + " is not a boolean (true/false, 1/0, yes/no, on/off)");
+  }
+  *field = *v;
+  return ok_status();
+}
+
+Status read_port(const EnvLookup& lookup, ServerConfig* config) {
+  auto text = non_empty(lookup, "PORT");
+  if (!text) return ok_status();
+  auto v = parse_i64(*text);
+  if (!v || *v < 0 || *v > 65535) {
+    return make_error(Errc::bad_request, "PORT=" + *text + " is not a port number");
+  }
+  config->port = static_cast<uint16_t>(*v);
+  return ok_status();
+}
+
+Status read_bind_addr(const EnvLookup& lookup, ServerConfig* config) {
+  auto text = non_empty(lookup, "QUEEN_BIND_ADDR");
+  if (!text) return ok_status();
+  std::string host = *text == "localhost" ? "127.0.0.1" : *text;
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  if (ec) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_BIND_ADDR=" + *text + " is not an IP address (a host only, no port)");
+  }
+  config->bind_addr = host;
+  return ok_status();
+}
+
+Status read_log(const EnvLookup& lookup, ServerConfig* config) {
+  if (auto text = non_empty(lookup, "LOG_LEVEL")) {
+    if (!real::parse_log_level(*text, &config->log_level)) {
+      return make_error(Errc::bad_request,
+                        "LOG_LEVEL=" + *text + " is not one of debug, info, warn, error");
+    }
+  }
+  return read_bool(lookup, "QUEEN_LOG_JSON", &config->log_json);
+}
+
+void read_timeouts(const EnvLookup& lookup, ServerConfig* config) {
+  read_positive(lookup, "QUEEN_STMT_TIMEOUT_MS", &config->stmt_timeout_ms);
+  if (non_empty(lookup, "POP_DEFAULT_TIMEOUT_MS")) {
+    read_positive(lookup, "POP_DEFAULT_TIMEOUT_MS", &config->pop_timeout_ms_default);
+  } else {
+    read_positive(lookup, "DEFAULT_TIMEOUT", &config->pop_timeout_ms_default);
+  }
+  config->stmt_timeout_ms = std::min(config->stmt_timeout_ms, kTimeoutMsMax);
+  config->pop_timeout_ms_default = std::min(config->pop_timeout_ms_default, kTimeoutMsMax);
+}
+
+void read_subscription_mode(const EnvLookup& lookup, ServerConfig* config) {
+  auto text = non_empty(lookup, "DEFAULT_SUBSCRIPTION_MODE");
+  if (!text) return;
+  std::string v = lower(*text);
+  bool is_new = v == "new" || v == "new-only" || v == "new_only" || v == "newonly";
+  config->subscription_mode_default = is_new ? SubscriptionMode::new_only : SubscriptionMode::all;
+}
+
+Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
+  read_positive(lookup, "QUEEN_CONSUME_CHECKPOINT_MS", &node->checkpoint_ms);
+  read_positive(lookup, "QUEEN_RAFT_PIPELINE", &node->pipeline_max);
+  read_positive(lookup, "QUEEN_RAFT_BATCH_MAX_CMDS", &node->batch_cmds_max);
+  read_positive(lookup, "QUEEN_RAFT_BATCH_MAX_BYTES", &node->batch_bytes_max);
+  read_positive(lookup, "QUEEN_RAFT_SEGMENT_BYTES", &node->segment_bytes);
+  read_positive(lookup, "QUEEN_RAFT_POP_REPLY_MARGIN_MS", &node->pop_reply_margin_ms);
+  read_positive(lookup, "QUEEN_RAFT_KV_SWEEP_MS", &node->kv_sweep_ms);
+  int64_t window_s = 0;
+  read_positive(lookup, "QUEEN_RAFT_REQUEST_ID_WINDOW_S", &window_s);
+  if (window_s > 0) node->request_id_window_ms = window_s * 1000;
+  // 0 is meaningful here: timers never fire.
+  if (auto tick = non_empty(lookup, "QUEEN_RAFT_TIMER_TICK_MS")) {
+    auto v = parse_i64(*tick);
+    if (v && *v >= 0) {
+      node->timer_tick_ms = *v;
+    } else {
+      real::log_line(LogLevel::warn, "config",
+                     "QUEEN_RAFT_TIMER_TICK_MS=" + *tick + " ignored: not a non-negative integer");
+    }
+  }
+  return read_bool(lookup, "QUEEN_CONSUME_FAST", &node->consume_fast);
+}
+
+}  // namespace
+
+std::optional<bool> parse_bool(const std::string& text) {
+  std::string v = lower(text);
+  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  return std::nullopt;
+}
+
+Result<ServerConfig> load_config(const EnvLookup& lookup) {
+  ServerConfig config;
+  for (Status s : {read_port(lookup, &config), read_bind_addr(lookup, &config),
+                   read_log(lookup, &config), read_engine(lookup, &config.node)}) {
+    if (!s) return s.error();
+  }
+  if (auto dir = non_empty(lookup, "QUEEN_RAFT_DIR")) config.data_dir = *dir;
+  read_positive(lookup, "QUEEN_MAX_BODY_BYTES", &config.body_bytes_max);
+  read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);
+  read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
+  config.http_threads = std::clamp(config.http_threads, 1, 64);
+  read_timeouts(lookup, &config);
+  read_subscription_mode(lookup, &config);
+  return config;
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+}  // namespace queen::server

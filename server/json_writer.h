@@ -1,0 +1,111 @@
+// A small streaming JSON writer for replies: objects, arrays, escaped strings, numbers, and
+// raw splices of JSON text the node stored (payloads are never parsed again on the way out).
+// The caller keeps the structure balanced; commas are placed by the writer.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace queen::server {
+
+class JsonWriter {
+ public:
+  JsonWriter& begin_object() { return open('{'); }
+  JsonWriter& end_object() { return close('}'); }
+  JsonWriter& begin_array() { return open('['); }
+  JsonWriter& end_array() { return close(']'); }
+
+  JsonWriter& key(std::string_view k) {
+    comma();
+    append_string(k);
+    out_.push_back(':');
+    after_key_ = true;
+    return *this;
+  }
+  JsonWriter& string(std::string_view s) {
+    comma();
+    append_string(s);
+    return *this;
+  }
+  // The empty string renders as null (optional text fields).
+  JsonWriter& string_or_null(std::string_view s) { return s.empty() ? null() : string(s); }
+  JsonWriter& number(int64_t v) { return literal(std::to_string(v)); }
+  JsonWriter& number(uint64_t v) { return literal(std::to_string(v)); }
+  JsonWriter& number(uint32_t v) { return literal(std::to_string(v)); }
+  JsonWriter& number(int v) { return literal(std::to_string(v)); }
+  JsonWriter& boolean(bool v) { return literal(v ? "true" : "false"); }
+  JsonWriter& null() { return literal("null"); }
+  // Splices JSON text as is; empty text stands for null.
+  JsonWriter& raw(std::string_view json) { return literal(json.empty() ? "null" : json); }
+
+  std::string take() { return std::move(out_); }
+  const std::string& text() const { return out_; }
+
+ private:
+  JsonWriter& open(char c) {
+    comma();
+    out_.push_back(c);
+    first_.push_back(true);
+    return *this;
+  }
+  JsonWriter& close(char c) {
+    out_.push_back(c);
+    first_.pop_back();
+    return *this;
+  }
+  JsonWriter& literal(std::string_view text) {
+    comma();
+    out_.append(text);
+    return *this;
+  }
+  void comma() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (first_.empty()) return;
+    if (!first_.back()) out_.push_back(',');
+    first_.back() = false;
+  }
+  void append_string(std::string_view s) {
+    out_.push_back('"');
+    for (char c : s) {
+      auto u = static_cast<unsigned char>(c);
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        default:
+          if (u < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", u);
+            out_ += buf;
+          } else {
+            out_.push_back(c);
+          }
+      }
+    }
+    out_.push_back('"');
+  }
+
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+}  // namespace queen::server

@@ -1,0 +1,52 @@
+// queen: one broker node. Reads its configuration from the environment (README.md), recovers
+// its data folder, then serves the HTTP API until SIGINT or SIGTERM. Exit code 1 on a fatal
+// boot error (bad configuration, data that cannot be trusted, a port that cannot be bound)
+// and on a failed fsync.
+#include <cstdio>
+#include <string>
+
+#include "io/real/driver.h"
+#include "io/real/log.h"
+#include "server/config.h"
+#include "server/http_server.h"
+
+namespace {
+
+int fail(const std::string& message) {
+  queen::real::log_line(queen::LogLevel::error, "main", message);
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  using namespace queen;
+  auto loaded = server::load_config(server::process_env());
+  if (!loaded) return fail("configuration: " + loaded.error().message);
+  const server::ServerConfig& config = loaded.value();
+  real::log_configure({.level_min = config.log_level, .json = config.log_json});
+  real::log_line(LogLevel::info, "main",
+                 std::string("queen ") + server::kVersion + ", data folder " + config.data_dir);
+
+  server::ReplyRouter router;
+  real::NodeDriver driver(real::DriverOptions{.data_dir = config.data_dir,
+                                              .node = config.node,
+                                              .commands_queued_max = config.commands_queued_max},
+                          router);
+  Status started = driver.start();
+  if (!started)
+    return fail("recovery of " + config.data_dir + " failed: " + started.error().message);
+
+  server::HttpServer http(server::HttpServerOptions{.bind_addr = config.bind_addr,
+                                                    .port = config.port,
+                                                    .body_bytes_max = config.body_bytes_max,
+                                                    .threads = config.http_threads,
+                                                    .settings = server::edge_settings(config)},
+                          driver, router);
+  Status listening = http.listen();
+  if (!listening) return fail(listening.error().message);
+  http.run();
+  driver.stop();
+  real::log_line(LogLevel::info, "main", "stopped");
+  return 0;
+}

@@ -1,0 +1,224 @@
+// Unit tests of the edge's wire format and configuration: what a request turns into before
+// it reaches the node, and what a reply looks like on the wire.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "server/codec.h"
+#include "server/config.h"
+#include "server/routes.h"
+
+namespace queen::server {
+namespace {
+
+using nlohmann::json;
+
+class FixedIds final : public IdSource {
+ public:
+  int64_t now_ms() override { return 1700000000000; }
+  uint64_t random_u64() override { return ++n_ * 0x9E3779B97F4A7C15ull; }
+
+ private:
+  uint64_t n_ = 0;
+};
+
+EnvLookup lookup_from(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(Codec, PushMintsIdsHashesTransactionIdsAndKeepsPayloadText) {
+  FixedIds ids;
+  Parsed p = parse_push(
+      R"({"items":[{"queue":"q","partition":"p","transactionId":"t","payload":{"a":[1,2]}},)"
+      R"({"queue":"q"}]})",
+      EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  EXPECT_EQ(p.command->deadline_ms, 1700000000000 + 30000);
+  const auto& items = std::get<PushCmd>(p.command->command).items;
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].payload, R"({"a":[1,2]})");
+  EXPECT_EQ(items[0].txn_hash, hash_transaction_id("t"));
+  EXPECT_EQ(items[1].partition, "Default");
+  EXPECT_EQ(items[1].payload, "null");
+  EXPECT_EQ(items[1].transaction_id, uuid_to_string(items[1].message_id));
+  EXPECT_EQ(items[1].txn_hash, hash_transaction_id(items[1].transaction_id));
+  EXPECT_EQ(items[0].message_id.bytes[6] >> 4, 7) << "message ids are UUIDv7";
+}
+
+TEST(Codec, TransactionIdOverTheLimitIsRefused) {
+  FixedIds ids;
+  json body = {{"items", {{{"queue", "q"}, {"transactionId", std::string(65536, 't')}}}}};
+  Parsed p = parse_push(body.dump(), EdgeSettings{}, ids);
+  EXPECT_FALSE(p.command.has_value());
+  EXPECT_EQ(p.answer.status, 400u);
+  body["items"][0]["transactionId"] = std::string(65535, 't');
+  EXPECT_TRUE(parse_push(body.dump(), EdgeSettings{}, ids).command.has_value());
+}
+
+TEST(Codec, PopDefaultsAndSubscription) {
+  FixedIds ids;
+  Parsed p = parse_pop("q", std::nullopt, {}, EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value());
+  const auto& pop = std::get<PopCmd>(p.command->command);
+  EXPECT_EQ(pop.batch, kPopBatchDefault);
+  EXPECT_EQ(pop.group, "__QUEUE_MODE__");
+  EXPECT_EQ(pop.subscription_mode, SubscriptionMode::all) << "queue mode reads everything";
+
+  Parsed named = parse_pop("q", std::string("p"),
+                           {{"consumerGroup", "g"}, {"wait", "true"}, {"timeout", "90000"}},
+                           EdgeSettings{}, ids);
+  const auto& g = std::get<PopCmd>(named.command->command);
+  EXPECT_EQ(g.subscription_mode, SubscriptionMode::new_only);
+  EXPECT_TRUE(g.wait);
+  EXPECT_EQ(named.command->deadline_ms, 1700000000000 + 60000) << "timeout is capped at 60 s";
+
+  Parsed from = parse_pop("q", std::nullopt,
+                          {{"consumerGroup", "g"}, {"subscriptionFrom", "2024-01-02T03:04:05Z"}},
+                          EdgeSettings{}, ids);
+  const auto& f = std::get<PopCmd>(from.command->command);
+  EXPECT_EQ(f.subscription_mode, SubscriptionMode::from_time);
+  EXPECT_EQ(f.subscription_from_us, 1704164645000000);
+}
+
+TEST(Codec, AckReadsPartitionIdDigitsAndStatus) {
+  FixedIds ids;
+  Parsed p = parse_ack(R"({"transactionId":"t","partitionId":"42","status":"success",)"
+                       R"("leaseId":"0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011"})",
+                       EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  const auto& item = std::get<AckCmd>(p.command->command).items[0];
+  EXPECT_EQ(item.partition_id.value, 42u);
+  EXPECT_EQ(item.status, AckStatus::completed);
+  EXPECT_TRUE(item.lease_id.has_value());
+  EXPECT_EQ(item.txn_hash, hash_transaction_id("t"));
+  for (const char* bad : {"-1", "4 2", "", "99999999999999999999999", "0x10"}) {
+    json body = {{"transactionId", "t"}, {"partitionId", bad}};
+    Parsed r = parse_ack(body.dump(), EdgeSettings{}, ids);
+    EXPECT_EQ(r.answer.status, 400u) << bad;
+    EXPECT_NE(r.answer.body.find("partitionId"), std::string::npos) << r.answer.body;
+  }
+}
+
+TEST(Codec, AckBatchGroupAppliesToEveryItem) {
+  FixedIds ids;
+  Parsed p = parse_ack_batch(
+      R"({"consumerGroup":"g","acknowledgments":[{"transactionId":"a","partitionId":"1",)"
+      R"("consumerGroup":"other"},{"transactionId":"b","partitionId":"2"}]})",
+      EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  for (const auto& item : std::get<AckCmd>(p.command->command).items) EXPECT_EQ(item.group, "g");
+}
+
+TEST(Codec, RendersPopWithRawPayloadAndEmptyPopAs204) {
+  PopReply reply;
+  reply.queue = "q";
+  reply.group = "g";
+  reply.partitions_claimed = 1;
+  PopMessage m;
+  m.queue = "q";
+  m.partition = "p";
+  m.partition_id = PartitionId(7);
+  m.offset = Offset(3);
+  m.transaction_id = "t";
+  m.payload = R"({"big":12345678901234567890})";
+  m.created_us = 1704164645123456;
+  reply.messages.push_back(m);
+  HttpAnswer a = render_reply(Reply{reply});
+  EXPECT_EQ(a.status, 200u);
+  EXPECT_NE(a.body.find(R"("data":{"big":12345678901234567890})"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find(R"("createdAt":"2024-01-02T03:04:05.123456Z")"), std::string::npos);
+  EXPECT_NE(a.body.find(R"("partitionId":"7")"), std::string::npos);
+  EXPECT_TRUE(json::accept(a.body));
+
+  HttpAnswer empty = render_reply(Reply{PopReply{}});
+  EXPECT_EQ(empty.status, 204u);
+  EXPECT_EQ(empty.body, "");
+}
+
+TEST(Codec, ErrorReplyKeepsStatusCodeAndRetryAfter) {
+  HttpAnswer a = render_reply(Reply{ErrorReply{503, "timeout", "the request deadline elapsed", 1}});
+  EXPECT_EQ(a.status, 503u);
+  EXPECT_EQ(a.retry_after_s, 1);
+  EXPECT_EQ(json::parse(a.body),
+            (json{{"error", "the request deadline elapsed"}, {"code", "timeout"}}));
+}
+
+TEST(Codec, IsoTimesRoundTrip) {
+  for (int64_t us :
+       {int64_t{0}, int64_t{1704164645123456}, int64_t{951782400000001}, int64_t{-1}}) {
+    auto back = parse_iso_us(format_iso_us(us));
+    ASSERT_TRUE(back.has_value()) << format_iso_us(us);
+    EXPECT_EQ(*back, us) << format_iso_us(us);
+  }
+  EXPECT_EQ(parse_iso_us("2024-01-02T04:04:05+01:00"), parse_iso_us("2024-01-02T03:04:05Z"));
+  EXPECT_EQ(parse_iso_us("2024-01-02"), parse_iso_us("2024-01-02T00:00:00Z"));
+  EXPECT_FALSE(parse_iso_us("2024-13-02").has_value());
+  EXPECT_FALSE(parse_iso_us("yesterday").has_value());
+}
+
+TEST(Codec, PercentDecodingAndQueries) {
+  EXPECT_EQ(percent_decode("a%20b+c", false), "a b+c");
+  EXPECT_EQ(percent_decode("a%20b+c", true), "a b c");
+  EXPECT_FALSE(percent_decode("%2", false).has_value());
+  EXPECT_FALSE(percent_decode("%zz", false).has_value());
+  auto q = parse_query("batch=5&batch=6&consumerGroup=my%20group&flag");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->at("batch"), "5");
+  EXPECT_EQ(q->at("consumerGroup"), "my group");
+  EXPECT_EQ(q->at("flag"), "");
+  EXPECT_FALSE(parse_query("q=%FF").has_value()) << "not UTF-8";
+}
+
+TEST(Codec, DeepNestingIsMeasuredWithoutParsing) {
+  EXPECT_EQ(json_depth(R"({"a":[1,{"b":"[[["}]})", 100), 3u);
+  EXPECT_EQ(json_depth(std::string(1000000, '['), 256), 257u);
+}
+
+TEST(Routes, PopPathSegmentsArePercentDecoded) {
+  FixedIds ids;
+  Parsed p = route_request("GET", "/api/v1/pop/queue/my%20queue/partition/a%2Fb?batch=2", "",
+                           EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  const auto& pop = std::get<PopCmd>(p.command->command);
+  EXPECT_EQ(pop.queue, "my queue");
+  EXPECT_EQ(pop.partition, "a/b");
+  EXPECT_EQ(pop.batch, 2u);
+}
+
+TEST(Config, DefaultsMatchTheReference) {
+  auto c = load_config(lookup_from({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().port, 6632);
+  EXPECT_EQ(c.value().bind_addr, "0.0.0.0");
+  EXPECT_EQ(c.value().data_dir, "./data/raft");
+  EXPECT_EQ(c.value().body_bytes_max, 64ull << 20);
+  EXPECT_EQ(c.value().stmt_timeout_ms, 30000);
+  EXPECT_EQ(c.value().node.checkpoint_ms, 5);
+  EXPECT_FALSE(c.value().node.consume_fast);
+}
+
+TEST(Config, BooleansAndNumbers) {
+  for (const char* yes : {"true", "1", "yes", "on", "ON"}) {
+    auto c = load_config(lookup_from({{"QUEEN_CONSUME_FAST", yes}}));
+    ASSERT_TRUE(c.ok()) << yes;
+    EXPECT_TRUE(c.value().node.consume_fast) << yes;
+  }
+  auto bad = load_config(lookup_from({{"QUEEN_CONSUME_FAST", "sometimes"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("QUEEN_CONSUME_FAST"), std::string::npos);
+  auto kept =
+      load_config(lookup_from({{"QUEEN_RAFT_PIPELINE", "-3"}, {"QUEEN_STMT_TIMEOUT_MS", "x"}}));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept.value().node.pipeline_max, 8u) << "a non-positive number keeps the default";
+  EXPECT_EQ(kept.value().stmt_timeout_ms, 30000);
+  auto port = load_config(lookup_from({{"QUEEN_BIND_ADDR", "0.0.0.0:80"}}));
+  EXPECT_FALSE(port.ok()) << "a port in the bind address is fatal";
+}
+
+}  // namespace
+}  // namespace queen::server
