@@ -206,8 +206,10 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
     res->reply.messages.clear();
     return;
   }
+  bool again = offsets.front() < row.batch_end;  // a lease expired or a batch came back
   for (Offset o : offsets)
     if (o < row.batch_end) ++stats_.redeliveries;
+  row.delivery_attempt = again ? row.delivery_attempt + 1 : 1;
   // Keep only what a later batch must skip: settled offsets at or after the cursor.
   std::erase_if(row.settled, [&](const auto& st) {
     return st.first < row.next || (st.second != MsgState::acked && st.second != MsgState::dlq);
@@ -234,7 +236,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   }
   mark_dirty(group, p.id);
   for (size_t i = first_msg; i < res->reply.messages.size(); ++i) {
-    res->reply.messages[i].delivery_attempt = row.retry_count + 1;
+    res->reply.messages[i].delivery_attempt = row.delivery_attempt;
     res->reply.messages[i].lease_id = row.lease_id;
   }
   *budget -= static_cast<uint32_t>(offsets.size());
@@ -284,6 +286,7 @@ void Engine::hand_back(const PopReply& reply) {
   auto it = rows_.find(CursorKey{reply.group, m.partition_id});
   if (it == rows_.end() || it->second.lease_id != reply.lease_id) return;
   it->second.lease_expires_us = 0;
+  if (it->second.delivery_attempt > 0) --it->second.delivery_attempt;  // nobody received it
   mark_dirty(reply.group, m.partition_id);
   const PartitionState& p = *store_.partition(m.partition_id);
   if (it->second.next < p.next_offset) make_ready(reply.group, p);

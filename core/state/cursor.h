@@ -27,6 +27,7 @@ struct CursorRow {
   Offset batch_start;           // the current (or last) leased batch is [batch_start, batch_end)
   Offset batch_end;
   uint32_t retry_count = 0;     // failed acks spent on the current run of batches
+  uint32_t delivery_attempt = 0;  // deliveries of the current batch's first offset
   std::vector<std::pair<Offset, MsgState>> settled;  // sorted; offsets of the batch settled
   uint64_t consumed_total = 0;
   int64_t last_consumed_us = 0;

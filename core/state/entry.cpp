@@ -72,6 +72,7 @@ void put_row(ByteWriter& w, const CursorRow& row) {
   w.u64(row.batch_start.value);
   w.u64(row.batch_end.value);
   w.u32(row.retry_count);
+  w.u32(row.delivery_attempt);
   w.u32(static_cast<uint32_t>(row.settled.size()));
   for (const auto& [off, st] : row.settled) {
     w.u64(off.value);
@@ -89,6 +90,7 @@ CursorRow get_row(ByteReader& r) {
   row.batch_start = Offset(r.u64());
   row.batch_end = Offset(r.u64());
   row.retry_count = r.u32();
+  row.delivery_attempt = r.u32();
   uint32_t n = r.count(9);
   row.settled.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {

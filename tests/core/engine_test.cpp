@@ -71,6 +71,8 @@ TEST(Engine, ExpiredLeasePutsTheBatchBack) {
   ASSERT_EQ(again.messages.size(), 1u);
   EXPECT_EQ(again.messages[0].transaction_id, "a");
   EXPECT_NE(again.lease_id, r.lease_id);
+  EXPECT_EQ(r.messages[0].delivery_attempt, 1u);
+  EXPECT_EQ(again.messages[0].delivery_attempt, 2u);  // an expired lease was an attempt
 }
 
 TEST(Engine, FailedAcksSpendTheRetryBudgetThenTheMessageGoesToTheDlqOnce) {
