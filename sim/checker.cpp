@@ -11,12 +11,21 @@ namespace {
 
 constexpr const char* kInv1 = "1 answered pushes survive";
 constexpr const char* kInv2 = "2 gapless offsets, applied once";
+constexpr const char* kInv3 = "3 a transactionId stored once, a request id answered once";
+constexpr const char* kInv6T = "6 a transaction is all or nothing";
 constexpr const char* kInv4 = "4 delivery order, no redelivery after ack, DLQ exactly once";
 constexpr const char* kInv5 = "5 at most one live lease per group and partition";
 constexpr const char* kInv6 = "6 a push request is all or nothing";
 constexpr const char* kInv7 = "7 answers mean what they say";
 constexpr uint32_t kReadPageMax = 1000;
+// A request id retried this close to the end of its window may find its record swept.
+constexpr int64_t kRequestWindowMarginUs = 10'000'000;
 const char* const kGroups[] = {"g1", "__QUEUE_MODE__"};
+constexpr const char* kWorkerGroup = "wk";
+constexpr const char* kWorkerInput = "qa";
+constexpr const char* kWorkerOutput = "wout";
+constexpr const char* kWorkerNs = "wk";
+constexpr const char* kWorkerTimers = "wtimer";
 
 unsigned long long ull(uint64_t v) {
   return static_cast<unsigned long long>(v);
@@ -46,13 +55,16 @@ void Checker::push_submitted(uint64_t attempt, const PushCmd& cmd) {
   }
 }
 
-void Checker::push_answered(uint64_t attempt, const PushCmd& cmd, const Reply& reply) {
+void Checker::push_answered(uint64_t attempt, const PushCmd& cmd, const Reply& reply,
+                            const RequestId* request_id, bool lost) {
+  const auto* r = std::get_if<PushReply>(&reply.body);
+  if (request_id != nullptr && r != nullptr) check_request_outcome(*request_id, *r);
+  if (lost) return;
   if (refused_valid_request(reply)) {
     fail(kInv7, "a valid push was refused: " + describe(reply));
     return;
   }
   if (std::holds_alternative<ErrorReply>(reply.body)) return;  // 503: outcome unknown
-  const auto* r = std::get_if<PushReply>(&reply.body);
   if (r == nullptr || r->results.size() != cmd.items.size()) {
     fail(kInv7,
          strf("push of %zu items answered with %s", cmd.items.size(), describe(reply).c_str()));
@@ -64,33 +76,101 @@ void Checker::push_answered(uint64_t attempt, const PushCmd& cmd, const Reply& r
   ++pushes_answered_;
 }
 
+void Checker::check_request_outcome(const RequestId& rid, const PushReply& r) {
+  int64_t now_us = world_.node_now_us(0);
+  auto [it, fresh] = first_answer_.try_emplace(rid, FirstAnswer{r, now_us, starts_});
+  if (fresh) return;
+  const FirstAnswer& first = it->second;
+  if (now_us - first.node_clock_us >
+      params_.node.request_id_window_ms * 1000 - kRequestWindowMarginUs) {
+    return;  // past (or too near the end of) the window: a fresh outcome is allowed
+  }
+  bool same = first.reply.results.size() == r.results.size();
+  for (size_t i = 0; same && i < r.results.size(); ++i) {
+    const PushResult& a = first.reply.results[i];
+    const PushResult& b = r.results[i];
+    same = a.status == b.status && a.message_id == b.message_id &&
+           a.partition_id == b.partition_id && a.offset == b.offset;
+  }
+  if (!same && first.starts != starts_) {
+    // The node restarted since its first answer. It keeps request-id outcomes in memory only
+    // (core/node/node.cpp `outcomes`), so the retry is planned afresh and dedup answers it:
+    // nothing is applied twice, but the status says `duplicate` where the first said `queued`.
+    // Accepted (and counted) only when every item names the first answer's message and place.
+    bool same_places = first.reply.results.size() == r.results.size();
+    for (size_t i = 0; same_places && i < r.results.size(); ++i) {
+      const PushResult& a = first.reply.results[i];
+      const PushResult& b = r.results[i];
+      same_places = b.status == PushStatus::duplicate && a.message_id == b.message_id &&
+                    a.partition_id == b.partition_id && a.offset == b.offset;
+    }
+    if (same_places) {
+      world_.count("request_outcome_forgotten");
+      return;
+    }
+  }
+  if (!same) {
+    const PushResult* a = first.reply.results.empty() ? nullptr : &first.reply.results[0];
+    const PushResult* b = r.results.empty() ? nullptr : &r.results[0];
+    fail(kInv3, strf("request %s retried: first answered (item 0) status=%d p%llu@%llu, now "
+                     "status=%d p%llu@%llu",
+                     short_id(rid).c_str(), a ? static_cast<int>(a->status) : -1,
+                     ull(a ? a->partition_id.value : 0), ull(a ? a->offset.value : 0),
+                     b ? static_cast<int>(b->status) : -1, ull(b ? b->partition_id.value : 0),
+                     ull(b ? b->offset.value : 0)));
+  }
+}
+
 void Checker::check_push_result(uint64_t attempt, const PushItem& item, const PushResult& r,
                                 uint32_t i) {
-  if (r.index != i || r.status != PushStatus::queued) {
+  if (r.index != i || r.status == PushStatus::error) {
     fail(kInv7,
          strf("push item %u (%s) answered index=%u status=%d error=%s", i,
               item.transaction_id.c_str(), r.index, static_cast<int>(r.status), r.error.c_str()));
     return;
   }
-  if (r.message_id != item.message_id || r.queue != item.queue || r.partition != item.partition) {
+  if (r.queue != item.queue || r.partition != item.partition ||
+      (r.status == PushStatus::queued && r.message_id != item.message_id)) {
     fail(kInv7, strf("push item %u answered for another message (%s/%s)", i, r.queue.c_str(),
                      r.partition.c_str()));
     return;
+  }
+  if (r.status == PushStatus::duplicate) {
+    // The original: a message some client sent with this transactionId to this partition.
+    auto sit = sent_.find(r.message_id);
+    if (sit == sent_.end() || sit->second.txn != item.transaction_id ||
+        sit->second.queue != item.queue || sit->second.partition != item.partition) {
+      fail(kInv3, strf("push item %u (%s) answered duplicate naming message %s, which is not "
+                       "an original of that transactionId",
+                       i, item.transaction_id.c_str(), short_id(r.message_id).c_str()));
+      return;
+    }
   }
   auto [pit, fresh] = pid_of_.try_emplace({item.queue, item.partition}, r.partition_id.value);
   if (!fresh && pit->second != r.partition_id.value) {
     fail(kInv7, strf("%s/%s answered as partition %llu, earlier as %llu", item.queue.c_str(),
                      item.partition.c_str(), ull(r.partition_id.value), ull(pit->second)));
   }
+  auto [tit, tfresh] =
+      txn_stored_.try_emplace({item.queue, item.partition, item.transaction_id},
+                              Stored{r.message_id, r.partition_id.value, r.offset.value});
+  if (!tfresh && (tit->second.msg_id != r.message_id || tit->second.offset != r.offset.value ||
+                  tit->second.pid != r.partition_id.value)) {
+    fail(kInv3, strf("%s answered %s at p%llu@%llu, but it is stored at p%llu@%llu (as %s)",
+                     item.transaction_id.c_str(),
+                     r.status == PushStatus::duplicate ? "duplicate" : "queued",
+                     ull(r.partition_id.value), ull(r.offset.value), ull(tit->second.pid),
+                     ull(tit->second.offset), short_id(tit->second.msg_id).c_str()));
+  }
   auto [oit, first] =
-      offset_owner_.try_emplace({r.partition_id.value, r.offset.value}, item.message_id);
-  if (!first && oit->second != item.message_id) {
+      offset_owner_.try_emplace({r.partition_id.value, r.offset.value}, r.message_id);
+  if (!first && oit->second != r.message_id) {
     fail(kInv1, strf("p%llu@%llu was answered (or delivered) as %s, and is now answered to %s: "
                      "the first message was lost",
                      ull(r.partition_id.value), ull(r.offset.value),
                      sent_.at(oit->second).txn.c_str(), item.transaction_id.c_str()));
   }
-  answered_.push_back(Answered{item.message_id, r.partition_id, r.offset});
+  answered_.push_back(Answered{r.message_id, r.partition_id, r.offset});
 }
 
 // ---- pops ----
@@ -169,6 +249,13 @@ void Checker::check_pop_message(const PopCmd& cmd, const PopReply& r, const PopM
                      ull(m.partition_id.value), ull(m.offset.value), s.txn.c_str(),
                      sent_.at(oit->second).txn.c_str()));
     return;
+  }
+  auto [tit, tfresh] = txn_stored_.try_emplace(
+      {s.queue, s.partition, s.txn}, Stored{m.message_id, m.partition_id.value, m.offset.value});
+  if (!tfresh && (tit->second.msg_id != m.message_id || tit->second.offset != m.offset.value)) {
+    fail(kInv3, strf("%s delivered from p%llu@%llu, but it is stored at p%llu@%llu", s.txn.c_str(),
+                     ull(m.partition_id.value), ull(m.offset.value), ull(tit->second.pid),
+                     ull(tit->second.offset)));
   }
   GroupPartition& g = gp(cmd.group, m.partition_id);
   uint64_t o = m.offset.value;
@@ -331,6 +418,113 @@ void Checker::configure_answered(const ConfigureCmd& cmd, const Reply& reply) {
   if (std::holds_alternative<ConfigureReply>(reply.body)) configured_[cmd.queue] = cmd;
 }
 
+// ---- worker transactions ----
+
+void Checker::txn_submitted(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd,
+                            const PopMessage& input, bool resend) {
+  TxnAttempt& t = txn_attempts_[attempt];
+  t.last_submit_seq = world_.seq();
+  ++t.submits;
+  AckInfo& info = txn_acks_[h];
+  info.submit_seq = world_.seq();
+  info.submit_clock_us = world_.node_now_us(0);
+  for (const TxnOperation& op : cmd.operations) {
+    if (op.is_ack) {
+      GpKey key{op.ack.group, op.ack.partition_id.value};
+      GroupPartition& g = gps_[key];
+      g.acks.push_back(AckRecord{info.submit_seq, 0});
+      info.records.push_back({key, g.acks.size() - 1});
+      continue;
+    }
+    if (resend) continue;
+    for (const PushItem& it : op.items) {
+      Attempt& a = attempts_[attempt];
+      a.msg_ids.push_back(it.message_id);
+      a.queues.insert(it.queue);
+      sent_[it.message_id] =
+          SentItem{attempt, it.queue, it.partition, it.transaction_id, it.payload};
+      t.out_msg = it.message_id;
+    }
+  }
+  if (!resend) {
+    // A timer's message is pushed when it fires, later: not part of the attempt's atomicity.
+    for (const TimerOp& op : cmd.timers) {
+      sent_[op.message_id] = SentItem{attempt, op.queue, op.partition, op.txn, op.payload};
+      t.timer_msg = op.message_id;
+    }
+  }
+  t.input_key = input.queue + "/" + input.partition + "/" + input.transaction_id;
+  t.input_pid = input.partition_id.value;
+  t.input_offset = input.offset.value;
+}
+
+void Checker::txn_answered(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd, const Reply& reply,
+                           const RequestId& request_id, bool lost) {
+  auto ait = txn_acks_.find(h);
+  if (ait == txn_acks_.end()) return;
+  AckInfo info = std::move(ait->second);
+  txn_acks_.erase(ait);
+  for (const auto& [key, idx] : info.records) gps_[key].acks[idx].answer_seq = world_.seq();
+  TxnAttempt& t = txn_attempts_[attempt];
+  const auto* r = std::get_if<TxnReply>(&reply.body);
+  if (r != nullptr) {
+    auto [fit, fresh] = txn_first_answer_.try_emplace(request_id, *r, starts_);
+    if (!fresh &&
+        (fit->second.first.success != r->success || fit->second.first.reason != r->reason)) {
+      if (fit->second.second != starts_) {
+        // Outcomes are kept in memory only: after a restart a retry is planned afresh (and
+        // rolled back, its ack already applied or its output a duplicate).
+        world_.count("request_outcome_forgotten");
+      } else {
+        fail(kInv3, strf("transaction request %s retried: first answered success=%d %s, now "
+                         "success=%d %s",
+                         short_id(request_id).c_str(), fit->second.first.success,
+                         fit->second.first.reason.c_str(), r->success, r->reason.c_str()));
+        return;
+      }
+    }
+    if (r->success) {
+      t.committed = true;
+    } else {
+      t.rollback_seq = world_.seq();
+    }
+  }
+  if (lost) return;
+  if (refused_valid_request(reply)) {
+    fail(kInv7, "a valid transaction was refused: " + describe(reply));
+    return;
+  }
+  if (r == nullptr) return;  // 503: outcome unknown
+  if (!r->success) {
+    world_.count("txn_rollbacks");
+    return;
+  }
+  world_.count("txn_commits");
+  const TxnAck* ack = nullptr;
+  const PushItem* out = nullptr;
+  for (const TxnOperation& op : cmd.operations) {
+    if (op.is_ack) ack = &op.ack;
+    if (!op.is_ack && !op.items.empty()) out = &op.items[0];
+  }
+  const PushResult* pr = nullptr;
+  bool ack_ok = false;
+  for (const TxnResult& res : r->results) {
+    if (res.type == TxnResultType::push && !res.pushes.empty()) pr = &res.pushes[0];
+    if (res.type == TxnResultType::ack) ack_ok = res.ack.success;
+  }
+  if (ack == nullptr || out == nullptr || pr == nullptr || !ack_ok) {
+    fail(kInv7, strf("transaction for %s answered success without a successful ack and push "
+                     "result: %s",
+                     t.input_key.c_str(), describe(reply).c_str()));
+    return;
+  }
+  check_push_result(attempt, *out, *pr, 0);
+  // The input is acked for the worker group: it must not be delivered to it again.
+  GroupPartition& g = gp(ack->group, ack->partition_id);
+  g.settled_answer_seq.try_emplace(t.input_offset, world_.seq());
+  g.acked.insert(t.input_offset);
+}
+
 // ---- crashes ----
 
 void Checker::before_crash(int node, const Node& process) {
@@ -352,6 +546,7 @@ void Checker::before_crash(int node, const Node& process) {
 }
 
 void Checker::after_start(int node, const Node& process) {
+  ++starts_;
   verify_recovered(process);
   if (!snapshot_) return;
   const Store& store = process.store();
@@ -387,7 +582,12 @@ bool Checker::drained(std::string* why) const {
   }
   const Store& store = n->store();
   for (const auto& [pid, p] : store.partitions()) {
-    for (const char* group : kGroups) {
+    const QueueState* q = store.queue(p.queue);
+    std::string queue = q ? q->name : "";
+    if (queue == kWorkerOutput || queue == kWorkerTimers) continue;  // nobody consumes these
+    std::vector<const char*> groups(std::begin(kGroups), std::end(kGroups));
+    if (queue == kWorkerInput && params_.work.workers > 0) groups.push_back(kWorkerGroup);
+    for (const char* group : groups) {
       const CursorRow* row = store.cursor(group, pid);
       uint64_t next = row ? row->next.value : 0;
       if (next < p.next_offset.value) {
@@ -406,6 +606,7 @@ void Checker::final_check() {
     return;
   }
   if (!verify_recovered(*world_.node(0))) return;
+  world_.count("worker_timers_fired", timers_stored_);
   final_dlq();
   final_configured();
 }
@@ -416,6 +617,8 @@ bool Checker::verify_recovered(const Node& n) {
   final_partitions(n, &found);
   if (world_.violations().size() == before) final_answered(found);
   if (world_.violations().size() == before) final_atomicity(found);
+  if (world_.violations().size() == before) final_dedup(found);
+  if (world_.violations().size() == before) final_worker(n, found);
   return world_.violations().size() == before;
 }
 
@@ -498,6 +701,105 @@ void Checker::final_atomicity(const std::map<Uuid, std::pair<PartitionId, Offset
                        "after recovery",
                        ull(id), queues.c_str(), sent_.at(a.msg_ids[0]).txn.c_str(), present,
                        a.msg_ids.size()));
+      return;
+    }
+  }
+}
+
+void Checker::final_dedup(const std::map<Uuid, std::pair<PartitionId, Offset>>& found) {
+  // The run is far shorter than the dedup window (dedupWindowSeconds, default 3600 s): every
+  // transactionId must be stored once per partition.
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<PartitionId, Offset>> at;
+  for (const auto& [id, where] : found) {
+    const SentItem& s = sent_.at(id);
+    auto [it, fresh] = at.try_emplace({s.queue, s.partition, s.txn}, where);
+    if (!fresh) {
+      fail(kInv3,
+           strf("%s is stored twice in %s/%s: @%llu and @%llu", s.txn.c_str(), s.queue.c_str(),
+                s.partition.c_str(), ull(it->second.second.value), ull(where.second.value)));
+      return;
+    }
+  }
+}
+
+void Checker::final_worker(const Node& n,
+                           const std::map<Uuid, std::pair<PartitionId, Offset>>& found) {
+  if (params_.work.workers == 0) return;
+  const Store& store = n.store();
+  timers_stored_ = 0;
+  std::map<std::string, int> outputs;  // input key → outputs stored
+  for (const auto& [id, where] : found) {
+    const SentItem& s = sent_.at(id);
+    if (s.queue == kWorkerOutput && s.txn.rfind("out-", 0) == 0) ++outputs[s.txn.substr(4)];
+  }
+  std::set<std::pair<uint64_t, uint64_t>> dlq;  // (pid, offset) moved to the DLQ for "wk"
+  for (const auto& [qid, entries] : store.dlq()) {
+    for (const DlqEntry& e : entries) {
+      if (e.group == kWorkerGroup) dlq.insert({e.pid.value, e.offset.value});
+    }
+  }
+  for (const auto& [id, where] : found) {
+    const SentItem& s = sent_.at(id);
+    if (s.queue == kWorkerTimers && s.txn.rfind("timer-", 0) == 0 &&
+        outputs.count(s.txn.substr(6)) == 0) {
+      fail(kInv6T, strf("timer %s fired, but the transaction that scheduled it left no output",
+                        s.txn.c_str()));
+      return;
+    }
+    if (s.queue == kWorkerTimers) ++timers_stored_;
+  }
+  for (const auto& [id, where] : found) {
+    const SentItem& s = sent_.at(id);
+    if (s.queue != kWorkerInput) continue;
+    std::string key = s.queue + "/" + s.partition + "/" + s.txn;
+    auto oit = outputs.find(key);
+    int outs = oit == outputs.end() ? 0 : oit->second;
+    bool marker = store.kv_row({kWorkerNs, key}) != nullptr;
+    if (outs > 1) {
+      fail(kInv3, strf("input %s has %d outputs", key.c_str(), outs));
+      return;
+    }
+    if ((outs == 1) != marker) {
+      fail(kInv6T, strf("input %s: output %s but KV marker %s after recovery", key.c_str(),
+                        outs ? "present" : "absent", marker ? "present" : "absent"));
+      return;
+    }
+    const CursorRow* cur = store.cursor(kWorkerGroup, where.first);
+    bool consumed = cur != nullptr && cur->next.value > where.second.value;
+    if (outs == 0 && consumed && dlq.count({where.first.value, where.second.value}) == 0) {
+      fail(kInv6T,
+           strf("input %s (p%llu@%llu) is consumed by group %s, not in its DLQ, and has "
+                "no output: something acked it without its transaction",
+                key.c_str(), ull(where.first.value), ull(where.second.value), kWorkerGroup));
+      return;
+    }
+  }
+  for (const auto& [attempt, t] : txn_attempts_) {
+    bool present = found.count(t.out_msg) != 0;
+    if (t.committed && (!present || store.kv_row({kWorkerNs, t.input_key}) == nullptr)) {
+      fail(kInv6T, strf("the transaction for input %s was answered success, but its output is "
+                        "%s and its KV marker %s after recovery",
+                        t.input_key.c_str(), present ? "present" : "missing",
+                        store.kv_row({kWorkerNs, t.input_key}) ? "present" : "missing"));
+      return;
+    }
+    if (t.committed && t.timer_msg && found.count(*t.timer_msg) == 0) {
+      bool pending = false;
+      for (const auto& [tk, row] : store.timers()) pending |= row.message_id == *t.timer_msg;
+      bool dead = false;  // failed fires end in the DLQ under group __timer__
+      for (const auto& [qid, entries] : store.dlq()) {
+        for (const DlqEntry& e : entries) dead |= e.group == "__timer__";
+      }
+      if (!pending && !dead) {
+        fail(kInv6T, strf("the transaction for input %s committed a timer that neither fired "
+                          "nor is pending after recovery",
+                          t.input_key.c_str()));
+        return;
+      }
+    }
+    if (!t.committed && t.rollback_seq != 0 && t.submits == 1 && present) {
+      fail(kInv6T, strf("the transaction for input %s was rolled back, but its output is stored",
+                        t.input_key.c_str()));
       return;
     }
   }

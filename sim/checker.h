@@ -10,10 +10,13 @@
 // submitted after answer sent" is a definite happens-before.
 //
 // Invariants covered (single node): 1 answered pushes survive recovery; 2 gapless offsets,
-// next_offset = count, each request applied once; 4 delivery order per group and partition,
+// next_offset = count, each request applied once; 3 a transactionId stored once per partition,
+// a duplicate answered with the original offset and message id, a request id retried answered
+// with the first outcome; 4 delivery order per group and partition,
 // no redelivery after an answered ack, DLQ exactly once; 5 one live lease per group and
 // partition, no ack accepted on a superseded lease; 6 a push request is all or nothing across
-// queues; 7 answers mean what they say; 8 (liveness) via drained().
+// queues, and a worker's transaction (ack + output push + KV marker + timer) is all or
+// nothing; 7 answers mean what they say; 8 (liveness) via drained().
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,7 +50,10 @@ class Checker {
 
   // ---- online: the clients report what they send and what the node answered ----
   void push_submitted(uint64_t attempt, const PushCmd& cmd);
-  void push_answered(uint64_t attempt, const PushCmd& cmd, const Reply& reply);
+  // `request_id` (when given) is the envelope's: a retry under the same request id must get the
+  // first answer the node sent for it. A `lost` answer only records that first answer.
+  void push_answered(uint64_t attempt, const PushCmd& cmd, const Reply& reply,
+                     const RequestId* request_id = nullptr, bool lost = false);
   void pop_submitted(ReplyHandle h, const PopCmd& cmd, int64_t node_clock_us);
   // Called for every answer the node sent, `lost` or not (a lost one only closes the request).
   void pop_answered(ReplyHandle h, const PopCmd& cmd, const Reply& reply, int64_t node_clock_us,
@@ -56,6 +63,13 @@ class Checker {
   void ack_answered(ReplyHandle h, const AckCmd& cmd, const AckContext& ctx, const Reply& reply,
                     bool lost);
   void configure_answered(const ConfigureCmd& cmd, const Reply& reply);
+  // A worker's transaction (ack its input + push one output + a KV marker). `resend`: the same
+  // request (request id and body) sent again. Answers are reported lost or not: the node sent
+  // a success only once the transaction committed.
+  void txn_submitted(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd, const PopMessage& input,
+                     bool resend);
+  void txn_answered(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd, const Reply& reply,
+                    const RequestId& request_id, bool lost);
 
   // ---- crashes: what the node had committed must be back after its restart ----
   void before_crash(int node, const Node& process);
@@ -80,7 +94,17 @@ class Checker {
     std::vector<Uuid> msg_ids;
     std::set<std::string> queues;
   };
-  struct Answered {  // an item answered 201 queued
+  struct Stored {  // where a transactionId was first stored (answered queued or delivered)
+    Uuid msg_id;
+    uint64_t pid = 0;
+    uint64_t offset = 0;
+  };
+  struct FirstAnswer {  // the first answer the node sent under a request id
+    PushReply reply;
+    int64_t node_clock_us = 0;
+    uint64_t starts = 0;  // node starts seen when it was sent
+  };
+  struct Answered {  // an item answered 201 queued (or duplicate: the original's place)
     Uuid msg_id;
     PartitionId pid;
     Offset offset;
@@ -133,6 +157,9 @@ class Checker {
   GroupPartition& gp(const std::string& group, PartitionId pid) { return gps_[{group, pid.value}]; }
   void fail(const char* invariant, std::string detail);
   void check_push_result(uint64_t attempt, const PushItem& item, const PushResult& r, uint32_t i);
+  void check_request_outcome(const RequestId& rid, const PushReply& r);
+  void final_worker(const Node& n, const std::map<Uuid, std::pair<PartitionId, Offset>>& found);
+  void final_dedup(const std::map<Uuid, std::pair<PartitionId, Offset>>& found);
   void check_pop_message(const PopCmd& cmd, const PopReply& r, const PopMessage& m,
                          const PopInfo& info);
   void check_new_lease(const std::string& group, PartitionId pid, const PopReply& r,
@@ -153,6 +180,23 @@ class Checker {
   SimWorld& world_;
   const RunParams& params_;
   std::map<Uuid, SentItem> sent_;
+  // (queue, partition, transactionId) → where it is stored (invariant 3)
+  std::map<std::tuple<std::string, std::string, std::string>, Stored> txn_stored_;
+  std::map<RequestId, FirstAnswer> first_answer_;
+  struct TxnAttempt {       // one worker transaction as built (resends share it)
+    std::string input_key;  // queue/partition/transactionId of the input
+    uint64_t input_pid = 0, input_offset = 0;
+    Uuid out_msg;
+    uint64_t last_submit_seq = 0;
+    int submits = 0;                // a resend shares the attempt: any of them may have applied
+    uint64_t rollback_seq = 0;      // answered success:false (0: never)
+    bool committed = false;         // answered success:true (lost or not)
+    std::optional<Uuid> timer_msg;  // the message of the timer it schedules, if any
+  };
+  std::map<uint64_t, TxnAttempt> txn_attempts_;
+  std::map<ReplyHandle, AckInfo> txn_acks_;  // outstanding transactions' ack records
+  std::map<RequestId, std::pair<TxnReply, uint64_t>>
+      txn_first_answer_;  // → (answer, starts)  // push request id → the node's first answer
   std::map<uint64_t, Attempt> attempts_;
   std::vector<Answered> answered_;
   std::map<std::pair<uint64_t, uint64_t>, Uuid> offset_owner_;      // (pid, offset) → message id
@@ -163,6 +207,8 @@ class Checker {
   std::map<ReplyHandle, AckInfo> acks_;
   std::map<std::string, ConfigureCmd> configured_;
   std::optional<Snapshot> snapshot_;
+  uint64_t timers_stored_ = 0;  // fired timer messages in the last recovered store
+  uint64_t starts_ = 0;         // node starts seen (the first included)
   uint64_t pushes_answered_ = 0;
   uint64_t pops_answered_ = 0;
   uint64_t acks_answered_ = 0;

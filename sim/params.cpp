@@ -1,5 +1,7 @@
 #include "sim/params.h"
 
+#include <algorithm>
+
 #include "io/sim/rng.h"
 #include "io/sim/trace.h"
 
@@ -119,11 +121,17 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
   p.work = choose_workload(rng);
   p.node = choose_node_config(rng, mutant);
   p.safety_ms = rng.range(8'000, 30'000);
+  // Drawn last, so the draws above are the same as before workers existed.
+  p.work.workers = rng.per_mille(750) ? static_cast<int>(rng.range(1, 3)) : 0;
+  p.work.worker_sleep_past_lease_per_mille = static_cast<uint32_t>(rng.range(0, 100));
   // Liveness bound: a fixed allowance plus a budget per message each consumer may have to
   // work through alone (every group reads every message).
   const WorkloadParams& w = p.work;
   int64_t messages_max = int64_t{w.producers} * w.pushes_per_producer * w.items_per_push_max;
   p.liveness_ms_max = 60'000 + messages_max * 100 / w.consumers_per_group;
+  if (w.workers > 0) {
+    p.liveness_ms_max = std::max(p.liveness_ms_max, 60'000 + messages_max * 100 / w.workers);
+  }
   return p;
 }
 
@@ -156,13 +164,14 @@ std::string RunParams::describe() const {
       "sleep_past_lease_per_mille=%u slow_work_per_mille=%u fail_per_mille=%u "
       "no_lease_per_mille=%u "
       "repeat_ack_per_mille=%u skip_ack_per_mille=%u bogus_ack_per_mille=%u lease_time_s=%lld "
-      "retry_limit=%lld retry_delay_ms=%lld ",
+      "retry_limit=%lld retry_delay_ms=%lld workers=%d worker_sleep_past_lease_per_mille=%u ",
       w.queues, w.partitions_per_queue, w.producers, w.pushes_per_producer, w.items_per_push_max,
       w.two_queue_push_per_mille, w.payload_bytes_max, w.consumers_per_group, w.pop_batch_max,
       w.wait_per_mille, (long long)w.pop_wait_ms_max, w.sleep_past_lease_per_mille,
       w.slow_work_per_mille, w.fail_per_mille, w.no_lease_per_mille, w.repeat_ack_per_mille,
       w.skip_ack_per_mille, w.bogus_ack_per_mille, (long long)w.lease_time_s,
-      (long long)w.retry_limit, (long long)w.retry_delay_ms);
+      (long long)w.retry_limit, (long long)w.retry_delay_ms, w.workers,
+      w.worker_sleep_past_lease_per_mille);
   s += strf("checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu",
             (long long)node.checkpoint_ms, node.pipeline_max, node.batch_cmds_max,
             (unsigned long long)node.segment_bytes);

@@ -63,6 +63,10 @@ struct WorkloadParams {
   int64_t retry_delay_ms = 0;
   int64_t request_timeout_ms = 5000;
   int request_attempts_max = 50;
+  // Workers (group "wk"): pop one message of queue qa, then one transaction that acks it, pushes
+  // its output to queue wout (transactionId derived from the input's) and puts a KV marker.
+  int workers = 0;
+  uint32_t worker_sleep_past_lease_per_mille = 50;  // the transaction comes after the lease
 };
 
 struct RunParams {

@@ -10,6 +10,11 @@ namespace {
 
 constexpr int kNode = 0;  // one node for now: every client talks to it
 const char* const kGroupNames[] = {"g1", "__QUEUE_MODE__"};
+const char* const kWorkerGroup = "wk";
+const char* const kWorkerInput = "qa";
+const char* const kWorkerOutput = "wout";
+const char* const kWorkerNs = "wk";
+const char* const kWorkerTimers = "wtimer";
 
 Hash128 hash_txn(const std::string& txn) {
   XXH128_hash_t h = XXH3_128bits(txn.data(), txn.size());
@@ -29,6 +34,15 @@ Workload::Workload(SimWorld& world, Checker& checker, const RunParams& params)
     Producer pr;
     pr.rng = world.stream(strf("clients.producer.%d", p));
     producers_.push_back(std::move(pr));
+  }
+  if (params.work.workers > 0) {  // configured, not produced to
+    queues_.push_back(kWorkerOutput);
+    queues_.push_back(kWorkerTimers);
+  }
+  for (int w = 0; w < params.work.workers; ++w) {
+    Worker wk;
+    wk.rng = world.stream(strf("clients.worker.%d", w));
+    workers_.push_back(std::move(wk));
   }
   for (int g = 0; g < 2; ++g) {
     for (int i = 0; i < params.work.consumers_per_group; ++i) {
@@ -120,6 +134,8 @@ void Workload::timed_out(ReplyHandle h) {
   Request& r = requests_.at(h);
   r.abandoned = true;
   world_.count("client_timeouts");
+  if (r.kind == Kind::push) producers_[r.client].last_lost = true;
+  if (r.kind == Kind::txn) workers_[r.client].last_lost = true;
   if (liveness_ && r.submitted_us >= strict_after_us_) {
     world_.violation("8 liveness", strf("request h%llu (%s) submitted after healing got no "
                                         "answer by its deadline",
@@ -147,6 +163,13 @@ void Workload::retry_later(Kind kind, int client) {
       world_.after(delay_us, strf("consumer%d-retry-ack", client),
                    [this, client] { send_ack(client); });
       break;
+    case Kind::worker_pop:
+      world_.after(delay_us, strf("worker%d-retry-pop", client), [this, client] { work(client); });
+      break;
+    case Kind::txn:
+      world_.after(delay_us, strf("worker%d-retry-txn", client),
+                   [this, client] { send_txn(client); });
+      break;
   }
 }
 
@@ -161,8 +184,8 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       break;
     case Kind::push:
       push_answered_ = true;
-      if (!lost)
-        checker_.push_answered(r.push_attempt, std::get<PushCmd>(r.envelope.command), reply);
+      checker_.push_answered(r.push_attempt, std::get<PushCmd>(r.envelope.command), reply,
+                             &r.envelope.request_id, lost);
       break;
     case Kind::pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
@@ -170,6 +193,14 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       break;
     case Kind::ack:
       checker_.ack_answered(h, std::get<AckCmd>(r.envelope.command), r.ack, reply, lost);
+      break;
+    case Kind::worker_pop:
+      checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
+                            world_.node_now_us(kNode), lost);
+      break;
+    case Kind::txn:
+      checker_.txn_answered(h, r.push_attempt, std::get<TxnCmd>(r.envelope.command), reply,
+                            r.envelope.request_id, lost);
       break;
   }
   if (r.abandoned) requests_.erase(it);  // the client has moved on; lost or not, no one waits
@@ -186,6 +217,7 @@ void Workload::on_reply(ReplyHandle h, const Reply& reply) {
         if (++configured_ == static_cast<int>(queues_.size())) {
           for (int p = 0; p < static_cast<int>(producers_.size()); ++p) produce(p);
           for (int c = 0; c < static_cast<int>(consumers_.size()); ++c) consume(c);
+          for (int w = 0; w < static_cast<int>(workers_.size()); ++w) work(w);
         }
       } else {
         retry_later(Kind::configure, r.client);
@@ -199,6 +231,12 @@ void Workload::on_reply(ReplyHandle h, const Reply& reply) {
       break;
     case Kind::ack:
       ack_done(r.client, reply, r.answer_seq);
+      break;
+    case Kind::worker_pop:
+      got_input(r.client, reply);
+      break;
+    case Kind::txn:
+      txn_done(r.client, reply);
       break;
   }
 }
@@ -255,19 +293,34 @@ void Workload::send_push(int p) {
     produce(p);
     return;
   }
-  PushCmd cmd;
-  for (size_t i = 0; i < pr.items.size(); ++i) {
-    PushItem it = pr.items[i];
-    it.transaction_id = strf("p%d-%d-%zu-a%d", p, pr.pushes_done, i, pr.attempts);
-    it.txn_hash = hash_txn(it.transaction_id);
-    it.message_id = mint_id();
-    cmd.items.push_back(std::move(it));
-  }
-  uint64_t attempt = next_attempt_++;
-  checker_.push_submitted(attempt, cmd);
   int64_t timeout_ms = params_.work.request_timeout_ms;
-  std::optional<ReplyHandle> h =
-      submit(Kind::push, p, envelope(std::move(cmd), timeout_ms), timeout_ms * 1000);
+  bool resend = pr.attempts > 1 && pr.last_lost && pr.last && pr.rng.per_mille(500);
+  pr.last_lost = false;
+  CommandEnvelope env;
+  uint64_t attempt = 0;
+  if (resend) {
+    // The same request again: same request id, same body (message ids included).
+    env = *pr.last;
+    env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+    attempt = pr.last_attempt;
+    world_.count("client_resent_requests");
+  } else {
+    PushCmd cmd;
+    for (size_t i = 0; i < pr.items.size(); ++i) {
+      PushItem it = pr.items[i];
+      it.transaction_id = strf("p%d-%d-%zu", p, pr.pushes_done, i);
+      it.txn_hash = hash_txn(it.transaction_id);
+      it.message_id = mint_id();
+      cmd.items.push_back(std::move(it));
+    }
+    attempt = next_attempt_++;
+    checker_.push_submitted(attempt, cmd);
+    env = envelope(std::move(cmd), timeout_ms);
+    if (pr.attempts > 1) world_.count("client_push_retries");
+  }
+  pr.last = env;
+  pr.last_attempt = attempt;
+  std::optional<ReplyHandle> h = submit(Kind::push, p, std::move(env), timeout_ms * 1000);
   if (!h) {
     retry_later(Kind::push, p);
     return;
@@ -276,7 +329,11 @@ void Workload::send_push(int p) {
 }
 
 void Workload::push_done(int p, const Reply& reply) {
-  if (!std::holds_alternative<PushReply>(reply.body)) {
+  if (const auto* r = std::get_if<PushReply>(&reply.body)) {
+    for (const PushResult& res : r->results) {
+      if (res.status == PushStatus::duplicate) world_.count("push_duplicates");
+    }
+  } else {
     world_.count("push_errors");
     retry_later(Kind::push, p);
     return;
@@ -412,6 +469,144 @@ void Workload::ack_done(int c, const Reply& reply, uint64_t answer_seq) {
     return;
   }
   consume(c);
+}
+
+// ---- workers ----
+
+void Workload::work(int w) {
+  if (stopped_) return;
+  Worker& wk = workers_[w];
+  PopCmd cmd;
+  cmd.queue = kWorkerInput;
+  cmd.group = kWorkerGroup;
+  cmd.batch = 1;
+  cmd.wait = wk.rng.per_mille(300);
+  cmd.subscription_mode = SubscriptionMode::all;
+  int64_t timeout_ms = cmd.wait ? wk.rng.range(100, 1000) : params_.work.request_timeout_ms;
+  int64_t clock_us = world_.node_now_us(kNode);
+  std::optional<ReplyHandle> h =
+      submit(Kind::worker_pop, w, envelope(cmd, timeout_ms), timeout_ms * 1000);
+  if (!h) {
+    retry_later(Kind::worker_pop, w);
+    return;
+  }
+  checker_.pop_submitted(*h, cmd, clock_us);
+}
+
+void Workload::got_input(int w, const Reply& reply) {
+  Worker& wk = workers_[w];
+  const auto* r = std::get_if<PopReply>(&reply.body);
+  if (r == nullptr || r->messages.empty()) {
+    int64_t idle_us = r == nullptr ? backoff_us(wk.rng) : wk.rng.range(5'000, 100'000);
+    world_.after(idle_us, strf("worker%d-next", w), [this, w] { work(w); });
+    return;
+  }
+  wk.input = r->messages[0];
+  wk.lease = r->lease_id;
+  wk.attempts = 0;
+  wk.last.reset();
+  wk.last_lost = false;
+  int64_t work_us = wk.rng.range(0, 30'000);
+  if (!liveness_ && wk.rng.per_mille(params_.work.worker_sleep_past_lease_per_mille)) {
+    int64_t lease_us = params_.work.lease_time_s * 1'000'000;
+    work_us = wk.rng.range(lease_us + 100'000, lease_us + 1'500'000);
+    world_.count("worker_slept_past_lease");
+  }
+  world_.after(work_us, strf("worker%d-worked", w), [this, w] { send_txn(w); });
+}
+
+// One transaction per input: ack it (with the lease), push its output with a transactionId
+// derived from the input's, put a KV marker named after the input. A retry after a lost answer
+// is the same transaction (half the time the very same request); after a commit it must roll
+// back (the ack is already applied, the output a duplicate) and change nothing.
+void Workload::send_txn(int w) {
+  Worker& wk = workers_[w];
+  if (++wk.attempts > params_.work.request_attempts_max) {
+    world_.count("client_gave_up");
+    work(w);
+    return;
+  }
+  int64_t timeout_ms = params_.work.request_timeout_ms;
+  bool resend = wk.attempts > 1 && wk.last_lost && wk.last && wk.rng.per_mille(500);
+  wk.last_lost = false;
+  CommandEnvelope env;
+  uint64_t attempt = 0;
+  if (resend) {
+    env = *wk.last;
+    env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+    attempt = wk.last_attempt;
+    world_.count("client_resent_requests");
+  } else {
+    const PopMessage& m = wk.input;
+    std::string key = m.queue + "/" + m.partition + "/" + m.transaction_id;
+    TxnCmd t;
+    t.transaction_id = mint_id();
+    TxnOperation ack;
+    ack.is_ack = true;
+    ack.ack.transaction_id = m.transaction_id;
+    ack.ack.txn_hash = hash_txn(m.transaction_id);
+    ack.ack.partition_id = m.partition_id;
+    ack.ack.lease_id = wk.lease;
+    ack.ack.status = AckStatus::completed;
+    ack.ack.group = kWorkerGroup;
+    t.operations.push_back(std::move(ack));
+    TxnOperation push;
+    PushItem out;
+    out.queue = kWorkerOutput;
+    out.partition = m.partition;
+    out.transaction_id = "out-" + key;
+    out.txn_hash = hash_txn(out.transaction_id);
+    out.message_id = mint_id();
+    out.payload = strf("{\"in\":\"%s\",\"try\":%d}", key.c_str(), wk.attempts);
+    push.items.push_back(std::move(out));
+    t.operations.push_back(std::move(push));
+    KvOp put;
+    put.op = KvOpKind::put;
+    put.ns = kWorkerNs;
+    put.key = key;
+    put.value = "1";
+    put.forever = true;
+    t.kv.push_back(std::move(put));
+    if (wk.rng.per_mille(500)) {  // a timer that fires into wtimer (dedup on its txn)
+      TimerOp timer;
+      timer.op = TimerOpKind::schedule;
+      timer.queue = kWorkerTimers;
+      timer.partition = m.partition;
+      timer.timer_key = key;
+      timer.delay_ms = wk.rng.range(0, 1500);
+      timer.txn = "timer-" + key;
+      timer.txn_hash = hash_txn(timer.txn);
+      timer.message_id = mint_id();
+      timer.payload = strf("{\"timer\":\"%s\",\"try\":%d}", key.c_str(), wk.attempts);
+      t.timers.push_back(std::move(timer));
+      world_.count("worker_timers_sent");
+    }
+    attempt = next_attempt_++;
+    env = envelope(std::move(t), timeout_ms);
+    if (wk.attempts > 1) world_.count("worker_txn_retries");
+  }
+  wk.last = env;
+  wk.last_attempt = attempt;
+  TxnCmd copy = std::get<TxnCmd>(env.command);
+  std::optional<ReplyHandle> h = submit(Kind::txn, w, std::move(env), timeout_ms * 1000);
+  if (!h) {
+    retry_later(Kind::txn, w);
+    return;
+  }
+  requests_[*h].push_attempt = attempt;
+  checker_.txn_submitted(*h, attempt, copy, wk.input, resend);
+}
+
+void Workload::txn_done(int w, const Reply& reply) {
+  const auto* r = std::get_if<TxnReply>(&reply.body);
+  if (r == nullptr) {
+    world_.count("txn_errors");
+    retry_later(Kind::txn, w);
+    return;
+  }
+  if (!r->success) world_.count("worker_rollback_" + r->reason);
+  int64_t think_us = workers_[w].rng.range(0, 10'000);
+  world_.after(think_us, strf("worker%d-next", w), [this, w] { work(w); });
 }
 
 }  // namespace queen::sim

@@ -2,14 +2,19 @@
 // batches (some spanning two queues in one request), and consumers in two groups (one named,
 // one in queue mode) that pop (some long polls), work (sometimes past their lease), and ack
 // (completed mostly, failed sometimes, with or without the leaseId, sometimes twice, sometimes
-// not at all, sometimes naming a message that was never pushed). They do the edge's work
+// not at all, sometimes naming a message that was never pushed), and workers (group "wk" on qa)
+// that commit one transaction per input: ack it, push its output to wout, put a KV marker and
+// sometimes schedule a timer that fires into wtimer. They do the edge's work
 // themselves: request ids, deadlines, message ids (UUIDv7 from sim time and a seeded stream),
 // xxh3-128 transactionId hashes.
 //
 // Retries: a client that gets no answer by its deadline (plus a grace), a 503, or a refused
-// connection tries again, as real clients do: a push as a new request with fresh message ids
-// (the edge mints them per request) and, until dedup exists, fresh transactionIds; an ack
-// as the same ack. Every request is bounded by request_attempts_max.
+// connection tries again, as real clients do: a push with the SAME transactionIds (the node's
+// dedup answers the stored ones `duplicate` with the original offset and message id), after a
+// lost answer half the time as the very same request (same request id and body: the node must
+// answer the recorded outcome), otherwise as a new request with fresh message ids (the edge
+// mints them per request); an ack as the same ack. Every request is bounded by
+// request_attempts_max.
 //
 // Everything the clients send and every answer the node sends goes to the Checker.
 #pragma once
@@ -47,7 +52,7 @@ class Workload final : public ClientSink {
   void on_reply(ReplyHandle handle, const Reply& reply) override;
 
  private:
-  enum class Kind { configure, push, pop, ack };
+  enum class Kind { configure, push, pop, ack, worker_pop, txn };
   struct Request {
     Kind kind = Kind::push;
     int client = 0;
@@ -63,7 +68,10 @@ class Workload final : public ClientSink {
     int pushes_done = 0;
     int attempts = 0;
     bool finished = false;
-    std::vector<PushItem> items;  // the push being sent (queue, partition, payload)
+    std::vector<PushItem> items;          // the push being sent (queue, partition, payload)
+    bool last_lost = false;               // the last attempt got no answer (a retry may reuse it)
+    std::optional<CommandEnvelope> last;  // the last attempt as sent
+    uint64_t last_attempt = 0;
   };
   struct Consumer {
     Rng rng;
@@ -73,6 +81,16 @@ class Workload final : public ClientSink {
     AckContext ack_ctx;
     int attempts = 0;
     bool repeated = false;
+  };
+
+  struct Worker {  // pops one input of qa (group "wk") and commits one transaction for it
+    Rng rng;
+    PopMessage input;
+    LeaseId lease;
+    int attempts = 0;
+    bool last_lost = false;
+    std::optional<CommandEnvelope> last;
+    uint64_t last_attempt = 0;
   };
 
   // admin
@@ -87,6 +105,12 @@ class Workload final : public ClientSink {
   void plan_acks(int c);
   void send_ack(int c);
   void ack_done(int c, const Reply& reply, uint64_t answer_seq);
+
+  // workers
+  void work(int w);
+  void got_input(int w, const Reply& reply);
+  void send_txn(int w);
+  void txn_done(int w, const Reply& reply);
 
   std::optional<ReplyHandle> submit(Kind kind, int client, CommandEnvelope envelope,
                                     int64_t timeout_us);
@@ -105,6 +129,7 @@ class Workload final : public ClientSink {
   std::vector<std::string> queues_;
   std::vector<Producer> producers_;
   std::vector<Consumer> consumers_;
+  std::vector<Worker> workers_;
   std::map<ReplyHandle, Request> requests_;
   int configured_ = 0;
   uint64_t next_attempt_ = 1;

@@ -93,6 +93,67 @@ std::string describe_ack_reply(const AckReply& r) {
   return s + "]";
 }
 
+std::string describe_txn(const TxnCmd& c) {
+  std::string s = strf("txn T%s [", short_id(c.transaction_id).c_str());
+  bool first = true;
+  for (const TxnOperation& op : c.operations) {
+    if (op.is_ack) {
+      s += strf("%sack p%llu:%s:%s:%s:L%s", first ? "" : " ",
+                static_cast<unsigned long long>(op.ack.partition_id.value), op.ack.group.c_str(),
+                op.ack.transaction_id.c_str(), ack_status_name(op.ack.status),
+                op.ack.lease_id ? short_id(*op.ack.lease_id).c_str() : "-");
+    } else {
+      for (const PushItem& it : op.items) {
+        s += strf("%spush %s/%s:%s", first ? "" : " ", it.queue.c_str(), it.partition.c_str(),
+                  it.transaction_id.c_str());
+      }
+    }
+    first = false;
+  }
+  for (const KvOp& kv : c.kv) {
+    s += strf("%skv%d %s/%s", first ? "" : " ", static_cast<int>(kv.op), kv.ns.c_str(),
+              kv.key.c_str());
+    first = false;
+  }
+  for (const TimerOp& t : c.timers) {
+    s += strf("%stimer%d %s/%s", first ? "" : " ", static_cast<int>(t.op), t.queue.c_str(),
+              t.timer_key.c_str());
+    first = false;
+  }
+  return s + "]";
+}
+
+std::string describe_txn_reply(const TxnReply& r) {
+  if (!r.success) return strf("txn-reply rollback %s %s", r.reason.c_str(), r.error.c_str());
+  std::string s = "txn-reply ok [";
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    const TxnResult& x = r.results[i];
+    s += i ? " " : "";
+    switch (x.type) {
+      case TxnResultType::ack:
+        s += strf("ack:%s", x.ack.success ? "ok" : "fail");
+        break;
+      case TxnResultType::push:
+        for (const PushResult& p : x.pushes) {
+          s += strf("push:%s p%llu@%llu", push_status_name(p.status),
+                    static_cast<unsigned long long>(p.partition_id.value),
+                    static_cast<unsigned long long>(p.offset.value));
+        }
+        break;
+      case TxnResultType::kv:
+        s += strf("kv:%s", x.kv.applied ? "applied" : "not-applied");
+        break;
+      case TxnResultType::timer:
+        s += "timer";
+        break;
+      case TxnResultType::position:
+        s += "position";
+        break;
+    }
+  }
+  return s + "]";
+}
+
 }  // namespace
 
 std::string short_id(const Uuid& id) {
@@ -104,6 +165,7 @@ std::string describe(const Command& command) {
   if (const auto* c = std::get_if<PopCmd>(&command)) return describe_pop(*c);
   if (const auto* c = std::get_if<AckCmd>(&command)) return describe_ack(*c);
   if (const auto* c = std::get_if<ConfigureCmd>(&command)) return "configure " + c->queue;
+  if (const auto* c = std::get_if<TxnCmd>(&command)) return describe_txn(*c);
   if (std::holds_alternative<HealthCmd>(command)) return "health";
   if (const auto* c = std::get_if<DlqQueryCmd>(&command)) return "dlq-query " + c->queue;
   return strf("command#%zu", command.index());
@@ -121,6 +183,7 @@ std::string describe(const Reply& reply) {
     return strf("configure-reply %s q%llu", r->queue.c_str(),
                 static_cast<unsigned long long>(r->queue_id.value));
   }
+  if (const auto* r = std::get_if<TxnReply>(&b)) return describe_txn_reply(*r);
   if (const auto* r = std::get_if<HealthReply>(&b)) return "health-reply " + r->role;
   if (const auto* r = std::get_if<DlqReply>(&b)) return strf("dlq-reply n=%zu", r->records.size());
   return strf("reply#%zu", b.index());

@@ -165,5 +165,49 @@ TEST_F(CheckerTest, ALostAnswerTellsTheClientNothing) {
   EXPECT_TRUE(world_.violations().empty());
 }
 
+// A retry with the same transactionId and a fresh message id: the duplicate must name the
+// original message and its offset.
+TEST_F(CheckerTest, ADuplicateMustCarryTheOriginalOffsetAndMessageId) {
+  PushCmd a = push("a");
+  PushCmd retry = a;
+  retry.items[0].message_id = make_uuid_v7(1, 99, 99);
+  checker_.push_submitted(1, a);
+  checker_.push_submitted(2, retry);
+  checker_.push_answered(1, a, queued(a, 0));
+  Reply dup = queued(a, 0);
+  std::get<PushReply>(dup.body).results[0].status = PushStatus::duplicate;
+  checker_.push_answered(2, retry, dup);
+  EXPECT_TRUE(world_.violations().empty());
+  Reply wrong = queued(a, 3);
+  std::get<PushReply>(wrong.body).results[0].status = PushStatus::duplicate;
+  checker_.push_answered(2, retry, wrong);
+  EXPECT_EQ(first_violation(), "3 a transactionId stored once, a request id answered once");
+}
+
+TEST_F(CheckerTest, ATransactionIdAnsweredQueuedTwiceIsStoredTwice) {
+  PushCmd a = push("a");
+  PushCmd retry = a;
+  retry.items[0].message_id = make_uuid_v7(1, 99, 99);
+  checker_.push_submitted(1, a);
+  checker_.push_submitted(2, retry);
+  checker_.push_answered(1, a, queued(a, 0));
+  checker_.push_answered(2, retry, queued(retry, 1));
+  EXPECT_EQ(first_violation(), "3 a transactionId stored once, a request id answered once");
+}
+
+// A request id answered twice (the first answer lost) must get the same outcome.
+TEST_F(CheckerTest, ARequestIdRetriedGetsTheFirstOutcome) {
+  PushCmd a = push("a");
+  RequestId rid = make_uuid_v7(1, 7, 7);
+  checker_.push_submitted(1, a);
+  checker_.push_answered(1, a, queued(a, 0), &rid, /*lost=*/true);
+  checker_.push_answered(1, a, queued(a, 0), &rid, false);
+  EXPECT_TRUE(world_.violations().empty());
+  Reply dup = queued(a, 0);
+  std::get<PushReply>(dup.body).results[0].status = PushStatus::duplicate;
+  checker_.push_answered(1, a, dup, &rid, false);  // no restart in between
+  EXPECT_EQ(first_violation(), "3 a transactionId stored once, a request id answered once");
+}
+
 }  // namespace
 }  // namespace queen::sim
