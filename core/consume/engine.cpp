@@ -15,10 +15,13 @@ bool is_done(const MsgState* s) { return s && (*s == MsgState::acked || *s == Ms
 
 // Moves the cursor over the settled prefix: it never stops before an offset already done.
 void advance_cursor(CursorRow& row) {
+  bool moved = false;
   while (is_done(row.state_of(row.next))) {
     row.next = row.next.next();
     ++row.consumed_total;
+    moved = true;
   }
+  if (moved) row.handed_back.clear();
 }
 
 }  // namespace
@@ -351,7 +354,11 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
   }
   bool same_status = st && ((*st == MsgState::failed && item.status == AckStatus::failed) ||
                              (*st == MsgState::retried && item.status == AckStatus::retry));
-  if (same_status && !live && item.lease_id && *item.lease_id == row.lease_id) {
+  bool handed_back = item.lease_id && (item.status == AckStatus::failed ||
+                                       item.status == AckStatus::retry) &&
+                     std::find(row.handed_back.begin(), row.handed_back.end(),
+                               std::make_pair(*item.lease_id, o)) != row.handed_back.end();
+  if (handed_back || (same_status && !live && item.lease_id && *item.lease_id == row.lease_id)) {
     res.success = true;  // a repeated failed/retry ack: the batch was already handed back
     res.lease_released = true;
     return res;
@@ -406,6 +413,11 @@ SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t r
   };
   auto hand_back = [&](MsgState s) {
     row.set_state(o, s);
+    if (row.lease_expires_us != 0) {
+      if (row.handed_back.size() >= CursorRow::kHandedBackMax)
+        row.handed_back.erase(row.handed_back.begin());
+      row.handed_back.emplace_back(row.lease_id, o);
+    }
     row.lease_expires_us = 0;
     out.released = true;
   };

@@ -80,6 +80,11 @@ void put_row(ByteWriter& w, const CursorRow& row) {
   }
   w.u64(row.consumed_total);
   w.i64(row.last_consumed_us);
+  w.u32(static_cast<uint32_t>(row.handed_back.size()));
+  for (const auto& [lease, off] : row.handed_back) {
+    w.uuid(lease);
+    w.u64(off.value);
+  }
 }
 
 CursorRow get_row(ByteReader& r) {
@@ -99,6 +104,11 @@ CursorRow get_row(ByteReader& r) {
   }
   row.consumed_total = r.u64();
   row.last_consumed_us = r.i64();
+  uint32_t handed = r.count(24);
+  for (uint32_t i = 0; i < handed; ++i) {
+    LeaseId lease = r.uuid();
+    row.handed_back.emplace_back(lease, Offset(r.u64()));
+  }
   return row;
 }
 

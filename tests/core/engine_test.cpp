@@ -276,3 +276,26 @@ TEST(EngineRegression, CompletedAckOnAHandedBackLeaseIsRefused) {
 
 }  // namespace
 }  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+// Found by the checkpoint-answer model (proofs/): a failed ack repeated after the partition
+// was leased again was refused although the first one applied.
+TEST(EngineRegression, RepeatedFailedAckIsAnsweredAsAppliedAfterTheNextLease) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopReply first = h.pop("q", "g", 1);
+  AckResult failed = h.ack(first.messages[0], "g", AckStatus::failed, first.lease_id);
+  ASSERT_TRUE(failed.success);
+  PopReply second = h.pop("q", "g", 1);
+  ASSERT_EQ(second.messages.size(), 1u);
+  AckResult repeat = h.ack(first.messages[0], "g", AckStatus::failed, first.lease_id);
+  EXPECT_TRUE(repeat.success);
+  EXPECT_TRUE(repeat.lease_released);
+  // It charged nothing again: the second lease is intact and its ack works.
+  EXPECT_TRUE(h.ack(second.messages[0], "g", AckStatus::completed, second.lease_id).success);
+}
+
+}  // namespace
+}  // namespace queen::testing
