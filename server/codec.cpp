@@ -204,9 +204,8 @@ std::optional<std::string> compact_payload(const json& item) {
 }
 
 // Fills `out` from items[i]; returns an answer to send at once when the item is refused.
-std::optional<Parsed> read_push_item(const json& item, size_t i, int64_t now_ms, IdSource& ids,
-                                     PushItem* out) {
-  std::string at = indexed("items", i);
+std::optional<Parsed> read_push_item(const json& item, const std::string& at, int64_t now_ms,
+                                     IdSource& ids, PushItem* out) {
   if (!item.is_object()) return bad_request(at + " must be an object");
   FieldReader r(item, at);
   out->queue = r.required_string("queue", /*allow_empty=*/false);
@@ -314,6 +313,11 @@ std::string read_pop_numbers(const QueryParams& q, const EdgeSettings& settings,
     cmd->lease_time_s = static_cast<int64_t>(*v);
   }
   cmd->wait = query_bool(q, "wait", false, &error);
+  // autopilot: the broker picks what the client left unset (batch 200, 4 partitions).
+  if (query_bool(q, "autopilot", false, &error)) {
+    if (query_text(q, "batch") == nullptr) cmd->batch = kAutopilotBatch;
+    if (query_text(q, "partitions") == nullptr) cmd->partitions = kAutopilotPartitions;
+  }
   cmd->conflation = query_bool(q, "conflation", false, &error);
   bool auto_ack = query_bool(q, "autoAck", false, &error);
   cmd->auto_ack = query_bool(q, "commitOnDelivery", auto_ack, &error);
@@ -540,6 +544,7 @@ void render_dlq(const DlqReply& reply, JsonWriter& w) {
     std::string id = uuid_to_string(r.message_id);
     w.begin_object();
     w.key("id").string(id);
+    w.key("dlqId").number(r.id);  // for POST /api/v1/dlq/:dlqId/replay
     w.key("messageId").string(id);
     w.key("transactionId").string(r.transaction_id);
     w.key("partitionId").string(std::to_string(r.partition_id.value));
@@ -600,6 +605,1144 @@ void render_lease_extend(const LeaseExtendReply& reply, JsonWriter& w) {
     w.null();
   }
   w.end_object().end_array();
+}
+
+// ---------- KV, locks, timers, transactions: shared ----------
+
+// The error body of the KV, lock and timer routes: {"error":code,"reason":...,"detail":...}.
+HttpAnswer family_error(unsigned status, std::string_view code, std::string_view reason,
+                        std::string_view detail) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("error").string(code);
+  w.key("reason").string(utf8_lossy(reason));
+  w.key("detail").string(utf8_lossy(detail));
+  w.end_object();
+  return HttpAnswer{status, w.take(), 0};
+}
+
+// A refusal found while reading one operation: the HTTP status, code, reason and detail.
+struct Refusal {
+  unsigned status = 400;
+  std::string code;
+  std::string reason;
+  std::string detail;
+};
+
+Parsed refuse(const Refusal& r) {
+  return answer_now(family_error(r.status, r.code, r.reason, r.detail));
+}
+
+std::optional<int64_t> json_int(const json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= INT64_MAX) return v.get<int64_t>();
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d >= -9.0e18 && d <= 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return std::nullopt;
+}
+
+const json* field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// A present field that is not an array is refused; absent or null gives an empty array.
+std::optional<std::string> array_field(const json& doc, const char* key, const json** out) {
+  static const json kEmpty = json::array();
+  *out = &kEmpty;
+  const json* v = field(doc, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_array()) return std::string(key) + " must be an array";
+  *out = v;
+  return std::nullopt;
+}
+
+// ---------- KV ----------
+
+constexpr size_t kKvValueBytesMax = 64 * 1024;
+constexpr size_t kKvKeyBytesMax = 512;
+constexpr size_t kKvOpsMax = 256;
+constexpr size_t kKvKeysMax = 1024;
+constexpr size_t kTxnKvOpsMax = 64;
+constexpr size_t kTxnKvKeysMax = 256;
+constexpr uint32_t kKvPrefixLimitMax = 1000;
+
+std::optional<KvOpKind> kv_op_kind(const std::string& s) {
+  if (s == "get") return KvOpKind::get;
+  if (s == "getMany") return KvOpKind::get_many;
+  if (s == "getPrefix") return KvOpKind::get_prefix;
+  if (s == "put") return KvOpKind::put;
+  if (s == "putIfAbsent") return KvOpKind::put_if_absent;
+  if (s == "delete") return KvOpKind::del;
+  if (s == "incr") return KvOpKind::incr;
+  if (s == "check") return KvOpKind::check;
+  return std::nullopt;
+}
+
+const char* kv_op_name(KvOpKind k) {
+  switch (k) {
+    case KvOpKind::get:
+      return "get";
+    case KvOpKind::get_many:
+      return "getMany";
+    case KvOpKind::get_prefix:
+      return "getPrefix";
+    case KvOpKind::put:
+      return "put";
+    case KvOpKind::put_if_absent:
+      return "putIfAbsent";
+    case KvOpKind::del:
+      return "delete";
+    case KvOpKind::incr:
+      return "incr";
+    case KvOpKind::check:
+      return "check";
+  }
+  return "get";
+}
+
+Refusal kv_refusal(std::string reason, std::string detail) {
+  return Refusal{400, "kv_bad_request", std::move(reason), std::move(detail)};
+}
+
+bool kv_namespace_ok(const std::string& ns) {
+  if (ns.empty() || ns.size() > 64) return false;
+  auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!lower_digit(ns[0])) return false;
+  for (char c : ns) {
+    if (!lower_digit(c) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::optional<Refusal> kv_key_check(const std::string& key, const std::string& at) {
+  if (key.empty() || key.size() > kKvKeyBytesMax || key.find('\0') != std::string::npos) {
+    return kv_refusal("kv_bad_key", at + " must be 1 to 512 bytes without NUL");
+  }
+  return std::nullopt;
+}
+
+// Reads ns and key (or keys) of a KV operation.
+std::optional<Refusal> read_kv_names(const json& o, const std::string& at, KvOp* out) {
+  FieldReader r(o, at);
+  auto ns = r.opt_string("ns");
+  if (!ns) ns = r.opt_string("namespace");
+  auto key = r.opt_string("key");
+  if (!r.ok()) return kv_refusal("kv_bad_field", r.error());
+  if (!ns || !kv_namespace_ok(*ns)) {
+    return kv_refusal("kv_bad_namespace", at + ".ns must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+  }
+  out->ns = std::move(*ns);
+  if (out->op == KvOpKind::get_prefix) return std::nullopt;
+  if (out->op == KvOpKind::get_many) {
+    const json* keys = field(o, "keys");
+    if (keys == nullptr || !keys->is_array() || keys->empty()) {
+      return kv_refusal("kv_bad_field", at + ".keys must be a non-empty array of strings");
+    }
+    for (size_t i = 0; i < keys->size(); ++i) {
+      if (!(*keys)[i].is_string()) return kv_refusal("kv_bad_field", at + ".keys must be strings");
+      out->keys.push_back((*keys)[i].get<std::string>());
+      if (auto bad = kv_key_check(out->keys.back(), indexed(at + ".keys", i))) return bad;
+    }
+    return std::nullopt;
+  }
+  out->key = key.value_or("");
+  return kv_key_check(out->key, at + ".key");
+}
+
+std::optional<Refusal> read_kv_int(const json& o, const char* name, const std::string& at,
+                                   std::optional<int64_t>* out) {
+  const json* v = field(o, name);
+  if (v == nullptr) return std::nullopt;
+  *out = json_int(*v);
+  if (!*out) return kv_refusal("kv_bad_field", at + "." + name + " must be an integer");
+  return std::nullopt;
+}
+
+bool kv_is_write(KvOpKind k) {
+  return k == KvOpKind::put || k == KvOpKind::put_if_absent || k == KvOpKind::incr;
+}
+
+// ttlSeconds > 0 xor forever:true on every write.
+std::optional<Refusal> read_kv_expiry(const json& o, const std::string& at, KvOp* out) {
+  std::optional<int64_t> ttl;
+  if (auto bad = read_kv_int(o, "ttlSeconds", at, &ttl)) return bad;
+  FieldReader r(o, at);
+  auto forever = r.opt_bool("forever");
+  if (!r.ok()) return kv_refusal("kv_bad_field", r.error());
+  out->forever = forever.value_or(false);
+  out->ttl_s = ttl.value_or(0);
+  if (!kv_is_write(out->op)) return std::nullopt;
+  if ((out->ttl_s > 0) == out->forever || out->ttl_s < 0) {
+    return kv_refusal("kv_expiry_not_specified",
+                      at + " needs exactly one of ttlSeconds > 0 or forever:true");
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> read_kv_value(const json& o, const std::string& at, KvOp* out) {
+  auto it = o.find("value");
+  if (it == o.end()) return std::nullopt;
+  try {
+    out->value = it->dump();
+  } catch (const json::exception&) {
+    return kv_refusal("kv_bad_value", at + ".value cannot be encoded as JSON");
+  }
+  if (out->value.size() > kKvValueBytesMax) {
+    return kv_refusal("kv_value_too_large", at + ".value is larger than 65536 bytes");
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> read_kv_numbers(const json& o, const std::string& at, KvOp* out) {
+  std::optional<int64_t> expect, delta, limit;
+  if (auto bad = read_kv_int(o, "expect", at, &expect)) return bad;
+  if (auto bad = read_kv_int(o, "delta", at, &delta)) return bad;
+  if (auto bad = read_kv_int(o, "min", at, &out->min)) return bad;
+  if (auto bad = read_kv_int(o, "max", at, &out->max)) return bad;
+  if (auto bad = read_kv_int(o, "limit", at, &limit)) return bad;
+  if (expect) {
+    if (*expect < 0) return kv_refusal("kv_bad_field", at + ".expect must be >= 0");
+    out->expect = static_cast<uint64_t>(*expect);
+  }
+  if (out->op == KvOpKind::put_if_absent) out->expect = 0;
+  if (delta) out->delta = *delta;
+  if (limit) {
+    if (*limit < 1 || *limit > kKvPrefixLimitMax) {
+      return kv_refusal("kv_bad_field", at + ".limit must be an integer from 1 to 1000");
+    }
+    out->limit = static_cast<uint32_t>(*limit);
+  }
+  return std::nullopt;
+}
+
+// Reads one KV operation; `in_txn` forbids getPrefix.
+std::optional<Refusal> read_kv_op(const json& o, const std::string& at, bool in_txn, KvOp* out) {
+  if (!o.is_object()) return kv_refusal("kv_bad_field", at + " must be an object");
+  FieldReader r(o, at);
+  std::string op = r.required_string("op", /*allow_empty=*/false);
+  auto prefix = r.opt_string("prefix");
+  auto after = r.opt_string("after");
+  auto required = r.opt_bool("required");
+  auto keys_only = r.opt_bool("keysOnly");
+  if (!r.ok()) return kv_refusal("kv_bad_field", r.error());
+  auto kind = kv_op_kind(op);
+  if (!kind) return kv_refusal("kv_bad_op", at + ".op " + op + " is not a KV operation");
+  if (in_txn && *kind == KvOpKind::get_prefix) {
+    return kv_refusal("kv_bad_op", at + ".op getPrefix is not allowed in a transaction");
+  }
+  out->op = *kind;
+  out->prefix = prefix.value_or("");
+  out->after = after.value_or("");
+  out->required = required.value_or(false);
+  out->keys_only = keys_only.value_or(false);
+  if (auto bad = read_kv_names(o, at, out)) return bad;
+  if (auto bad = read_kv_value(o, at, out)) return bad;
+  if (auto bad = read_kv_expiry(o, at, out)) return bad;
+  return read_kv_numbers(o, at, out);
+}
+
+// Reads an array of KV operations under the per-call limits.
+std::optional<Refusal> read_kv_ops(const json& arr, const char* name, bool in_txn,
+                                   std::vector<KvOp>* out) {
+  size_t ops_max = in_txn ? kTxnKvOpsMax : kKvOpsMax;
+  size_t keys_max = in_txn ? kTxnKvKeysMax : kKvKeysMax;
+  if (arr.size() > ops_max) {
+    return kv_refusal("kv_too_many_ops", std::string(name) + " has more than " +
+                                             std::to_string(ops_max) + " operations");
+  }
+  size_t keys = 0;
+  out->resize(arr.size());
+  for (size_t i = 0; i < arr.size(); ++i) {
+    if (auto bad = read_kv_op(arr[i], indexed(name, i), in_txn, &(*out)[i])) return bad;
+    keys += (*out)[i].op == KvOpKind::get_many ? (*out)[i].keys.size() : 1;
+  }
+  if (keys > keys_max) {
+    return kv_refusal("kv_too_many_keys", std::string(name) + " touches more than " +
+                                              std::to_string(keys_max) + " keys");
+  }
+  return std::nullopt;
+}
+
+std::string iso_or_empty(int64_t us) {
+  return us == 0 ? std::string() : format_iso_us(us);
+}
+
+void render_kv_row(const KvRowView& row, JsonWriter& w) {
+  w.begin_object();
+  w.key("key").string(row.key);
+  w.key("value").raw(row.value);
+  w.key("version").number(row.version);
+  w.key("expiresAt").string_or_null(iso_or_empty(row.expires_us));
+  w.key("updatedAt").string_or_null(iso_or_empty(row.updated_us));
+  w.end_object();
+}
+
+void render_kv_rows(const std::vector<KvRowView>& rows, JsonWriter& w) {
+  w.begin_array();
+  for (const KvRowView& row : rows) render_kv_row(row, w);
+  w.end_array();
+}
+
+// The fields of one KV result (inside an object the caller opened).
+void render_kv_fields(const KvResult& r, JsonWriter& w) {
+  w.key("op").string(kv_op_name(r.op));
+  if (r.op == KvOpKind::get) {
+    w.key("key").string(r.row.key);
+    w.key("found").boolean(r.found);
+    w.key("value").raw(r.found ? r.row.value : "null");
+    w.key("version").number(r.found ? r.row.version : 0);
+    w.key("expiresAt").string_or_null(iso_or_empty(r.row.expires_us));
+    w.key("updatedAt").string_or_null(iso_or_empty(r.row.updated_us));
+    return;
+  }
+  if (r.op == KvOpKind::get_many || r.op == KvOpKind::get_prefix) {
+    w.key("rows");
+    render_kv_rows(r.rows, w);
+    if (r.op == KvOpKind::get_many) {
+      w.key("missing").begin_array();
+      for (const auto& k : r.missing) w.string(k);
+      w.end_array();
+    } else {
+      w.key("nextAfter").string_or_null(r.next_after);
+    }
+    w.key("truncated").boolean(r.truncated);
+    return;
+  }
+  w.key("applied").boolean(r.applied);
+  if (!r.reason.empty()) w.key("reason").string(r.reason);
+  w.key("key").string(r.row.key);
+  w.key("value").raw(r.row.value);
+  w.key("version").number(r.row.version);
+}
+
+// The body of a lost required precondition (without the closing brace).
+void render_kv_precondition(uint32_t failed_index, const std::string& kv_reason,
+                            const KvRowView& row, JsonWriter& w) {
+  w.key("ok").boolean(false);
+  w.key("reason").string("kv_precondition");
+  w.key("failedIndex").number(failed_index);
+  w.key("kvReason").string(kv_reason);
+  w.key("version").number(row.version);
+  w.key("value").raw(row.value);
+}
+
+HttpAnswer render_kv(const KvReply& reply) {
+  JsonWriter w;
+  if (!reply.ok) {
+    w.begin_object();
+    render_kv_precondition(reply.failed_index, reply.kv_reason, reply.failed_row, w);
+    w.end_object();
+    return HttpAnswer{200, w.take(), 0};
+  }
+  w.begin_array();
+  for (const KvResult& r : reply.results) {
+    w.begin_object();
+    w.key("index").number(r.index);
+    render_kv_fields(r, w);
+    w.end_object();
+  }
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// The single-key routes: GET answers the row (404 when absent) with an ETag.
+HttpAnswer render_kv_single(const KvReply& reply) {
+  if (!reply.ok || reply.results.empty()) return render_kv(reply);
+  const KvResult& r = reply.results.front();
+  JsonWriter w;
+  if (r.op == KvOpKind::get && !r.found) {
+    return family_error(404, "kv_not_found", "absent", "no such key");
+  }
+  w.begin_object();
+  render_kv_fields(r, w);
+  w.end_object();
+  HttpAnswer a{200, w.take(), 0};
+  if (r.op == KvOpKind::get || r.applied) a.etag = "\"" + std::to_string(r.row.version) + "\"";
+  return a;
+}
+
+// ---------- locks ----------
+
+constexpr size_t kLockOpsMax = 64;
+constexpr uint32_t kLockLimitMax = 1024;
+constexpr size_t kLockNameBytesMax = 256;
+
+Refusal lock_refusal(std::string reason, std::string detail) {
+  return Refusal{400, "locks_bad_request", std::move(reason), std::move(detail)};
+}
+
+std::optional<LockOpKind> lock_op_kind(const std::string& s) {
+  if (s == "acquire") return LockOpKind::acquire;
+  if (s == "renew") return LockOpKind::renew;
+  if (s == "release") return LockOpKind::release;
+  if (s == "get") return LockOpKind::get;
+  return std::nullopt;
+}
+
+const char* lock_op_name(LockOpKind k) {
+  switch (k) {
+    case LockOpKind::acquire:
+      return "acquire";
+    case LockOpKind::renew:
+      return "renew";
+    case LockOpKind::release:
+      return "release";
+    case LockOpKind::get:
+      return "get";
+  }
+  return "get";
+}
+
+std::optional<Refusal> read_lock_numbers(const json& o, const std::string& at, LockOp* out) {
+  FieldReader r(o, at);
+  auto ttl = r.opt_non_negative("ttlSeconds");
+  auto limit = r.opt_non_negative("limit");
+  auto slot = r.opt_non_negative("slot");
+  auto token = r.opt_non_negative("token");
+  if (!r.ok()) return lock_refusal("locks_bad_field", r.error());
+  if (ttl) {
+    if (*ttl < 1 || *ttl > 86400 * 365) {
+      return lock_refusal("locks_bad_ttl", at + ".ttlSeconds must be a positive integer");
+    }
+    out->ttl_s = *ttl;
+  }
+  if (limit) {
+    if (*limit < 1 || *limit > kLockLimitMax) {
+      return lock_refusal("locks_bad_limit", at + ".limit must be an integer from 1 to 1024");
+    }
+    out->limit = static_cast<uint32_t>(*limit);
+  }
+  if (slot) {
+    if (*slot >= kLockLimitMax) return lock_refusal("locks_bad_slot", at + ".slot is too big");
+    out->slot = static_cast<uint32_t>(*slot);
+  }
+  if (token) out->token = static_cast<uint64_t>(*token);
+  return std::nullopt;
+}
+
+std::optional<Refusal> read_lock_op(const json& o, const std::string& at, IdSource& ids,
+                                    LockOp* out) {
+  if (!o.is_object()) return lock_refusal("locks_bad_field", at + " must be an object");
+  FieldReader r(o, at);
+  std::string op = r.required_string("op", /*allow_empty=*/false);
+  out->name = r.required_string("name", /*allow_empty=*/true);
+  auto owner = r.opt_string("owner");
+  if (!r.ok()) return lock_refusal("locks_bad_field", r.error());
+  auto kind = lock_op_kind(op);
+  if (!kind) return lock_refusal("locks_bad_op", at + ".op " + op + " is not a lock operation");
+  out->op = *kind;
+  if (out->name.empty() || out->name.size() > kLockNameBytesMax ||
+      out->name.find('#') != std::string::npos) {
+    return lock_refusal("locks_bad_name", at + ".name must be 1 to 256 bytes without '#'");
+  }
+  if (owner && !owner->empty()) {
+    out->owner = std::move(*owner);
+  } else if (out->op == LockOpKind::acquire) {
+    out->owner = uuid_to_string(random_uuid(ids));
+  }
+  return read_lock_numbers(o, at, out);
+}
+
+void render_lock_guard(const LockResult& r, JsonWriter& w) {
+  w.key("guard").begin_object();
+  w.key("op").string("check");
+  w.key("ns").string("queen-locks");
+  w.key("key").string(r.name + "#" + std::to_string(r.slot));
+  w.key("expect").number(r.token);
+  w.key("required").boolean(true);
+  w.end_object();
+}
+
+void render_lock_holders(const std::vector<LockHolder>& holders, JsonWriter& w) {
+  w.key("holders").begin_array();
+  for (const LockHolder& h : holders) {
+    w.begin_object();
+    w.key("slot").number(h.slot);
+    w.key("owner").string(h.owner);
+    w.key("token").number(h.token);
+    w.key("expiresAt").string_or_null(iso_or_empty(h.expires_us));
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void render_lock_result(const LockResult& r, JsonWriter& w) {
+  static const char* kVerb[] = {"acquired", "renewed", "released", "ok"};
+  w.begin_object();
+  w.key("index").number(r.index);
+  w.key("op").string(lock_op_name(r.op));
+  w.key("name").string(r.name);
+  w.key(kVerb[static_cast<int>(r.op)]).boolean(r.ok);
+  if (!r.reason.empty()) w.key("reason").string(r.reason);
+  bool holds = r.ok && (r.op == LockOpKind::acquire || r.op == LockOpKind::renew);
+  if (holds) {
+    w.key("slot").number(r.slot);
+    w.key("token").number(r.token);
+    w.key("owner").string(r.owner);
+    w.key("expiresAt").string_or_null(iso_or_empty(r.expires_us));
+    w.key("already").boolean(r.already);
+    render_lock_guard(r, w);
+  }
+  if (!holds || r.op == LockOpKind::get) render_lock_holders(r.holders, w);
+  w.end_object();
+}
+
+HttpAnswer render_locks(const LockReply& reply) {
+  JsonWriter w;
+  w.begin_array();
+  for (const LockResult& r : reply.results) render_lock_result(r, w);
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// ---------- timers ----------
+
+constexpr size_t kTimerOpsMax = 256;
+constexpr int64_t kTimerHorizonMs = 90LL * 86400 * 1000;
+constexpr size_t kTimerPayloadBytesMax = 1024 * 1024;
+
+Refusal timer_refusal(std::string reason, std::string detail) {
+  return Refusal{400, "timers_bad_request", std::move(reason), std::move(detail)};
+}
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  if (bits >= 6) return std::nullopt;  // a lone trailing character
+  return out;
+}
+
+// Decoded JSON is stored compact; other bytes are stored as a JSON string.
+std::string payload_json(const std::string& decoded) {
+  if (json_depth(decoded, kJsonDepthMax) <= kJsonDepthMax) {
+    try {
+      return json::parse(decoded).dump();
+    } catch (const json::exception&) {
+    }
+  }
+  return json(utf8_lossy(decoded)).dump();
+}
+
+std::optional<TimerOpKind> timer_op_kind(const std::string& s) {
+  if (s == "schedule") return TimerOpKind::schedule;
+  if (s == "reschedule") return TimerOpKind::reschedule;
+  if (s == "cancel") return TimerOpKind::cancel;
+  return std::nullopt;
+}
+
+std::optional<Refusal> timer_owned_field(const json& o, const std::string& at) {
+  static const char* kOwned[] = {"producerSub", "messageId", "deliverAt", "attempts", "tenant"};
+  for (const auto& [k, v] : o.items()) {
+    bool owned = !k.empty() && k[0] == '_';
+    for (const char* name : kOwned) owned = owned || k == name;
+    if (owned) {
+      return Refusal{400, "timers_server_owned_field", "timers_server_owned_field",
+                     at + "." + k + " is set by the server"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> read_timer_payload(const json& o, const std::string& at, bool in_txn,
+                                          TimerOp* out) {
+  if (field(o, "payloadZstd") != nullptr) {
+    return timer_refusal("timers_unsupported", at + ".payloadZstd is not supported");
+  }
+  const json* p = field(o, "payload");
+  if (p == nullptr) return std::nullopt;
+  if (!p->is_string()) return timer_refusal("timers_bad_field", at + ".payload must be base64");
+  auto decoded = base64_decode(p->get_ref<const std::string&>());
+  if (!decoded) return timer_refusal("timers_bad_payload", at + ".payload is not valid base64");
+  if (!in_txn && decoded->size() > kTimerPayloadBytesMax) {
+    return Refusal{413, "payload_too_large", "timers_payload_too_large",
+                   at + ".payload decodes to more than 1 MiB"};
+  }
+  out->payload = payload_json(*decoded);
+  return std::nullopt;
+}
+
+std::optional<Refusal> read_timer_op(const json& o, const std::string& at, bool in_txn,
+                                     int64_t now_ms, IdSource& ids, TimerOp* out) {
+  if (!o.is_object()) return timer_refusal("timers_bad_field", at + " must be an object");
+  if (auto owned = timer_owned_field(o, at)) return owned;
+  FieldReader r(o, at);
+  std::string op = r.required_string("op", /*allow_empty=*/false);
+  out->queue = r.required_string("queue", /*allow_empty=*/false);
+  out->timer_key = r.required_string("timerKey", /*allow_empty=*/false);
+  auto partition = r.opt_string("partition");
+  auto txn = r.opt_string("txn");
+  auto delay = r.opt_non_negative("delayMs");
+  if (!r.ok()) return timer_refusal("timers_bad_field", r.error());
+  auto kind = timer_op_kind(op);
+  if (!kind) return timer_refusal("timers_bad_op", at + ".op " + op + " is not a timer op");
+  out->op = *kind;
+  if (partition && !partition->empty()) out->partition = *partition;
+  if (out->queue.size() + out->partition.size() > kNameBytesMax) {
+    return Refusal{413, "name_too_long", "name_too_long", at + ".queue and partition too long"};
+  }
+  out->delay_ms = delay.value_or(0);
+  if (!in_txn && out->op != TimerOpKind::cancel && out->delay_ms > kTimerHorizonMs) {
+    return Refusal{403, "timer_horizon_exceeded", "timer_horizon_exceeded",
+                   at + ".delayMs is beyond the 90-day horizon"};
+  }
+  out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
+  out->check_txn = out->op == TimerOpKind::cancel && txn && !txn->empty();
+  bool has_txn = txn && !txn->empty();
+  out->txn = has_txn ? std::move(*txn) : uuid_to_string(out->message_id);
+  out->txn_hash = hash_transaction_id(out->txn);
+  return read_timer_payload(o, at, in_txn, out);
+}
+
+std::optional<Refusal> read_timer_ops(const json& arr, const char* name, bool in_txn, IdSource& ids,
+                                      std::vector<TimerOp>* out) {
+  if (!in_txn && arr.size() > kTimerOpsMax) {
+    return timer_refusal("timers_too_many_ops", std::string(name) + " has more than 256 ops");
+  }
+  int64_t now_ms = ids.now_ms();
+  out->resize(arr.size());
+  for (size_t i = 0; i < arr.size(); ++i) {
+    if (auto bad = read_timer_op(arr[i], indexed(name, i), in_txn, now_ms, ids, &(*out)[i])) {
+      return bad;
+    }
+  }
+  return std::nullopt;
+}
+
+// The fields of one timer result (inside an object the caller opened).
+void render_timer_fields(const TimerResult& r, JsonWriter& w) {
+  w.key("ok").boolean(r.ok);
+  w.key("status").string(r.status);
+  w.key("queue").string(r.queue);
+  w.key("timerKey").string(r.timer_key);
+  w.key("txn").string(r.txn);
+  w.key("messageId").string_or_null(r.message_id.is_nil() ? "" : uuid_to_string(r.message_id));
+  w.key("deliverAt").string_or_null(iso_or_empty(r.deliver_at_us));
+}
+
+HttpAnswer render_timers(const TimerReply& reply) {
+  JsonWriter w;
+  w.begin_array();
+  for (const TimerResult& r : reply.results) {
+    w.begin_object();
+    w.key("index").number(r.index);
+    render_timer_fields(r, w);
+    w.end_object();
+  }
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+void render_timer_view(const TimerView& t, JsonWriter& w) {
+  w.begin_object();
+  w.key("queue").string(t.queue);
+  w.key("timerKey").string(t.timer_key);
+  w.key("partition").string(t.partition);
+  w.key("txn").string(t.txn);
+  w.key("messageId").string(uuid_to_string(t.message_id));
+  w.key("deliverAt").string(format_iso_us(t.deliver_at_us));
+  w.key("attempts").number(t.attempts);
+  w.key("payload").raw(t.payload);
+  w.end_object();
+}
+
+// One shape for peek, list and count: {found, count, timers, nextAfter}.
+HttpAnswer render_timer_query(const TimerQueryReply& reply) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("found").boolean(reply.found);
+  w.key("count").number(reply.count);
+  w.key("timers").begin_array();
+  for (const TimerView& t : reply.timers) render_timer_view(t, w);
+  w.end_array();
+  w.key("nextAfter").string_or_null(reply.timers.empty() ? "" : reply.timers.back().timer_key);
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// ---------- transactions ----------
+
+constexpr size_t kTxnPositionsMax = 16384;
+
+// Reads operations[i]: an ack, or a push with `items` or one inline item.
+std::optional<Parsed> read_txn_operation(const json& o, size_t i, int64_t now_ms, IdSource& ids,
+                                         TxnOperation* out) {
+  std::string at = indexed("operations", i);
+  if (!o.is_object()) return bad_request(at + " must be an object");
+  FieldReader r(o, at);
+  std::string type = r.required_string("type", /*allow_empty=*/false);
+  if (!r.ok()) return bad_request(r.error());
+  if (type == "kv" || type == "timer" || type == "timers" || o.contains("kv") ||
+      o.contains("timers")) {
+    return bad_request(at + ": kv and timers belong in the top-level kv and timers arrays");
+  }
+  if (type == "ack") {
+    AckItem item;
+    std::string error = read_ack_item(o, at, std::nullopt, &item);
+    if (!error.empty()) return bad_request(error);
+    out->is_ack = true;
+    out->ack = TxnAck{item.transaction_id, item.txn_hash, item.partition_id, item.lease_id,
+                      item.status,         item.error,    item.group};
+    return std::nullopt;
+  }
+  if (type != "push") return bad_request(at + ".type must be ack or push");
+  const json* items = field(o, "items");
+  if (items != nullptr && !items->is_array()) return bad_request(at + ".items must be an array");
+  json single = json::array({o});
+  const json& list = items != nullptr ? *items : single;
+  if (list.empty()) return bad_request(at + ".items must not be empty");
+  out->items.resize(list.size());
+  for (size_t k = 0; k < list.size(); ++k) {
+    std::string item_at = items != nullptr ? indexed(at + ".items", k) : at;
+    if (auto refused = read_push_item(list[k], item_at, now_ms, ids, &out->items[k])) {
+      return refused;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Parsed> read_position(const json& o, size_t i, PositionOp* out) {
+  std::string at = indexed("positions", i);
+  if (!o.is_object()) return bad_request(at + " must be an object");
+  FieldReader r(o, at);
+  out->queue = r.required_string("queue", /*allow_empty=*/false);
+  auto group = r.opt_string("consumerGroup");
+  auto partition = r.opt_string("partition");
+  auto offset = r.opt_non_negative("offset");
+  if (!r.ok()) return bad_request(r.error());
+  if (group && !group->empty()) out->group = *group;
+  if (partition && !partition->empty()) out->partition = *partition;
+  if (offset) out->offset = Offset(static_cast<uint64_t>(*offset));
+  if (out->queue.size() + std::max(out->group.size(), out->partition.size()) > kNameBytesMax) {
+    return name_too_long(at + ".queue and partition or group are");
+  }
+  return std::nullopt;
+}
+
+std::optional<Parsed> read_required_leases(const json& arr, TxnCmd* cmd) {
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Uuid id;
+    if (!arr[i].is_string() || !uuid_from_string(arr[i].get<std::string>(), &id)) {
+      return bad_request(indexed("requiredLeases", i) + " must be a lease id (UUID)");
+    }
+    cmd->required_leases.push_back(id);
+  }
+  return std::nullopt;
+}
+
+// An ack without its own lease takes the single lease named across the call, if there is one.
+void resolve_ack_leases(TxnCmd* cmd) {
+  std::optional<LeaseId> single;
+  bool several = false;
+  auto note = [&](const LeaseId& id) {
+    if (single && *single != id) several = true;
+    single = id;
+  };
+  for (const LeaseId& id : cmd->required_leases) note(id);
+  for (const TxnOperation& op : cmd->operations) {
+    if (op.is_ack && op.ack.lease_id) note(*op.ack.lease_id);
+  }
+  if (!single || several) return;
+  for (TxnOperation& op : cmd->operations) {
+    if (op.is_ack && !op.ack.lease_id) op.ack.lease_id = single;
+  }
+}
+
+struct TxnArrays {
+  const json* operations;
+  const json* kv;
+  const json* timers;
+  const json* positions;
+  const json* leases;
+};
+
+std::optional<Parsed> read_txn_arrays(const json& doc, TxnArrays* a) {
+  const std::pair<const char*, const json**> fields[] = {{"operations", &a->operations},
+                                                         {"kv", &a->kv},
+                                                         {"timers", &a->timers},
+                                                         {"positions", &a->positions},
+                                                         {"requiredLeases", &a->leases}};
+  for (const auto& [name, slot] : fields) {
+    if (auto error = array_field(doc, name, slot)) return bad_request(*error);
+  }
+  if (a->operations->empty() && a->kv->empty() && a->timers->empty() && a->positions->empty()) {
+    return bad_request("one of operations, kv, timers or positions must be a non-empty array");
+  }
+  if (a->positions->size() > kTxnPositionsMax) {
+    return bad_request("positions has more than " + std::to_string(kTxnPositionsMax) + " items");
+  }
+  return std::nullopt;
+}
+
+std::optional<Parsed> read_txn_body(const json& doc, IdSource& ids, TxnCmd* cmd) {
+  TxnArrays a{};
+  if (auto bad = read_txn_arrays(doc, &a)) return bad;
+  int64_t now_ms = ids.now_ms();
+  cmd->operations.resize(a.operations->size());
+  for (size_t i = 0; i < a.operations->size(); ++i) {
+    auto bad = read_txn_operation((*a.operations)[i], i, now_ms, ids, &cmd->operations[i]);
+    if (bad) return bad;
+  }
+  if (auto bad = read_kv_ops(*a.kv, "kv", /*in_txn=*/true, &cmd->kv)) return refuse(*bad);
+  if (auto bad = read_timer_ops(*a.timers, "timers", /*in_txn=*/true, ids, &cmd->timers)) {
+    return refuse(*bad);
+  }
+  cmd->positions.resize(a.positions->size());
+  for (size_t i = 0; i < a.positions->size(); ++i) {
+    if (auto bad = read_position((*a.positions)[i], i, &cmd->positions[i])) return bad;
+  }
+  if (auto bad = read_required_leases(*a.leases, cmd)) return bad;
+  resolve_ack_leases(cmd);
+  return std::nullopt;
+}
+
+const char* txn_type_name(TxnResultType t) {
+  switch (t) {
+    case TxnResultType::ack:
+      return "ack";
+    case TxnResultType::push:
+      return "push";
+    case TxnResultType::kv:
+      return "kv";
+    case TxnResultType::timer:
+      return "timer";
+    case TxnResultType::position:
+      return "position";
+  }
+  return "ack";
+}
+
+void render_txn_push_item(const PushResult& p, JsonWriter& w) {
+  w.key("success").boolean(p.status != PushStatus::error);
+  w.key("transactionId").string(p.transaction_id);
+  w.key("messageId").string(uuid_to_string(p.message_id));
+  w.key("queueName").string(p.queue);
+  w.key("partition").string(p.partition);
+  w.key("partitionId").string(std::to_string(p.partition_id.value));
+  w.key("offset").number(p.offset.value);
+  if (p.status == PushStatus::duplicate) w.key("duplicate").boolean(true);
+  if (p.status == PushStatus::error) w.key("error").string(p.error);
+}
+
+// A push operation renders its first item's fields, and every item under `items`.
+void render_txn_push(const TxnResult& r, JsonWriter& w) {
+  if (!r.pushes.empty()) render_txn_push_item(r.pushes.front(), w);
+  w.key("items").begin_array();
+  for (const PushResult& p : r.pushes) {
+    w.begin_object();
+    render_txn_push_item(p, w);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void render_txn_result(const TxnResult& r, JsonWriter& w) {
+  w.begin_object();
+  w.key("index").number(r.index);
+  w.key("type").string(txn_type_name(r.type));
+  if (r.type != TxnResultType::ack && r.type != TxnResultType::push) {
+    w.key("opIndex").number(r.op_index);
+  }
+  switch (r.type) {
+    case TxnResultType::ack:
+      w.key("success").boolean(r.ack.success);
+      w.key("transactionId").string(r.ack.transaction_id);
+      w.key("error").string_or_null(r.ack.error);
+      w.key("dlq").boolean(r.ack.dlq);
+      break;
+    case TxnResultType::push:
+      render_txn_push(r, w);
+      break;
+    case TxnResultType::kv:
+      render_kv_fields(r.kv, w);
+      break;
+    case TxnResultType::timer:
+      render_timer_fields(r.timer, w);
+      break;
+    case TxnResultType::position:
+      w.key("success").boolean(r.success);
+      break;
+  }
+  w.end_object();
+}
+
+HttpAnswer render_txn(const TxnReply& reply) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("transactionId").string(uuid_to_string(reply.transaction_id));
+  w.key("success").boolean(reply.success);
+  if (!reply.success) {
+    w.key("error").string(reply.error);
+    if (reply.reason == "kv_precondition") {
+      render_kv_precondition(reply.failed_index, reply.kv_reason, reply.failed_row, w);
+    } else {
+      w.key("reason").string(reply.reason);
+    }
+  }
+  w.key("results").begin_array();
+  if (reply.success) {
+    for (const TxnResult& r : reply.results) render_txn_result(r, w);
+  }
+  w.end_array();
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// ---------- consumer groups, DLQ replay, queues ----------
+
+const char* mode_name(SubscriptionMode m) {
+  switch (m) {
+    case SubscriptionMode::all:
+      return "all";
+    case SubscriptionMode::new_only:
+      return "new";
+    case SubscriptionMode::from_time:
+      return "timestamp";
+  }
+  return "all";
+}
+
+void render_group_summary(const GroupView& g, JsonWriter& w) {
+  w.begin_object();
+  w.key("name").string(g.group);
+  w.key("topics").begin_array().string(g.queue).end_array();
+  w.key("queueName").string(g.queue);
+  w.key("members").number(g.members);
+  w.key("partitionsWithLag").number(g.partitions_with_lag);
+  w.key("totalLag").number(g.total_lag);
+  w.key("maxTimeLag").number(g.max_time_lag_s);
+  w.key("state").string(g.max_time_lag_s > 300 ? "Lagging" : "Stable");
+  w.key("subscriptionMode").string(mode_name(g.mode));
+  w.key("subscriptionTimestamp").string_or_null(iso_or_empty(g.subscription_us));
+  w.end_object();
+}
+
+void render_group_partition(const GroupPartitionView& p, JsonWriter& w) {
+  w.begin_object();
+  w.key("partition").string(p.partition);
+  w.key("partitionId").string(std::to_string(p.partition_id.value));
+  w.key("workerId").string_or_null(lease_text(p.lease_id));
+  w.key("lastConsumedAt").string_or_null(iso_or_empty(p.last_consumed_us));
+  w.key("totalConsumed").number(p.total_consumed);
+  w.key("offsetLag").number(p.offset_lag);
+  w.key("timeLagSeconds").number(p.time_lag_s);
+  w.key("leaseActive").boolean(p.lease_active);
+  w.key("cursor").number(p.cursor.value);
+  w.end_object();
+}
+
+// Details: an object keyed by queue name.
+HttpAnswer render_group_details(const GroupsReply& reply) {
+  JsonWriter w;
+  w.begin_object();
+  for (const GroupView& g : reply.groups) {
+    w.key(g.queue).begin_object();
+    w.key("partitions").begin_array();
+    for (const GroupPartitionView& p : g.partitions) render_group_partition(p, w);
+    w.end_array();
+    w.key("totalLag").number(g.total_lag);
+    w.key("subscriptionMode").string(mode_name(g.mode));
+    w.end_object();
+  }
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// Details carry partitions and a list never does, so the reply tells them apart when the
+// route's hint is not at hand.
+HttpAnswer render_groups(const GroupsReply& reply, RenderAs as) {
+  bool details = std::any_of(reply.groups.begin(), reply.groups.end(),
+                             [](const GroupView& g) { return !g.partitions.empty(); });
+  if (as == RenderAs::group_details || details) return render_group_details(reply);
+  JsonWriter w;
+  w.begin_array();
+  for (const GroupView& g : reply.groups) render_group_summary(g, w);
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// One shape for delete, seek and subscription changes: the fields each of them names.
+HttpAnswer render_group_change(const GroupChangeReply& r) {
+  JsonWriter w;
+  w.begin_object();
+  if (r.group.empty()) {  // a queue deletion
+    w.key("deleted").boolean(true).key("queue").string(r.queue).key("existed").boolean(true);
+    w.end_object();
+    return HttpAnswer{200, w.take(), 0};
+  }
+  w.key("success").boolean(true);
+  w.key("consumerGroup").string(r.group);
+  if (!r.queue.empty()) w.key("queueName").string(r.queue);
+  w.key("deletedPartitions").number(r.partitions);
+  w.key("partitionsUpdated").number(r.partitions);
+  w.key("rowsUpdated").number(r.partitions);
+  w.key("updated").boolean(r.partitions > 0);
+  w.key("metadataDeleted").boolean(r.metadata_deleted);
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+HttpAnswer render_dlq_replay(const DlqReplayReply& r) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("success").boolean(r.success);
+  if (!r.success) {
+    w.key("error").string(r.error);
+    w.end_object();
+    return HttpAnswer{404, w.take(), 0};
+  }
+  w.key("messageId").string(uuid_to_string(r.push.message_id));
+  w.key("transactionId").string(r.push.transaction_id);
+  w.key("queue").string(r.push.queue);
+  w.key("partition").string(r.push.partition);
+  w.key("partitionId").string(std::to_string(r.push.partition_id.value));
+  w.key("offset").number(r.push.offset.value);
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+void render_queue_counts(const QueueView& q, JsonWriter& w) {
+  w.key("messages").begin_object();
+  w.key("total").number(q.messages);
+  w.key("pending").number(q.pending);
+  w.key("deadLetter").number(q.dlq);
+  w.end_object();
+}
+
+void render_queue_summary(const QueueView& q, JsonWriter& w) {
+  w.begin_object();
+  w.key("id").string(std::to_string(q.id.value));
+  w.key("name").string(q.name);
+  w.key("namespace").string_or_null(q.options.ns);
+  w.key("task").string_or_null(q.options.task);
+  w.key("createdAt").string(format_iso_us(q.created_us));
+  w.key("partitions").number(q.partition_count);
+  render_queue_counts(q, w);
+  w.end_object();
+}
+
+HttpAnswer render_queue_get(const QueueView& q) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").string(std::to_string(q.id.value));
+  w.key("name").string(q.name);
+  w.key("namespace").string_or_null(q.options.ns);
+  w.key("task").string_or_null(q.options.task);
+  w.key("createdAt").string(format_iso_us(q.created_us));
+  w.key("partitions").begin_array();
+  for (const auto& [name, next] : q.partitions) {
+    w.begin_object().key("name").string(name).key("messages").number(next).end_object();
+  }
+  w.end_array();
+  w.key("options");
+  render_options(q.options, w);
+  render_queue_counts(q, w);
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// A get lists its partitions and a list never does.
+HttpAnswer render_queues(const QueuesReply& reply) {
+  if (reply.queues.size() == 1 && !reply.queues.front().partitions.empty()) {
+    return render_queue_get(reply.queues.front());
+  }
+  JsonWriter w;
+  w.begin_object().key("queues").begin_array();
+  for (const QueueView& q : reply.queues) render_queue_summary(q, w);
+  w.end_array().end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+Parsed parse_subscription(const std::string& group, std::string_view body, int64_t timeout_ms,
+                          IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  FieldReader r(*doc, "");
+  auto ts = r.opt_string("subscriptionTimestamp");
+  if (!r.ok()) return bad_request(r.error());
+  if (!ts) return bad_request("Missing subscriptionTimestamp in request body");
+  auto us = parse_iso_us(*ts);
+  if (!us) return bad_request("subscriptionTimestamp must be an ISO-8601 time");
+  return to_node(ids, timeout_ms, SubscriptionCmd{group, *us});
+}
+
+Parsed parse_seek(const std::string& group, const std::string& queue, std::string_view body,
+                  int64_t timeout_ms, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body.empty() ? std::string_view("{}") : body, &error);
+  if (!doc) return bad_request(error);
+  FieldReader r(*doc, "");
+  auto to_end = r.opt_bool("toEnd");
+  auto ts = r.opt_string("timestamp");
+  if (!r.ok()) return bad_request(r.error());
+  SeekCmd cmd{group, queue, "", to_end.value_or(false), 0};
+  if (!cmd.to_end) {
+    if (!ts) return bad_request("Must specify either 'toEnd': true or 'timestamp'");
+    auto us = parse_iso_us(*ts);
+    if (!us) return bad_request("timestamp must be an ISO-8601 time");
+    cmd.timestamp_us = *us;
+  }
+  return to_node(ids, timeout_ms, cmd);
+}
+
+// ---------- messages ----------
+
+void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
+  std::string id = uuid_to_string(m.message_id);
+  w.begin_object();
+  w.key("id").string(id);
+  w.key("transactionId").string(m.transaction_id);
+  w.key("partitionId").string(std::to_string(m.partition_id.value));
+  w.key("queuePath").string(m.queue + "/" + m.partition);
+  w.key("queue").string(m.queue);
+  w.key("partition").string(m.partition);
+  w.key("offset").number(m.offset.value);
+  w.key("traceId").string_or_null(m.trace_id);
+  w.key("producerSub").null();
+  w.key("createdAt").string(format_iso_us(m.created_us));
+  if (with_payload) w.key("payload").raw(m.payload);
+  w.end_object();
+}
+
+HttpAnswer render_messages(const MessagesReply& reply, RenderAs as) {
+  JsonWriter w;
+  if (as == RenderAs::message_get) {
+    if (!reply.found || reply.messages.empty()) {
+      return error_answer(404, "message_not_found", "Message not found");
+    }
+    render_message_row(reply.messages.front(), /*with_payload=*/true, w);
+    return HttpAnswer{200, w.take(), 0};
+  }
+  w.begin_object().key("messages").begin_array();
+  for (const PopMessage& m : reply.messages) render_message_row(m, /*with_payload=*/false, w);
+  w.end_array().end_object();
+  return HttpAnswer{200, w.take(), 0};
 }
 
 }  // namespace
@@ -840,7 +1983,8 @@ Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource&
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();
   for (size_t i = 0; i < items->size(); ++i) {
-    if (auto refused = read_push_item((*items)[i], i, now_ms, ids, &cmd.items[i])) {
+    if (auto refused =
+            read_push_item((*items)[i], indexed("items", i), now_ms, ids, &cmd.items[i])) {
       return std::move(*refused);
     }
   }
@@ -962,9 +2106,240 @@ Parsed parse_health(const EdgeSettings& settings, IdSource& ids) {
   return to_node(ids, settings.stmt_timeout_ms, HealthCmd{});
 }
 
+// ---------- public: KV, locks, timers, transactions ----------
+
+Parsed parse_transaction(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  TxnCmd cmd;
+  cmd.transaction_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
+  if (auto refused = read_txn_body(*doc, ids, &cmd)) return std::move(*refused);
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_kv(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return answer_now(family_error(400, "kv_bad_request", "kv_bad_body", error));
+  const json* ops = field(*doc, "operations");
+  if (ops == nullptr || !ops->is_array() || ops->empty()) {
+    return refuse(kv_refusal("kv_bad_field", "operations must be a non-empty array"));
+  }
+  KvCmd cmd;
+  if (auto bad = read_kv_ops(*ops, "operations", /*in_txn=*/false, &cmd.ops)) return refuse(*bad);
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_kv_single(std::string_view method, const std::string& ns, const std::string& key,
+                       bool has_query, std::string_view body, const EdgeSettings& settings,
+                       IdSource& ids) {
+  if (has_query) return refuse(kv_refusal("kv_bad_request", "this route takes no query string"));
+  json doc = json::object();
+  if (method != "GET" && !body.empty()) {
+    std::string error;
+    auto parsed = parse_object(body, &error);
+    if (!parsed) return refuse(kv_refusal("kv_bad_body", error));
+    doc = std::move(*parsed);
+  }
+  for (const char* owned : {"op", "ns", "namespace", "key"}) {
+    if (doc.contains(owned)) {
+      return refuse(kv_refusal("kv_bad_field", std::string(owned) + " belongs in the path"));
+    }
+  }
+  doc["op"] = method == "GET" ? "get" : method == "PUT" ? "put" : "delete";
+  doc["ns"] = ns;
+  doc["key"] = key;
+  KvCmd cmd;
+  cmd.ops.resize(1);
+  if (auto bad = read_kv_op(doc, "request", /*in_txn=*/false, &cmd.ops[0])) return refuse(*bad);
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  p.render = RenderAs::kv_single;
+  return p;
+}
+
+Parsed parse_locks(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return answer_now(family_error(400, "locks_bad_request", "locks_bad_body", error));
+  const json* ops = field(*doc, "operations");
+  if (ops == nullptr || !ops->is_array() || ops->empty()) {
+    return refuse(lock_refusal("locks_bad_field", "operations must be a non-empty array"));
+  }
+  if (ops->size() > kLockOpsMax) {
+    return refuse(lock_refusal("locks_too_many_ops", "operations has more than 64 items"));
+  }
+  LockCmd cmd;
+  cmd.ops.resize(ops->size());
+  for (size_t i = 0; i < ops->size(); ++i) {
+    auto bad = read_lock_op((*ops)[i], indexed("operations", i), ids, &cmd.ops[i]);
+    if (bad) return refuse(*bad);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_timers(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return answer_now(family_error(400, "timers_bad_request", "timers_bad_body", error));
+  const json* ops = field(*doc, "operations");
+  if (ops == nullptr || !ops->is_array() || ops->empty()) {
+    return refuse(timer_refusal("timers_bad_field", "operations must be a non-empty array"));
+  }
+  TimerCmd cmd;
+  if (auto bad = read_timer_ops(*ops, "operations", /*in_txn=*/false, ids, &cmd.ops)) {
+    return refuse(*bad);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_timer_delete(const std::string& queue, const std::string& timer_key,
+                          const QueryParams& query, const EdgeSettings& settings, IdSource& ids) {
+  if (queue.empty() || timer_key.empty()) {
+    return refuse(timer_refusal("timers_bad_field", "queue and timerKey are required"));
+  }
+  TimerCmd cmd;
+  cmd.ops.resize(1);
+  TimerOp& op = cmd.ops[0];
+  op.op = TimerOpKind::cancel;
+  op.queue = queue;
+  op.timer_key = timer_key;
+  if (const std::string* txn = query_text(query, "txn")) {
+    op.txn = *txn;
+    op.txn_hash = hash_transaction_id(op.txn);
+    op.check_txn = true;
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_timer_query(const std::string& queue, const std::optional<std::string>& timer_key,
+                         const QueryParams& query, const EdgeSettings& settings, IdSource& ids) {
+  if (queue.empty()) return refuse(timer_refusal("timers_bad_field", "queue is required"));
+  TimerQueryCmd cmd;
+  cmd.queue = queue;
+  if (timer_key) {
+    cmd.kind = TimerQueryKind::peek;
+    cmd.timer_key = *timer_key;
+    return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  }
+  const std::string* mode = query_text(query, "mode");
+  if (mode && *mode != "count" && *mode != "list") {
+    return refuse(timer_refusal("timers_bad_field", "mode must be list or count"));
+  }
+  cmd.kind = mode && *mode == "count" ? TimerQueryKind::count : TimerQueryKind::list;
+  if (const std::string* prefix = query_text(query, "prefix")) cmd.prefix = *prefix;
+  if (const std::string* after = query_text(query, "after")) cmd.after = *after;
+  if (const std::string* limit = query_text(query, "limit")) {
+    auto v = parse_u64(*limit);
+    if (!v || *v < 1 || *v > 1000) {
+      return refuse(timer_refusal("timers_bad_field", "limit must be an integer from 1 to 1000"));
+    }
+    cmd.limit = static_cast<uint32_t>(*v);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+// ---------- public: consumer groups, DLQ replay, queues ----------
+
+Parsed parse_group_route(std::string_view method, const std::vector<std::string>& s,
+                         const QueryParams& query, std::string_view body,
+                         const EdgeSettings& settings, IdSource& ids) {
+  int64_t t = settings.stmt_timeout_ms;
+  if (s.empty()) return to_node(ids, t, GroupListCmd{});
+  const std::string& group = s[0];
+  if (method == "GET" && s.size() == 1) {
+    Parsed p = to_node(ids, t, GroupDetailsCmd{group});
+    p.render = RenderAs::group_details;
+    return p;
+  }
+  if (method == "DELETE" && (s.size() == 1 || (s.size() == 3 && s[1] == "queues"))) {
+    std::string error;
+    bool metadata = query_bool(query, "deleteMetadata", true, &error);
+    if (!error.empty()) return bad_request(error);
+    return to_node(ids, t, GroupDeleteCmd{group, s.size() == 3 ? s[2] : "", metadata});
+  }
+  if (method != "POST") return bad_request("no such consumer-group route");
+  if (s.size() == 2 && s[1] == "subscription") return parse_subscription(group, body, t, ids);
+  if (s.size() == 4 && s[1] == "queues" && s[3] == "seek") {
+    return parse_seek(group, s[2], body, t, ids);
+  }
+  if (s.size() == 6 && s[1] == "queues" && s[3] == "partitions" && s[5] == "seek") {
+    return to_node(ids, t, SeekCmd{group, s[2], s[4], true, 0});
+  }
+  return bad_request("no such consumer-group route");
+}
+
+Parsed parse_dlq_replay(const std::string& id, const EdgeSettings& settings, IdSource& ids) {
+  auto v = id.find_first_not_of("0123456789") == std::string::npos ? parse_u64(id) : std::nullopt;
+  if (!v) return bad_request("the dead letter id must be a decimal number");
+  DlqReplayCmd cmd;
+  cmd.dlq_id = *v;
+  cmd.message_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
+  return to_node(ids, settings.stmt_timeout_ms, cmd);
+}
+
+Parsed parse_queue_route(std::string_view method, const std::string& queue,
+                         const QueryParams& query, const EdgeSettings& settings, IdSource& ids) {
+  int64_t t = settings.stmt_timeout_ms;
+  if (queue.empty()) {
+    QueueListCmd cmd;
+    if (const std::string* ns = query_text(query, "namespace")) cmd.ns = *ns;
+    if (const std::string* task = query_text(query, "task")) cmd.task = *task;
+    return to_node(ids, t, cmd);
+  }
+  if (method == "DELETE") return to_node(ids, t, QueueDeleteCmd{queue});
+  return to_node(ids, t, QueueGetCmd{queue});
+}
+
+Parsed parse_message_browse(const QueryParams& q, const EdgeSettings& settings, IdSource& ids) {
+  MessageBrowseCmd cmd;
+  if (const std::string* v = query_text(q, "queue")) cmd.queue = *v;
+  if (const std::string* v = query_text(q, "partition")) cmd.partition = *v;
+  if (const std::string* v = query_text(q, "ns")) cmd.ns = *v;
+  if (const std::string* v = query_text(q, "namespace")) cmd.ns = *v;
+  if (const std::string* v = query_text(q, "task")) cmd.task = *v;
+  if (const std::string* v = query_text(q, "limit")) {
+    auto n = v->find_first_not_of("0123456789") == std::string::npos ? parse_u64(*v) : std::nullopt;
+    if (!n) return bad_request("limit must be a non-negative integer");
+    cmd.limit = static_cast<uint32_t>(std::clamp<uint64_t>(*n, 1, 1000));
+  }
+  const std::pair<const char*, int64_t*> times[] = {{"from", &cmd.from_us}, {"to", &cmd.to_us}};
+  for (const auto& [key, slot] : times) {
+    if (const std::string* v = query_text(q, key)) {
+      auto us = parse_iso_us(*v);
+      if (!us) return bad_request(std::string(key) + " must be an ISO-8601 time");
+      *slot = *us;
+    }
+  }
+  return to_node(ids, settings.stmt_timeout_ms, cmd);
+}
+
+Parsed parse_message_get(const std::string& partition_id, const std::string& transaction_id,
+                         const EdgeSettings& settings, IdSource& ids) {
+  bool digits = partition_id.find_first_not_of("0123456789") == std::string::npos;
+  auto pid = digits ? parse_u64(partition_id) : std::nullopt;
+  if (!pid) return bad_request("partitionId must be a string of decimal digits");
+  MessageGetCmd cmd{PartitionId(*pid), transaction_id, hash_transaction_id(transaction_id)};
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, cmd);
+  p.render = RenderAs::message_get;
+  return p;
+}
+
 // ---------- public: rendering ----------
 
-HttpAnswer render_reply(const Reply& reply) {
+HttpAnswer render_reply(const Reply& reply, RenderAs as) {
+  if (const auto* kv = std::get_if<KvReply>(&reply.body)) {
+    return as == RenderAs::kv_single ? render_kv_single(*kv) : render_kv(*kv);
+  }
+  if (const auto* txn = std::get_if<TxnReply>(&reply.body)) return render_txn(*txn);
+  if (const auto* locks = std::get_if<LockReply>(&reply.body)) return render_locks(*locks);
+  if (const auto* timers = std::get_if<TimerReply>(&reply.body)) return render_timers(*timers);
+  if (const auto* q = std::get_if<TimerQueryReply>(&reply.body)) return render_timer_query(*q);
+  if (const auto* g = std::get_if<GroupsReply>(&reply.body)) return render_groups(*g, as);
+  if (const auto* g = std::get_if<GroupChangeReply>(&reply.body)) return render_group_change(*g);
+  if (const auto* d = std::get_if<DlqReplayReply>(&reply.body)) return render_dlq_replay(*d);
+  if (const auto* q = std::get_if<QueuesReply>(&reply.body)) return render_queues(*q);
+  if (const auto* m = std::get_if<MessagesReply>(&reply.body)) return render_messages(*m, as);
   JsonWriter w;
   unsigned status = 200;
   if (const auto* e = std::get_if<ErrorReply>(&reply.body)) {

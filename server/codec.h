@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/node/command.h"
 #include "server/config.h"
@@ -28,6 +29,9 @@ constexpr size_t kTransactionIdBytesMax = 65535;
 constexpr uint32_t kPopBatchMax = 10000;
 constexpr uint32_t kPopBatchDefault = 200;
 constexpr uint32_t kPopPartitionsMax = 64;
+// What a pop with autopilot=true uses for batch and partitions when the client leaves them unset.
+constexpr uint32_t kAutopilotBatch = 200;
+constexpr uint32_t kAutopilotPartitions = 4;
 constexpr uint32_t kDlqLimitDefault = 100;
 constexpr int64_t kLeaseExtendSecondsMax = 86400;
 constexpr uint32_t kDlqLimitMax = 10000;
@@ -43,15 +47,23 @@ class IdSource {
 };
 
 struct HttpAnswer {
+  HttpAnswer(unsigned status_ = 200, std::string body_ = {}, int retry_after_s_ = 0)
+      : status(status_), body(std::move(body_)), retry_after_s(retry_after_s_) {}
+
   unsigned status = 200;
   std::string body;  // empty for 204
   int retry_after_s = 0;
+  std::string etag;  // sent as the ETag header when not empty
 };
+
+// How a reply is rendered when its type alone does not say (a single-key KV route).
+enum class RenderAs : uint8_t { standard, kv_single, group_details, message_get };
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
 struct Parsed {
   std::optional<CommandEnvelope> command;
   HttpAnswer answer;
+  RenderAs render = RenderAs::standard;  // hand it back to render_reply with the node's reply
 };
 
 // The per-server settings the parsers need.
@@ -79,7 +91,42 @@ Parsed parse_lease_extend(const std::string& lease_id, std::string_view body,
 Parsed parse_dlq_query(const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 Parsed parse_health(const EdgeSettings& settings, IdSource& ids);
 
-HttpAnswer render_reply(const Reply& reply);
+// POST /api/v1/transaction: operations (ack, push), kv, timers, positions, requiredLeases.
+Parsed parse_transaction(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+// POST /api/v1/kv {"operations":[...]}; errors {"error":"kv_bad_request","reason","detail"}.
+Parsed parse_kv(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+// GET, PUT and DELETE /api/v1/kv/:ns/:key (rendered with RenderAs::kv_single).
+Parsed parse_kv_single(std::string_view method, const std::string& ns, const std::string& key,
+                       bool has_query, std::string_view body, const EdgeSettings& settings,
+                       IdSource& ids);
+// POST /api/v1/locks {"operations":[...]}.
+Parsed parse_locks(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+// POST /api/v1/timers {"operations":[...]}; payloads are base64 of the message's JSON.
+Parsed parse_timers(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+// DELETE /api/v1/timers/:queue/:timerKey?txn=
+Parsed parse_timer_delete(const std::string& queue, const std::string& timer_key,
+                          const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
+// GET /api/v1/timers/:queue/:timerKey (peek) and GET /api/v1/timers/:queue (list or count).
+Parsed parse_timer_query(const std::string& queue, const std::optional<std::string>& timer_key,
+                         const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
+
+// /api/v1/consumer-groups[/...]: `segments` are the decoded path segments after it.
+Parsed parse_group_route(std::string_view method, const std::vector<std::string>& segments,
+                         const QueryParams& query, std::string_view body,
+                         const EdgeSettings& settings, IdSource& ids);
+// POST /api/v1/dlq/:id/replay
+Parsed parse_dlq_replay(const std::string& id, const EdgeSettings& settings, IdSource& ids);
+// GET /api/v1/resources/queues (queue empty), GET and DELETE /api/v1/resources/queues/:queue.
+Parsed parse_queue_route(std::string_view method, const std::string& queue,
+                         const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
+
+// GET /api/v1/messages (newest first; limit clamped to 1-1000).
+Parsed parse_message_browse(const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
+// GET /api/v1/messages/:partitionId/:transactionId (rendered with RenderAs::message_get).
+Parsed parse_message_get(const std::string& partition_id, const std::string& transaction_id,
+                         const EdgeSettings& settings, IdSource& ids);
+
+HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
 // {"error": message, "code": code} with `status`.
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message);
 

@@ -1,5 +1,6 @@
 #include "server/routes.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,124 @@ Parsed route_pop(std::string_view method, std::string_view path, const QueryPara
   return no_route(method, path);
 }
 
+constexpr std::string_view kKvPrefix = "/api/v1/kv/";
+constexpr std::string_view kTimersPrefix = "/api/v1/timers/";
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// GET, PUT and DELETE /api/v1/kv/:ns/:key
+Parsed route_kv_single(std::string_view method, std::string_view path, bool has_query,
+                       std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  auto segments = decoded_segments(path.substr(kKvPrefix.size()));
+  if (!segments)
+    return answer_now(error_answer(400, "bad_request", "bad percent-encoding in path"));
+  const auto& s = *segments;
+  if (s.size() != 2 || s[0].empty() || s[1].empty()) return no_route(method, path);
+  return parse_kv_single(method, s[0], s[1], has_query, body, settings, ids);
+}
+
+// GET /api/v1/timers/:queue[/:timerKey] and DELETE /api/v1/timers/:queue/:timerKey
+Parsed route_timers(std::string_view method, std::string_view path, const QueryParams& query,
+                    const EdgeSettings& settings, IdSource& ids) {
+  auto segments = decoded_segments(path.substr(kTimersPrefix.size()));
+  if (!segments)
+    return answer_now(error_answer(400, "bad_request", "bad percent-encoding in path"));
+  const auto& s = *segments;
+  if (s.empty() || s.size() > 2 || s[0].empty() || (s.size() == 2 && s[1].empty())) {
+    return no_route(method, path);
+  }
+  if (method == "DELETE") {
+    if (s.size() != 2) return no_route(method, path);
+    return parse_timer_delete(s[0], s[1], query, settings, ids);
+  }
+  std::optional<std::string> key;
+  if (s.size() == 2) key = s[1];
+  return parse_timer_query(s[0], key, query, settings, ids);
+}
+
+constexpr std::string_view kGroupsPath = "/api/v1/consumer-groups";
+constexpr std::string_view kQueuesPath = "/api/v1/resources/queues";
+constexpr std::string_view kDlqPrefix = "/api/v1/dlq/";
+constexpr std::string_view kReplaySuffix = "/replay";
+
+// The segments after `base` ("" or "/a/b"); nullopt when the path is not under it.
+std::optional<std::vector<std::string>> segments_after(std::string_view path, std::string_view base,
+                                                       bool* bad) {
+  if (!starts_with(path, base)) return std::nullopt;
+  std::string_view rest = path.substr(base.size());
+  if (rest.empty()) return std::vector<std::string>{};
+  if (rest[0] != '/') return std::nullopt;
+  auto s = decoded_segments(rest.substr(1));
+  if (!s) *bad = true;
+  return s ? s : std::vector<std::string>{};
+}
+
+// Consumer groups, DLQ replay and queue administration; nullopt when none matches.
+std::optional<Parsed> route_admin(std::string_view method, std::string_view path,
+                                  const QueryParams& query, std::string_view body,
+                                  const EdgeSettings& settings, IdSource& ids) {
+  bool bad = false;
+  auto undecodable = [] {
+    return answer_now(error_answer(400, "bad_request", "bad percent-encoding in path"));
+  };
+  if (auto s = segments_after(path, kGroupsPath, &bad)) {
+    if (bad) return undecodable();
+    for (const auto& seg : *s) {
+      if (seg.empty()) return no_route(method, path);
+    }
+    if (s->empty() && method != "GET") return no_route(method, path);
+    return parse_group_route(method, *s, query, body, settings, ids);
+  }
+  if (auto s = segments_after(path, kQueuesPath, &bad)) {
+    if (bad) return undecodable();
+    if (s->size() > 1 || (s->size() == 1 && (*s)[0].empty())) return no_route(method, path);
+    if (method == "DELETE" && s->empty()) return no_route(method, path);
+    if (method != "GET" && method != "DELETE") return no_route(method, path);
+    return parse_queue_route(method, s->empty() ? "" : (*s)[0], query, settings, ids);
+  }
+  if (method == "GET") {
+    if (auto s = segments_after(path, "/api/v1/messages", &bad)) {
+      if (bad) return undecodable();
+      if (s->empty()) return parse_message_browse(query, settings, ids);
+      if (s->size() == 2 && !(*s)[0].empty() && !(*s)[1].empty()) {
+        return parse_message_get((*s)[0], (*s)[1], settings, ids);
+      }
+      return no_route(method, path);
+    }
+  }
+  if (method == "POST" && starts_with(path, kDlqPrefix) &&
+      path.size() > kDlqPrefix.size() + kReplaySuffix.size() &&
+      path.substr(path.size() - kReplaySuffix.size()) == kReplaySuffix) {
+    std::string_view id =
+        path.substr(kDlqPrefix.size(), path.size() - kDlqPrefix.size() - kReplaySuffix.size());
+    return parse_dlq_replay(std::string(id), settings, ids);
+  }
+  return std::nullopt;
+}
+
+// The routes of KV, locks, timers and transactions; nullopt when none matches.
+std::optional<Parsed> route_state(std::string_view method, std::string_view path, bool has_query,
+                                  const QueryParams& query, std::string_view body,
+                                  const EdgeSettings& settings, IdSource& ids) {
+  if (method == "POST") {
+    if (path == "/api/v1/transaction") return parse_transaction(body, settings, ids);
+    if (path == "/api/v1/kv") return parse_kv(body, settings, ids);
+    if (path == "/api/v1/locks") return parse_locks(body, settings, ids);
+    if (path == "/api/v1/timers") return parse_timers(body, settings, ids);
+    return std::nullopt;
+  }
+  bool kv_method = method == "GET" || method == "PUT" || method == "DELETE";
+  if (kv_method && starts_with(path, kKvPrefix)) {
+    return route_kv_single(method, path, has_query, body, settings, ids);
+  }
+  if ((method == "GET" || method == "DELETE") && starts_with(path, kTimersPrefix)) {
+    return route_timers(method, path, query, settings, ids);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Parsed route_request(std::string_view method, std::string_view target, std::string_view body,
@@ -61,6 +180,13 @@ Parsed route_request(std::string_view method, std::string_view target, std::stri
   if (method == "OPTIONS") return answer_now(HttpAnswer{204, "", 0});
   auto query = parse_query(raw_query);
   if (!query) return answer_now(error_answer(400, "bad_request", "bad query string encoding"));
+  bool has_query = question != std::string_view::npos;
+  if (auto state = route_state(method, path, has_query, *query, body, settings, ids)) {
+    return std::move(*state);
+  }
+  if (auto admin = route_admin(method, path, *query, body, settings, ids)) {
+    return std::move(*admin);
+  }
 
   if (method == "GET") {
     if (path == "/health") return parse_health(settings, ids);
