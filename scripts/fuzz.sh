@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) in build-fuzz/ and runs each one over
 # its seed corpus from fuzz/corpus/. Usage: scripts/fuzz.sh [seconds per target, default 20]
-# A long run: scripts/fuzz.sh 3600
+# A long run: scripts/fuzz.sh 3600. Targets: the qlog record and entry decoders, the Raft
+# message decoder, the recovery scan, HTTP parsing and routing (http_fuzz) and every JSON
+# command parser of the edge (json_fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
@@ -14,7 +16,7 @@ fi
 cmake -S . -B build-fuzz -G Ninja -DQUEEN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j2
-for target in record_fuzz raft_message_fuzz recovery_fuzz; do
+for target in record_fuzz raft_message_fuzz recovery_fuzz http_fuzz json_fuzz; do
   work=$(mktemp -d)
   cp fuzz/corpus/$target/* "$work"/
   echo "fuzz: $target for ${seconds}s"

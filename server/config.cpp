@@ -134,6 +134,38 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   return read_bool(lookup, "QUEEN_CONSUME_FAST", &node->consume_fast);
 }
 
+// QUEEN_RAFT_ADMIT_MAX_MB: 0 is meaningful (admission off); unset keeps the reference's
+// default of max(128 MiB, (pipeline + 2) x batch bytes).
+void read_admission(const EnvLookup& lookup, ServerConfig* config) {
+  const NodeConfig& node = config->node;
+  uint64_t derived = (static_cast<uint64_t>(node.pipeline_max) + 2) * node.batch_bytes_max;
+  config->admit_bytes_max = std::max(kAdmitBytesFloor, derived);
+  if (auto text = non_empty(lookup, "QUEEN_RAFT_ADMIT_MAX_MB")) {
+    auto v = parse_i64(*text);
+    if (v && *v >= 0) {
+      config->admit_bytes_max = static_cast<uint64_t>(*v) << 20;
+    } else {
+      real::log_line(LogLevel::warn, "config",
+                     "QUEEN_RAFT_ADMIT_MAX_MB=" + *text + " ignored: not a non-negative integer");
+    }
+  }
+  read_positive(lookup, "QUEEN_RAFT_ADMIT_HOLD_MS", &config->admit_hold_ms);
+}
+
+void read_edge_limits(const EnvLookup& lookup, ServerConfig* config) {
+  read_positive(lookup, "QUEEN_HTTP_HEADER_TIMEOUT_MS", &config->header_timeout_ms);
+  read_positive(lookup, "QUEEN_HTTP_BODY_TIMEOUT_MS", &config->body_timeout_ms);
+  read_positive(lookup, "QUEEN_HTTP_IDLE_TIMEOUT_MS", &config->idle_timeout_ms);
+  read_admission(lookup, config);
+  read_positive(lookup, "QUEEN_RAFT_DISK_HIGH_PCT", &config->disk_high_pct);
+  read_positive(lookup, "QUEEN_RAFT_DISK_LOW_PCT", &config->disk_low_pct);
+  config->disk_low_pct = std::min(config->disk_low_pct, config->disk_high_pct);
+  read_positive(lookup, "QUEEN_RAFT_DISK_CHECK_MS", &config->disk_check_ms);
+  config->disk_check_ms = std::clamp(config->disk_check_ms, kDiskCheckMsMin, kDiskCheckMsMax);
+  if (auto file = non_empty(lookup, "QUEEN_TEST_DISK_PCT_FILE")) config->test_disk_pct_file = *file;
+  read_positive(lookup, "QUEEN_TEST_PUSH_DELAY_MS", &config->test_push_delay_ms);
+}
+
 }  // namespace
 
 std::optional<bool> parse_bool(const std::string& text) {
@@ -155,6 +187,7 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
   config.http_threads = std::clamp(config.http_threads, 1, 64);
   read_timeouts(lookup, &config);
+  read_edge_limits(lookup, &config);
   read_subscription_mode(lookup, &config);
   return config;
 }

@@ -24,9 +24,20 @@ struct ServerConfig {
   int64_t stmt_timeout_ms = 30000;         // QUEEN_STMT_TIMEOUT_MS
   int64_t pop_timeout_ms_default = 30000;  // POP_DEFAULT_TIMEOUT_MS / DEFAULT_TIMEOUT
   SubscriptionMode subscription_mode_default =
-      SubscriptionMode::new_only;       // DEFAULT_SUBSCRIPTION_MODE
-  size_t commands_queued_max = 16384;   // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
-  int http_threads = 2;                 // QUEEN_HTTP_THREADS
+      SubscriptionMode::new_only;      // DEFAULT_SUBSCRIPTION_MODE
+  size_t commands_queued_max = 16384;  // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
+  int http_threads = 2;                // QUEEN_HTTP_THREADS
+  int64_t header_timeout_ms = 10000;   // QUEEN_HTTP_HEADER_TIMEOUT_MS
+  int64_t body_timeout_ms = 30000;     // QUEEN_HTTP_BODY_TIMEOUT_MS
+  int64_t idle_timeout_ms = 120000;    // QUEEN_HTTP_IDLE_TIMEOUT_MS
+  // QUEEN_RAFT_ADMIT_MAX_MB (0: off); unset: max(128 MiB, (pipeline + 2) x batch bytes).
+  uint64_t admit_bytes_max = 0;
+  int64_t admit_hold_ms = 15000;        // QUEEN_RAFT_ADMIT_HOLD_MS (jittered by +-25%)
+  int disk_high_pct = 85;               // QUEEN_RAFT_DISK_HIGH_PCT
+  int disk_low_pct = 80;                // QUEEN_RAFT_DISK_LOW_PCT
+  int64_t disk_check_ms = 100;          // QUEEN_RAFT_DISK_CHECK_MS (10-60000)
+  std::string test_disk_pct_file;       // QUEEN_TEST_DISK_PCT_FILE (tests only)
+  int64_t test_push_delay_ms = 0;       // QUEEN_TEST_PUSH_DELAY_MS (tests only)
   LogLevel log_level = LogLevel::info;  // LOG_LEVEL
   bool log_json = false;                // QUEEN_LOG_JSON
   NodeConfig node;
@@ -34,6 +45,9 @@ struct ServerConfig {
 
 // The longest any deadline may be (long poll, push, statement).
 constexpr int64_t kTimeoutMsMax = 60000;
+constexpr uint64_t kAdmitBytesFloor = 128ull << 20;
+constexpr int64_t kDiskCheckMsMin = 10;
+constexpr int64_t kDiskCheckMsMax = 60000;
 
 // Looks a variable up; nullopt when unset. Tests pass a map, main passes getenv.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;

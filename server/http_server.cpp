@@ -24,10 +24,16 @@ using tcp = asio::ip::tcp;
 
 struct HttpServer::Shared {
   Shared(HttpServerOptions o, real::NodeDriver& d, ReplyRouter& r)
-      : options(std::move(o)), driver(d), router(r) {}
+      : options(std::move(o)),
+        driver(d),
+        router(r),
+        admission(options.admit_bytes_max),
+        disk(options.disk) {}
   HttpServerOptions options;
   real::NodeDriver& driver;
   ReplyRouter& router;
+  Admission admission;
+  DiskGate disk;
   std::atomic<size_t> connections{0};
 };
 
@@ -73,14 +79,35 @@ class EdgeIds final : public IdSource {
 };
 
 constexpr int kOverloadedRetryAfterS = 1;
+constexpr int kAdmitRetryAfterMinS = 1;
+constexpr int kAdmitRetryAfterMaxS = 5;
+constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
 
 // A request read from the connection, or an answer decided while reading it.
 struct Pending {
   http::request<http::string_body> request;
-  std::optional<HttpAnswer> refusal;  // 413 / 400 from the parser; the connection then closes
+  std::optional<HttpAnswer> refusal;  // 413 / 400 / 429 before the body; the connection closes
+  bool refusal_json = false;
+  uint64_t permit = 0;  // admission bytes held until the answer is written
 };
+
+using std::chrono::milliseconds;
+
+// `hold_ms` +-25%, so that waiters refused together do not come back together.
+int64_t jittered(int64_t hold_ms, IdSource& ids) {
+  int64_t quarter = hold_ms / 4;
+  if (quarter == 0) return hold_ms;
+  return hold_ms - quarter + static_cast<int64_t>(ids.random_u64() % (2 * quarter + 1));
+}
+
+HttpAnswer plain_answer(unsigned status, const char* text) {
+  HttpAnswer answer;
+  answer.status = status;
+  answer.body = text;
+  return answer;
+}
 
 void add_common_headers(http::response<http::string_body>& res) {
   res.set(http::field::server, "queen");
@@ -93,10 +120,17 @@ void add_common_headers(http::response<http::string_body>& res) {
 class Session final : public ReplyTarget, public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {}
+      : stream_(std::move(socket)),
+        shared_(std::move(shared)),
+        idle_timer_(stream_.get_executor()),
+        hold_timer_(stream_.get_executor()),
+        deadline_timer_(stream_.get_executor()) {}
 
   ~Session() override {
     cancel_held();
+    uint64_t permits = reading_permit_;
+    for (const Pending& p : pending_) permits += p.permit;
+    shared_->admission.release(permits);
     shared_->connections.fetch_sub(1);
   }
 
@@ -109,7 +143,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                [self = shared_from_this(), handle, reply = std::move(reply)]() mutable {
                  if (self->held_ != handle) return;
                  self->held_.reset();
-                 self->write_answer(render_reply(reply), "application/json");
+                 self->deadline_timer_.cancel();
+                 self->write_answer(render_reply(reply, self->held_render_), "application/json");
                });
   }
 
@@ -123,19 +158,93 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     parser_->body_limit(shared_->options.body_bytes_max);
     parser_->header_limit(shared_->options.header_bytes_max);
     reading_ = true;
+    if (buffer_.size() == 0) return wait_for_request();
+    read_header();
+  }
+
+  // Nothing of the next request has arrived: wait for its first byte without a buffer, so an
+  // idle keep-alive connection costs only its socket and this session.
+  void wait_for_request() {
+    waiting_idle_ = true;
+    arm_idle_timer();
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                  self->waiting_idle_ = false;
+                                  self->idle_timer_.cancel();
+                                  if (ec) return self->on_read(ec);
+                                  self->read_header();
+                                });
+  }
+
+  void arm_idle_timer() {
+    idle_timer_.expires_after(milliseconds(shared_->options.idle_timeout_ms));
+    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->waiting_idle_) return;
+      // A request is still at the node or being answered: the connection is not idle.
+      if (self->held_ || self->busy_ || !self->pending_.empty()) return self->arm_idle_timer();
+      self->close();
+    });
+  }
+
+  void read_header() {
+    stream_.expires_after(milliseconds(shared_->options.header_timeout_ms));
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
+  // The header is in: take admission permits for the body before reading it.
   void on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
+    Admission& admission = shared_->admission;
+    uint64_t bytes =
+        parser_->content_length().value_or(parser_->chunked() ? kChunkedPermitBytes : 0);
+    if (!admission.enabled() || bytes == 0) return after_admitted();
+    uint64_t permit = admission.permit_for(bytes);
+    auto ticket = admission.acquire(permit, [self = shared_from_this(), permit] {
+      asio::post(self->stream_.get_executor(), [self, permit] { self->on_admitted(permit); });
+    });
+    if (!ticket) {
+      reading_permit_ = permit;
+      return after_admitted();
+    }
+    admit_ticket_ = *ticket;
+    EdgeIds ids;
+    hold_timer_.expires_after(milliseconds(jittered(shared_->options.admit_hold_ms, ids)));
+    hold_timer_.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
+      if (!wait_ec) self->on_hold_elapsed();
+    });
+  }
+
+  void on_admitted(uint64_t permit) {
+    admit_ticket_.reset();
+    hold_timer_.cancel();
+    reading_permit_ = permit;
+    after_admitted();
+  }
+
+  // The budget stayed full for the whole hold: 429, and the unread body closes the connection.
+  void on_hold_elapsed() {
+    if (!admit_ticket_ || !shared_->admission.withdraw(*admit_ticket_)) return;  // granted
+    admit_ticket_.reset();
+    reading_ = false;
+    EdgeIds ids;
+    HttpAnswer answer = error_answer(429, "overloaded", "the admission budget stayed full");
+    answer.retry_after_s =
+        kAdmitRetryAfterMinS +
+        static_cast<int>(ids.random_u64() % (kAdmitRetryAfterMaxS - kAdmitRetryAfterMinS + 1));
+    refuse(answer, /*json=*/true);
+    if (!busy_) answer_front();
+  }
+
+  void after_admitted() {
     const auto& req = parser_->get();
     bool expects_continue = beast::iequals(req[http::field::expect], "100-continue");
     if (expects_continue && !busy_ && pending_.empty()) {
       // Nothing else is being written: tell the client to send its body now.
       auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                     req.version());
+      stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
       http::async_write(stream_, *res,
                         [self = shared_from_this(), res](beast::error_code wec, size_t) {
                           if (wec) return self->on_read(wec);
@@ -147,6 +256,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   void read_body() {
+    stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
@@ -154,17 +264,19 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   void on_read(beast::error_code ec) {
     reading_ = false;
+    uint64_t permit = std::exchange(reading_permit_, 0);
     if (ec == http::error::body_limit) {
-      refuse(413, "Payload Too Large");
+      refuse(plain_answer(413, "Payload Too Large"), false, permit);
     } else if (ec == http::error::header_limit) {
-      refuse(431, "Request Header Fields Too Large");
+      refuse(plain_answer(431, "Request Header Fields Too Large"), false, permit);
     } else if (ec && is_parse_error(ec)) {
-      refuse(400, "Bad Request");
+      refuse(plain_answer(400, "Bad Request"), false, permit);
     } else if (ec) {
+      shared_->admission.release(permit);
       peer_gone();
       return;
     } else {
-      pending_.push_back(Pending{parser_->release(), std::nullopt});
+      pending_.push_back(Pending{parser_->release(), std::nullopt, false, permit});
       pending_bytes_ += pending_.back().request.body().size();
     }
     if (!busy_) answer_front();
@@ -177,12 +289,14 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   // The request cannot be read on: answer it in turn, then close the connection.
-  void refuse(unsigned status, const char* text) {
+  void refuse(HttpAnswer answer, bool json, uint64_t permit = 0) {
     read_closed_ = true;
     Pending p;
     p.request.version(11);
     p.request.keep_alive(false);
-    p.refusal = HttpAnswer{status, text, 0};
+    p.refusal = std::move(answer);
+    p.refusal_json = json;
+    p.permit = permit;
     pending_.push_back(std::move(p));
   }
 
@@ -209,11 +323,20 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     }
     busy_ = true;
     Pending& front = pending_.front();
-    if (front.refusal) return write_answer(*front.refusal, "text/plain");
+    if (front.refusal) {
+      return write_answer(*front.refusal, front.refusal_json ? "application/json" : "text/plain");
+    }
     const auto& req = front.request;
     EdgeIds ids;
     auto method = req.method_string();
     auto target = req.target();
+    if (shared_->disk.full() && grows_storage(std::string_view(method.data(), method.size()),
+                                              std::string_view(target.data(), target.size()))) {
+      release_body(front);
+      return write_answer(
+          error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),
+          "application/json");
+    }
     Parsed parsed = route_request(std::string_view(method.data(), method.size()),
                                   std::string_view(target.data(), target.size()), req.body(),
                                   shared_->options.settings, ids);
@@ -221,13 +344,32 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     if (!parsed.command) return write_answer(parsed.answer, "application/json");
     ReplyHandle handle = shared_->router.add(weak_from_this());
     held_ = handle;
+    held_render_ = parsed.render;
+    int64_t deadline_ms = parsed.command->deadline_ms;
     if (!shared_->driver.submit(handle, std::move(*parsed.command))) {
       shared_->router.drop(handle);
       held_.reset();
       HttpAnswer busy = error_answer(429, "overloaded", "the node has too many queued commands");
       busy.retry_after_s = kOverloadedRetryAfterS;
-      write_answer(busy, "application/json");
+      return write_answer(busy, "application/json");
     }
+    arm_deadline(handle, deadline_ms - ids.now_ms() + kDeadlineGraceMs);
+  }
+
+  void arm_deadline(ReplyHandle handle, int64_t wait_ms) {
+    deadline_timer_.expires_after(milliseconds(std::max<int64_t>(0, wait_ms)));
+    deadline_timer_.async_wait([self = shared_from_this(), handle](beast::error_code ec) {
+      if (!ec) self->on_deadline(handle);
+    });
+  }
+
+  // The node has not answered in time: answer for it, and let it drop the request.
+  void on_deadline(ReplyHandle handle) {
+    if (held_ != handle) return;
+    cancel_held();
+    HttpAnswer answer = error_answer(503, "timeout", "the request deadline elapsed");
+    answer.retry_after_s = kTimeoutRetryAfterS;
+    write_answer(answer, "application/json");
   }
 
   // The body is parsed: its bytes no longer count against the read-ahead budget.
@@ -242,6 +384,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         static_cast<http::status>(answer.status), req.version());
     add_common_headers(*res);
     if (!answer.body.empty()) res->set(http::field::content_type, content_type);
+    if (!answer.etag.empty()) res->set(http::field::etag, answer.etag);
     if (answer.retry_after_s > 0) {
       res->set(http::field::retry_after, std::to_string(answer.retry_after_s));
     }
@@ -253,6 +396,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     }
     res->body() = answer.body;
     res->prepare_payload();
+    stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, size_t) {
                         self->on_written(ec, res->keep_alive());
@@ -262,6 +406,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   void on_written(beast::error_code ec, bool keep_alive) {
     bool refused = pending_.front().refusal.has_value();
     pending_bytes_ -= pending_.front().request.body().size();
+    shared_->admission.release(pending_.front().permit);
     pending_.pop_front();
     busy_ = false;
     if (ec) return close();
@@ -296,13 +441,20 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   beast::tcp_stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
+  asio::steady_timer idle_timer_;         // closes a connection idle for idle_timeout_ms
+  asio::steady_timer hold_timer_;         // the admission hold of the request being read
+  asio::steady_timer deadline_timer_;     // the deadline of the request held at the node
+  std::optional<uint64_t> admit_ticket_;  // waiting for admission
+  uint64_t reading_permit_ = 0;           // admission bytes of the request being read
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<Pending> pending_;  // read, not yet answered; the front is being answered
   uint64_t pending_bytes_ = 0;   // body bytes held in pending_
   std::optional<ReplyHandle> held_;
+  RenderAs held_render_ = RenderAs::standard;
   std::vector<char> drain_buffer_;
   bool reading_ = false;
+  bool waiting_idle_ = false;
   bool read_closed_ = false;
   bool busy_ = false;
   bool peer_gone_ = false;
@@ -317,6 +469,7 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
     : options_(options),
       acceptor_(context_),
       accept_retry_(context_),
+      disk_timer_(context_),
       shared_(std::make_shared<Shared>(options, driver, router)) {}
 
 HttpServer::~HttpServer() {
@@ -366,7 +519,18 @@ void HttpServer::accept_later(beast::error_code ec) {
   });
 }
 
+void HttpServer::check_disk_later() {
+  disk_timer_.expires_after(milliseconds(options_.disk_check_ms));
+  disk_timer_.async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    shared_->disk.check();
+    check_disk_later();
+  });
+}
+
 void HttpServer::run() {
+  shared_->disk.check();
+  check_disk_later();
   asio::signal_set signals(context_, SIGINT, SIGTERM);
   signals.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;

@@ -13,6 +13,19 @@
 // - When a client goes away while its request is held at the node, Node::on_cancel is called
 //   for its handle and any later reply for it is dropped.
 // - Too many commands queued for the node thread: 429 overloaded with Retry-After.
+// - Admission (server/admission.h): a request with a body takes permits sized by its
+//   Content-Length after its header is read and before its body is; it gives them back once
+//   its answer is written. A request that waits longer than admit_hold_ms (+-25%) is
+//   answered 429 overloaded with Retry-After 1-5 s, and its connection closes (its body was
+//   never read).
+// - Timeouts: an idle connection (no request begun, nothing held) is closed after
+//   idle_timeout_ms; a header must arrive within header_timeout_ms of its first byte and a
+//   body within body_timeout_ms of its header (a client that trickles bytes is dropped); a
+//   write gets body_timeout_ms.
+// - A request the node has not answered by its deadline (+ kDeadlineGraceMs) is answered 503
+//   timeout with Retry-After, and the node is told (Node::on_cancel); the write may land.
+// - While the disk gate is full, pushes, KV writes, timer schedules and transactions are
+//   answered 507 storage_full; everything else is served.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -30,6 +43,7 @@
 
 #include "io/real/driver.h"
 #include "io/real/real_env.h"
+#include "server/admission.h"
 #include "server/codec.h"
 
 namespace queen::server {
@@ -65,8 +79,20 @@ struct HttpServerOptions {
   uint64_t readahead_bytes_max = 8u << 20;  // body bytes read ahead on one connection
   size_t connections_max = 10000;           // connections served at once
   uint32_t header_bytes_max = 64u << 10;
+  int64_t header_timeout_ms = 10000;        // QUEEN_HTTP_HEADER_TIMEOUT_MS
+  int64_t body_timeout_ms = 30000;          // QUEEN_HTTP_BODY_TIMEOUT_MS
+  int64_t idle_timeout_ms = 120000;         // QUEEN_HTTP_IDLE_TIMEOUT_MS
+  uint64_t admit_bytes_max = 128ull << 20;  // QUEEN_RAFT_ADMIT_MAX_MB (0: off)
+  int64_t admit_hold_ms = 15000;            // QUEEN_RAFT_ADMIT_HOLD_MS
+  DiskGateOptions disk;
+  int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
   EdgeSettings settings;
 };
+
+// A request is answered 503 timeout this long after its deadline when the node has not.
+constexpr int64_t kDeadlineGraceMs = 1000;
+// The permit a chunked request (no Content-Length) takes.
+constexpr uint64_t kChunkedPermitBytes = 1u << 20;
 
 class HttpServer {
  public:
@@ -85,11 +111,13 @@ class HttpServer {
  private:
   void accept_next();
   void accept_later(boost::system::error_code ec);
+  void check_disk_later();
 
   HttpServerOptions options_;
   boost::asio::io_context context_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
+  boost::asio::steady_timer disk_timer_;
   std::shared_ptr<Shared> shared_;
   uint16_t bound_port_ = 0;
 };

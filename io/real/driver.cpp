@@ -1,6 +1,7 @@
 #include "io/real/driver.h"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <future>
 #include <random>
@@ -61,10 +62,20 @@ bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
     commands_queued_.fetch_sub(1);
     return false;
   }
-  asio::post(context_, [this, handle, command = std::move(command)]() mutable {
+  bool delayed =
+      options_.test_push_delay_ms > 0 && std::holds_alternative<PushCmd>(command.command);
+  auto hand_over = [this, handle, command = std::move(command)]() mutable {
     commands_queued_.fetch_sub(1);
     node_->on_command(handle, std::move(command));
-  });
+  };
+  if (delayed) {
+    auto timer = std::make_shared<asio::steady_timer>(context_);
+    timer->expires_after(std::chrono::milliseconds(options_.test_push_delay_ms));
+    timer->async_wait(
+        [timer, hand_over = std::move(hand_over)](const auto&) mutable { hand_over(); });
+    return true;
+  }
+  asio::post(context_, std::move(hand_over));
   return true;
 }
 

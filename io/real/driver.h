@@ -7,6 +7,8 @@
 // - submit() and cancel() may be called from any thread; they post the event to the node
 //   thread. At most `commands_queued_max` commands wait to be handed to the node: past it,
 //   submit() refuses and the edge answers 429.
+// - test_push_delay_ms (tests only) hands pushes to the node that much later, so a test can
+//   see a request outlive its deadline.
 // - Replies come back through the ReplySink on the node thread.
 // - A failed fsync ends the process (RealEnv::fatal).
 #pragma once
@@ -36,6 +38,7 @@ struct DriverOptions {
   NodeConfig node;
   size_t commands_queued_max = 16384;  // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
   size_t open_files_max = 256;
+  int64_t test_push_delay_ms = 0;  // QUEEN_TEST_PUSH_DELAY_MS
 };
 
 class NodeDriver {

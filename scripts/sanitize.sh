@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds and runs the tests under the sanitizers:
+#   build-asan/ (gcc, -DQUEEN_SANITIZE=address,undefined): the core tests, the server tests
+#     (their `queen` child processes are sanitized too) and `queen-sim --seeds 1-50 --quiet`;
+#   build-tsan/ (gcc, -DQUEEN_SANITIZE=thread): the multi-threaded server tests.
+# Every sanitized process, children included, writes its reports under a reports folder;
+# any report, or any failing run, fails the script. Prints the wall time it took.
+#
+# usage: scripts/sanitize.sh [asan|tsan|all]
+#   QUEEN_SANITIZE_ROOT  where build-asan/ and build-tsan/ go (default: the repository)
+#   QUEEN_JOBS           parallel compile jobs (default 2)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-all}
+root=${QUEEN_SANITIZE_ROOT:-$(pwd)}
+jobs=${QUEEN_JOBS:-2}
+start=$(date +%s)
+failures=0
+
+fail() { echo "sanitize: FAIL: $*"; failures=$((failures + 1)); }
+
+configure_and_build() {  # folder, sanitizers, targets...
+  local dir=$1 sanitizers=$2
+  shift 2
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+    -DQUEEN_SANITIZE="$sanitizers" >/dev/null || return 1
+  local log
+  log=$reports/build-$(basename "$dir").log
+  cmake --build "$dir" -j"$jobs" --target "$@" >"$log" 2>&1 && return 0
+  grep -E 'error|FAILED' "$log" | head -n 20
+  return 1
+}
+
+run() {  # name, command...
+  local name=$1
+  shift
+  echo "sanitize: $name"
+  if ! "$@" >"$reports/$name.out" 2>&1; then
+    fail "$name (the tail of its output follows)"
+    tail -n 40 "$reports/$name.out"
+  fi
+}
+
+check_reports() {  # prefix
+  local found
+  found=$(find "$reports" -name "$1.*" -size +0 2>/dev/null)
+  [[ -z "$found" ]] && return 0
+  fail "sanitizer reports: $found"
+  for f in $found; do head -n 60 "$f"; done
+}
+
+asan() {
+  local dir=$root/build-asan
+  configure_and_build "$dir" address,undefined queen_core_tests queen_server_tests queen-sim ||
+    { fail "asan build"; return; }
+  export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
+  run asan-core "$dir/tests/queen_core_tests"
+  run asan-server "$dir/tests/server/queen_server_tests"
+  run asan-sim "$dir/sim/queen-sim" --seeds 1-50 --quiet
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  check_reports asan
+  check_reports ubsan
+}
+
+tsan() {
+  local dir=$root/build-tsan
+  configure_and_build "$dir" thread queen_server_tests || { fail "tsan build"; return; }
+  export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1"
+  run tsan-server "$dir/tests/server/queen_server_tests"
+  unset TSAN_OPTIONS
+  check_reports tsan
+}
+
+reports=$(mktemp -d /tmp/queen-sanitize-XXXXXX)
+case "$mode" in
+  asan) asan ;;
+  tsan) tsan ;;
+  all) asan; tsan ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|all]"; exit 2 ;;
+esac
+elapsed=$(($(date +%s) - start))
+echo "sanitize: $mode took ${elapsed}s wall time (reports and outputs in $reports)"
+if ((failures)); then
+  echo "sanitize: $failures failure(s)"
+  exit 1
+fi
+echo "sanitize: clean"

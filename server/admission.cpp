@@ -1,0 +1,116 @@
+#include "server/admission.h"
+
+#include <sys/statvfs.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace queen::server {
+
+// ---------- admission ----------
+
+std::optional<uint64_t> Admission::acquire(uint64_t permit, Granted granted) {
+  std::lock_guard lock(mutex_);
+  if (waiters_.empty() && in_use_ + permit <= budget_) {
+    in_use_ += permit;
+    return std::nullopt;
+  }
+  uint64_t ticket = next_ticket_++;
+  waiters_.push_back(Waiter{ticket, permit, std::move(granted)});
+  return ticket;
+}
+
+bool Admission::withdraw(uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (it->ticket != ticket) continue;
+    waiters_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void Admission::release(uint64_t permit) {
+  if (permit == 0) return;
+  std::vector<Granted> ready;
+  {
+    std::lock_guard lock(mutex_);
+    in_use_ -= std::min(permit, in_use_);
+    while (!waiters_.empty() && in_use_ + waiters_.front().permit <= budget_) {
+      in_use_ += waiters_.front().permit;
+      ready.push_back(std::move(waiters_.front().granted));
+      waiters_.pop_front();
+    }
+  }
+  for (auto& g : ready) g();
+}
+
+uint64_t Admission::in_use() const {
+  std::lock_guard lock(mutex_);
+  return in_use_;
+}
+
+size_t Admission::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiters_.size();
+}
+
+// ---------- disk gate ----------
+
+std::optional<int> DiskGate::measure() const {
+  if (!options_.test_pct_file.empty()) {
+    std::ifstream in(options_.test_pct_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    int pct = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pct);
+    if (ec != std::errc() || end == text.data()) return std::nullopt;
+    return pct;
+  }
+  struct statvfs st {};
+  if (::statvfs(options_.data_dir.c_str(), &st) != 0) return std::nullopt;
+  // As df counts it: blocks reserved for root are neither used nor available.
+  uint64_t used = st.f_blocks - st.f_bfree;
+  uint64_t usable = used + st.f_bavail;
+  if (usable == 0) return std::nullopt;
+  return static_cast<int>((used * 100 + usable - 1) / usable);
+}
+
+void DiskGate::check() {
+  std::optional<int> pct = measure();
+  if (!pct) return;  // keep the last decision
+  last_pct_.store(*pct, std::memory_order_relaxed);
+  if (*pct >= options_.high_pct) {
+    full_.store(true, std::memory_order_relaxed);
+  } else if (*pct < options_.low_pct) {
+    full_.store(false, std::memory_order_relaxed);
+  }
+}
+
+// ---------- which requests grow storage ----------
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// `path` is `base` or below it (`base/...`).
+bool at_or_below(std::string_view path, std::string_view base) {
+  return path == base || (starts_with(path, base) && path[base.size()] == '/');
+}
+
+}  // namespace
+
+bool grows_storage(std::string_view method, std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  if (method == "PUT") return at_or_below(path, "/api/v1/kv");
+  if (method != "POST") return false;
+  return path == "/api/v1/push" || path == "/api/v1/transaction" || path == "/api/v1/timers" ||
+         at_or_below(path, "/api/v1/kv");
+}
+
+}  // namespace queen::server

@@ -1,0 +1,88 @@
+// Refusals the edge decides before a request reaches the node: admission permits sized by a
+// request's Content-Length (the seed's Push step 1), and the disk gate that refuses writes
+// which grow storage while the data folder's filesystem is nearly full.
+//
+// Contract:
+// - Admission: a request takes min(bytes, budget) bytes of the budget before its body is
+//   read and gives them back once its answer is sent (or its connection dies). Waiters are
+//   granted in arrival order; a waiter that gives up (its hold elapsed) takes nothing. A
+//   budget of 0 turns admission off: every acquire is granted at once.
+// - DiskGate: full() turns on when the measured use is at or above high_pct and off again
+//   only once it is below low_pct. The measurement is statvfs of the data folder, or, when a
+//   test names a file, the integer percentage written in that file.
+// - Both are safe to call from any edge thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace queen::server {
+
+class Admission {
+ public:
+  using Granted = std::function<void()>;
+
+  explicit Admission(uint64_t budget_bytes) : budget_(budget_bytes) {}
+
+  bool enabled() const { return budget_ > 0; }
+  // The bytes a request of `bytes` takes: at most the whole budget.
+  uint64_t permit_for(uint64_t bytes) const { return bytes < budget_ ? bytes : budget_; }
+  // Takes `permit` bytes now (nullopt) or queues the request and returns its ticket;
+  // `granted` then runs, on the thread that released room, once the bytes are taken.
+  std::optional<uint64_t> acquire(uint64_t permit, Granted granted);
+  // The queued request gives up: true when it was still queued (so nothing was taken).
+  bool withdraw(uint64_t ticket);
+  void release(uint64_t permit);
+
+  uint64_t in_use() const;
+  size_t waiting() const;
+
+ private:
+  struct Waiter {
+    uint64_t ticket;
+    uint64_t permit;
+    Granted granted;
+  };
+
+  const uint64_t budget_;
+  mutable std::mutex mutex_;
+  uint64_t in_use_ = 0;
+  uint64_t next_ticket_ = 1;
+  std::deque<Waiter> waiters_;  // arrival order
+};
+
+struct DiskGateOptions {
+  std::string data_dir;
+  int high_pct = 85;          // QUEEN_RAFT_DISK_HIGH_PCT
+  int low_pct = 80;           // QUEEN_RAFT_DISK_LOW_PCT
+  std::string test_pct_file;  // QUEEN_TEST_DISK_PCT_FILE (tests only): read instead of statvfs
+};
+
+class DiskGate {
+ public:
+  explicit DiskGate(DiskGateOptions options) : options_(std::move(options)) {}
+
+  // Measures once and updates full(); called every QUEEN_RAFT_DISK_CHECK_MS.
+  void check();
+  bool full() const { return full_.load(std::memory_order_relaxed); }
+  // The last measurement (percent used), -1 before the first or when it failed.
+  int last_pct() const { return last_pct_.load(std::memory_order_relaxed); }
+
+ private:
+  std::optional<int> measure() const;
+
+  DiskGateOptions options_;
+  std::atomic<bool> full_{false};
+  std::atomic<int> last_pct_{-1};
+};
+
+// True for the requests the disk gate refuses: pushes, KV writes, timer schedules and
+// transactions (the writes that grow storage). Acks, deletes, pops and reads pass.
+bool grows_storage(std::string_view method, std::string_view target);
+
+}  // namespace queen::server
