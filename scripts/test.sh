@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything in build/, runs every test (ctest), then the
-# simulator's bounded CI run (scripts/sim-ci.sh) when it is present.
+# Installs what is missing, builds everything in build/, and runs every check:
+#   1. ctest: core unit and property tests, the core purity check, the edge's integration
+#      tests against the real binary (crash, stress and hardening included), the
+#      simulator's own tests;
+#   2. scripts/sim-ci.sh: 300 simulator seeds twice (determinism), every mutant, the
+#      regression seeds;
+#   3. proofs/check.sh: the SPIN models and their mutants;
+#   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang build in build-fuzz/);
+#   5. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo "== test.sh: $* ($(( $(date +%s) - start )) s)"; }
+
+step "install and build"
 bash scripts/run.sh --no-start
+step "ctest"
 ctest --test-dir build --output-on-failure
-if [[ -f scripts/sim-ci.sh ]]; then
-  bash scripts/sim-ci.sh build/sim/queen-sim
+step "simulator"
+bash scripts/sim-ci.sh build/sim/queen-sim
+step "proofs"
+if ! command -v spin >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc
 fi
+bash proofs/check.sh
+step "fuzz"
+bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-15}"
+step "bench smoke"
+bash bench/run.sh smoke
+step "done"
