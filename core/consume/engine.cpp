@@ -576,7 +576,11 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
   for (const auto& [name, pid] : q->partitions) {
     const PartitionState& p = *store_.partition(pid);
     auto rit = rows_.find(CursorKey{key.group, pid});
-    GroupPartitionView pv{q->name, name, pid, start_offset(meta, p)};
+    GroupPartitionView pv;
+    pv.queue = q->name;
+    pv.partition = name;
+    pv.partition_id = pid;
+    pv.cursor = start_offset(meta, p);
     if (rit != rows_.end()) {
       ++v.members;
       pv.cursor = rit->second.next;

@@ -13,11 +13,6 @@ std::optional<int64_t> as_integer(const std::string& json) {
   return v;
 }
 
-bool is_write(KvOpKind k) {
-  return k == KvOpKind::put || k == KvOpKind::put_if_absent || k == KvOpKind::del ||
-         k == KvOpKind::incr;
-}
-
 // The precondition of `expect` against the current row; empty when it holds.
 std::string expect_fails(const std::optional<uint64_t>& expect, const std::optional<KvRow>& cur) {
   if (!expect) return {};

@@ -156,15 +156,8 @@ struct PositionOp {
   std::optional<Offset> offset;  // every message at or below it is consumed; none: reset
 };
 
-struct TxnAck {
-  std::string transaction_id;
-  Hash128 txn_hash;
-  PartitionId partition_id;
-  std::optional<LeaseId> lease_id;
-  AckStatus status = AckStatus::completed;
-  std::string error;
-  std::string group = "__QUEUE_MODE__";
-};
+// An ack inside a transaction: the same fields as a standalone ack.
+using TxnAck = AckItem;
 
 // One operation of the call's `operations` array: an ack or a push of several items.
 struct TxnOperation {

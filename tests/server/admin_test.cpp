@@ -8,44 +8,19 @@
 
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
+#include "tests/server/shared_node.h"
 
 namespace queen::test {
 namespace {
 
-class AdminTest : public ::testing::Test {
+class AdminTest : public SharedNodeTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    server_ = new ServerProcess(dir_->path() + "/data", dir_->path() + "/server.log");
-    std::string error;
-    if (!server_->start(&error)) {
-      delete server_;
-      server_ = nullptr;
-      FAIL() << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr) << "the server did not start";
-    c_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void TearDown() override {
-    ASSERT_TRUE(server_->running()) << "queen exited; log tail:\n" << server_->log_tail();
-  }
-
-  static std::string name(const std::string& suffix = "") {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    return std::string(info->name()) + suffix;
-  }
+  static std::string name(const std::string& suffix = "") { return unique_name(suffix); }
 
   // Pops `queue` for `group` from the beginning and acks what came; the payloads received.
   json pop_all(const std::string& queue, const std::string& group) {
     HttpResult r =
-        pop(*c_, {.queue = queue, .group = group, .batch = 100, .subscription_mode = "all"});
+        pop(*client_, {.queue = queue, .group = group, .batch = 100, .subscription_mode = "all"});
     if (r.status == 204) return json::array();
     EXPECT_EQ(r.status, 200) << r.body;
     json answer = r.body_json();
@@ -56,117 +31,113 @@ class AdminTest : public ::testing::Test {
     }
     json batch = {{"acknowledgments", acks}};
     if (!group.empty()) batch["consumerGroup"] = group;
-    EXPECT_EQ(c_->post("/api/v1/ack/batch", batch).status, 200);
+    EXPECT_EQ(client_->post("/api/v1/ack/batch", batch).status, 200);
     return data;
   }
-
-  static TempDir* dir_;
-  static ServerProcess* server_;
-  std::unique_ptr<HttpClient> c_;
 };
-
-TempDir* AdminTest::dir_ = nullptr;
-ServerProcess* AdminTest::server_ = nullptr;
 
 TEST_F(AdminTest, SeekToEndThenPopSeesOnlyNewMessages) {
   std::string q = name();
-  ASSERT_EQ(push(*c_, {{q, "", "", 1}}).status, 201);
+  ASSERT_EQ(push(*client_, {{q, "", "", 1}}).status, 201);
   EXPECT_EQ(pop_all(q, "G"), json({1}));
-  ASSERT_EQ(push(*c_, {{q, "", "", 2}, {q, "", "", 3}}).status, 201);
-  HttpResult s = c_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek", {{"toEnd", true}});
+  ASSERT_EQ(push(*client_, {{q, "", "", 2}, {q, "", "", 3}}).status, 201);
+  HttpResult s =
+      client_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek", {{"toEnd", true}});
   ASSERT_EQ(s.status, 200) << s.body;
   EXPECT_EQ(s.body_json()["success"], true);
   EXPECT_EQ(pop_all(q, "G"), json::array());
-  ASSERT_EQ(push(*c_, {{q, "", "", 4}}).status, 201);
+  ASSERT_EQ(push(*client_, {{q, "", "", 4}}).status, 201);
   EXPECT_EQ(pop_all(q, "G"), json({4}));
-  EXPECT_EQ(c_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek", json::object()).status,
+  EXPECT_EQ(client_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek", json::object()).status,
             400);
-  HttpResult back = c_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek",
-                             {{"timestamp", "2000-01-01T00:00:00Z"}});
+  HttpResult back = client_->post("/api/v1/consumer-groups/G/queues/" + q + "/seek",
+                                  {{"timestamp", "2000-01-01T00:00:00Z"}});
   EXPECT_EQ(back.status, 200) << back.body;
   EXPECT_EQ(pop_all(q, "G"), json({1, 2, 3, 4}));
 }
 
 TEST_F(AdminTest, DeletedGroupPopsFromTheStart) {
   std::string q = name();
-  ASSERT_EQ(push(*c_, {{q, "", "", 1}, {q, "", "", 2}}).status, 201);
+  ASSERT_EQ(push(*client_, {{q, "", "", 1}, {q, "", "", 2}}).status, 201);
   EXPECT_EQ(pop_all(q, "D"), json({1, 2}));
-  HttpResult groups = c_->get("/api/v1/consumer-groups");
+  HttpResult groups = client_->get("/api/v1/consumer-groups");
   ASSERT_EQ(groups.status, 200) << groups.body;
   bool listed = false;
   for (const json& g : groups.body_json()) listed |= g["name"] == "D" && g["queueName"] == q;
   EXPECT_TRUE(listed) << groups.body;
-  HttpResult details = c_->get("/api/v1/consumer-groups/D");
+  HttpResult details = client_->get("/api/v1/consumer-groups/D");
   ASSERT_EQ(details.status, 200) << details.body;
   EXPECT_TRUE(details.body_json().contains(q)) << details.body;
-  HttpResult del = c_->request("DELETE", "/api/v1/consumer-groups/D?deleteMetadata=true");
+  HttpResult del = client_->request("DELETE", "/api/v1/consumer-groups/D?deleteMetadata=true");
   ASSERT_EQ(del.status, 200) << del.body;
   EXPECT_EQ(del.body_json()["consumerGroup"], "D");
   EXPECT_EQ(pop_all(q, "D"), json({1, 2}));
-  HttpResult one = c_->request("DELETE", "/api/v1/consumer-groups/D/queues/" + q);
+  HttpResult one = client_->request("DELETE", "/api/v1/consumer-groups/D/queues/" + q);
   EXPECT_EQ(one.status, 200) << one.body;
   EXPECT_EQ(pop_all(q, "D"), json({1, 2}));
-  HttpResult sub = c_->post("/api/v1/consumer-groups/D/subscription",
-                            {{"subscriptionTimestamp", "2030-01-01T00:00:00Z"}});
+  HttpResult sub = client_->post("/api/v1/consumer-groups/D/subscription",
+                                 {{"subscriptionTimestamp", "2030-01-01T00:00:00Z"}});
   EXPECT_EQ(sub.status, 200) << sub.body;
-  EXPECT_EQ(c_->post("/api/v1/consumer-groups/D/subscription", json::object()).status, 400);
+  EXPECT_EQ(client_->post("/api/v1/consumer-groups/D/subscription", json::object()).status, 400);
 }
 
 TEST_F(AdminTest, DeadLetterReplayIsPoppedAgain) {
   std::string q = name();
-  ASSERT_EQ(push(*c_, {{q, "", "poison", {{"p", 1}}}}).status, 201);
-  HttpResult r = pop(*c_, {.queue = q});
+  ASSERT_EQ(push(*client_, {{q, "", "poison", {{"p", 1}}}}).status, 201);
+  HttpResult r = pop(*client_, {.queue = q});
   ASSERT_EQ(r.status, 200) << r.body;
   json m = r.body_json()["messages"][0];
-  ASSERT_EQ(ack(*c_, m, "dlq").status, 200);
-  HttpResult dlq = c_->get("/api/v1/dlq?queue=" + q);
+  ASSERT_EQ(ack(*client_, m, "dlq").status, 200);
+  HttpResult dlq = client_->get("/api/v1/dlq?queue=" + q);
   ASSERT_EQ(dlq.status, 200) << dlq.body;
   json records = dlq.body_json()["messages"];
   ASSERT_EQ(records.size(), 1u) << dlq.body;
   uint64_t id = records[0]["dlqId"].get<uint64_t>();
-  HttpResult replay = c_->post("/api/v1/dlq/" + std::to_string(id) + "/replay", json::object());
+  HttpResult replay =
+      client_->post("/api/v1/dlq/" + std::to_string(id) + "/replay", json::object());
   ASSERT_EQ(replay.status, 200) << replay.body;
   EXPECT_EQ(replay.body_json()["transactionId"], "dlq:" + std::to_string(id));
   EXPECT_EQ(pop_all(q, ""), json({{{"p", 1}}}));
-  EXPECT_EQ(c_->post("/api/v1/dlq/999999/replay", json::object()).status, 404);
-  EXPECT_EQ(c_->post("/api/v1/dlq/x/replay", json::object()).status, 400);
+  EXPECT_EQ(client_->post("/api/v1/dlq/999999/replay", json::object()).status, 404);
+  EXPECT_EQ(client_->post("/api/v1/dlq/x/replay", json::object()).status, 400);
 }
 
 TEST_F(AdminTest, QueuesListGetAndDelete) {
   std::string q = name();
-  ASSERT_EQ(configure(*c_, q, {{"retryLimit", 5}}).status, 200);
-  ASSERT_EQ(push(*c_, {{q, "", "", 1}}).status, 201);
-  HttpResult list = c_->get("/api/v1/resources/queues");
+  ASSERT_EQ(configure(*client_, q, {{"retryLimit", 5}}).status, 200);
+  ASSERT_EQ(push(*client_, {{q, "", "", 1}}).status, 201);
+  HttpResult list = client_->get("/api/v1/resources/queues");
   ASSERT_EQ(list.status, 200) << list.body;
   bool listed = false;
   json queues = list.body_json()["queues"];
   for (const json& v : queues) listed |= v["name"] == q;
   EXPECT_TRUE(listed) << list.body;
-  HttpResult get = c_->get("/api/v1/resources/queues/" + q);
+  HttpResult get = client_->get("/api/v1/resources/queues/" + q);
   ASSERT_EQ(get.status, 200) << get.body;
   EXPECT_EQ(get.body_json()["name"], q);
   EXPECT_EQ(get.body_json()["options"]["retryLimit"], 5) << get.body;
-  HttpResult del = c_->request("DELETE", "/api/v1/resources/queues/" + q);
+  HttpResult del = client_->request("DELETE", "/api/v1/resources/queues/" + q);
   ASSERT_EQ(del.status, 200) << del.body;
   EXPECT_EQ(del.body_json()["deleted"], true);
-  EXPECT_EQ(c_->get("/api/v1/resources/queues/" + q).status, 404);
+  EXPECT_EQ(client_->get("/api/v1/resources/queues/" + q).status, 404);
 }
 
 TEST_F(AdminTest, MessagesBrowseAndGet) {
   std::string q = name();
-  ASSERT_EQ(push(*c_, {{q, "", "m-1", {{"n", 1}}}, {q, "", "m-2", {{"n", 2}}}}).status, 201);
-  HttpResult list = c_->get("/api/v1/messages?queue=" + q + "&limit=5000");
+  ASSERT_EQ(push(*client_, {{q, "", "m-1", {{"n", 1}}}, {q, "", "m-2", {{"n", 2}}}}).status, 201);
+  HttpResult list = client_->get("/api/v1/messages?queue=" + q + "&limit=5000");
   ASSERT_EQ(list.status, 200) << list.body;
   json messages = list.body_json()["messages"];
   ASSERT_EQ(messages.size(), 2u) << list.body;
   EXPECT_EQ(messages[0]["transactionId"], "m-2");  // newest first
   std::string pid = messages[0]["partitionId"];
-  EXPECT_EQ(c_->get("/api/v1/messages?queue=" + q + "&limit=1").body_json()["messages"].size(), 1u);
-  EXPECT_EQ(c_->get("/api/v1/messages?from=yesterday").status, 400);
-  HttpResult one = c_->get("/api/v1/messages/" + pid + "/m-1");
+  EXPECT_EQ(client_->get("/api/v1/messages?queue=" + q + "&limit=1").body_json()["messages"].size(),
+            1u);
+  EXPECT_EQ(client_->get("/api/v1/messages?from=yesterday").status, 400);
+  HttpResult one = client_->get("/api/v1/messages/" + pid + "/m-1");
   ASSERT_EQ(one.status, 200) << one.body;
   EXPECT_EQ(one.body_json()["transactionId"], "m-1");
-  EXPECT_EQ(c_->get("/api/v1/messages/x/m-1").status, 400);
+  EXPECT_EQ(client_->get("/api/v1/messages/x/m-1").status, 400);
 }
 
 }  // namespace

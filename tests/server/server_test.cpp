@@ -10,6 +10,7 @@
 
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
+#include "tests/server/shared_node.h"
 
 namespace queen::test {
 namespace {
@@ -17,44 +18,10 @@ namespace {
 using std::chrono::milliseconds;
 
 // One node shared by the tests of this suite; each test uses its own queues.
-class ServerTest : public ::testing::Test {
+class ServerTest : public SharedNodeTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    server_ = new ServerProcess(dir_->path() + "/data", dir_->path() + "/server.log");
-    std::string error;
-    if (!server_->start(&error)) {
-      delete server_;
-      server_ = nullptr;
-      FAIL() << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr) << "the server did not start";
-    client_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void TearDown() override {
-    ASSERT_TRUE(server_->running()) << "queen exited; log tail:\n" << server_->log_tail();
-  }
-
-  // A queue name unique to the running test.
-  static std::string queue(const std::string& suffix = "") {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    return std::string(info->name()) + suffix;
-  }
-
-  static TempDir* dir_;
-  static ServerProcess* server_;
-  std::unique_ptr<HttpClient> client_;
+  static std::string queue(const std::string& suffix = "") { return unique_name(suffix); }
 };
-
-TempDir* ServerTest::dir_ = nullptr;
-ServerProcess* ServerTest::server_ = nullptr;
 
 bool is_uuid(const json& v) {
   if (!v.is_string()) return false;
@@ -371,10 +338,9 @@ TEST_F(ServerTest, AnExtendedLeaseOutlivesItsLeaseTime) {
   EXPECT_EQ(pop(*client_, {.queue = q, .wait = true, .timeout_ms = 2000}).status, 204);
   EXPECT_EQ(ack(*client_, m, "completed").body_json()[0]["success"], true);
 
-  json unknown = client_
-                     ->post("/api/v1/lease/00000000-0000-7000-8000-000000000009/extend",
-                            json::object())
-                     .body_json();
+  json unknown =
+      client_->post("/api/v1/lease/00000000-0000-7000-8000-000000000009/extend", json::object())
+          .body_json();
   EXPECT_EQ(unknown[0]["success"], false) << unknown;
   EXPECT_TRUE(unknown[0]["error"].is_string()) << unknown;
   EXPECT_EQ(client_->post("/api/v1/lease/not-a-uuid/extend", json::object()).status, 400);

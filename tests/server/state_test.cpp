@@ -9,43 +9,18 @@
 
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
+#include "tests/server/shared_node.h"
 
 namespace queen::test {
 namespace {
 
 using std::chrono::milliseconds;
 
-class StateTest : public ::testing::Test {
+class StateTest : public SharedNodeTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    server_ = new ServerProcess(dir_->path() + "/data", dir_->path() + "/server.log");
-    std::string error;
-    if (!server_->start(&error)) {
-      delete server_;
-      server_ = nullptr;
-      FAIL() << error;
-    }
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr) << "the server did not start";
-    c_ = std::make_unique<HttpClient>(server_->port());
-  }
-  void TearDown() override {
-    ASSERT_TRUE(server_->running()) << "queen exited; log tail:\n" << server_->log_tail();
-  }
+  static std::string name(const std::string& suffix = "") { return unique_name(suffix); }
 
-  static std::string name(const std::string& suffix = "") {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    return std::string(info->name()) + suffix;
-  }
-
-  HttpResult kv(const json& ops) { return c_->post("/api/v1/kv", json{{"operations", ops}}); }
+  HttpResult kv(const json& ops) { return client_->post("/api/v1/kv", json{{"operations", ops}}); }
 
   // The value of ns/key, or nullopt when absent.
   std::optional<json> kv_value(const std::string& ns, const std::string& key) {
@@ -58,7 +33,7 @@ class StateTest : public ::testing::Test {
 
   // Pops one message of `queue` in queue mode; null on 204.
   json pop_one(const std::string& queue) {
-    HttpResult r = pop(*c_, {.queue = queue});
+    HttpResult r = pop(*client_, {.queue = queue});
     if (r.status == 204) return nullptr;
     EXPECT_EQ(r.status, 200) << r.body;
     json a = r.body_json();
@@ -66,24 +41,17 @@ class StateTest : public ::testing::Test {
   }
 
   json txn(const json& body, int status = 200) {
-    HttpResult r = c_->post("/api/v1/transaction", body);
+    HttpResult r = client_->post("/api/v1/transaction", body);
     EXPECT_EQ(r.status, status) << r.body;
     return r.body_json();
   }
 
   void timer_refused(const json& op, int status, const std::string& code) {
-    HttpResult r = c_->post("/api/v1/timers", json{{"operations", json::array({op})}});
+    HttpResult r = client_->post("/api/v1/timers", json{{"operations", json::array({op})}});
     EXPECT_EQ(r.status, status) << r.body;
     EXPECT_EQ(r.body_json()["error"], code) << r.body;
   }
-
-  static TempDir* dir_;
-  static ServerProcess* server_;
-  std::unique_ptr<HttpClient> c_;
 };
-
-TempDir* StateTest::dir_ = nullptr;
-ServerProcess* StateTest::server_ = nullptr;
 
 json ack_op(const json& m) {
   return {{"type", "ack"},
@@ -105,7 +73,7 @@ json marker(const std::string& key) {
 
 TEST_F(StateTest, WorkerStepAcksPushesAndWritesKvTogether) {
   std::string in = name("-in"), out = name("-out");
-  ASSERT_EQ(push(*c_, {{in, "", "job-1", {{"n", 1}}}}).status, 201);
+  ASSERT_EQ(push(*client_, {{in, "", "job-1", {{"n", 1}}}}).status, 201);
   json m = pop_one(in);
   ASSERT_FALSE(m.is_null());
   json body = {{"operations", json::array({ack_op(m), push_op(out, {{"n", 2}})})},
@@ -135,10 +103,10 @@ TEST_F(StateTest, WorkerStepAcksPushesAndWritesKvTogether) {
 
 TEST_F(StateTest, RejectedAckLeavesNothingBehind) {
   std::string in = name("-in"), out = name("-out");
-  ASSERT_EQ(push(*c_, {{in, "", "job", {{"n", 1}}}}).status, 201);
+  ASSERT_EQ(push(*client_, {{in, "", "job", {{"n", 1}}}}).status, 201);
   json m = pop_one(in);
   ASSERT_FALSE(m.is_null());
-  ASSERT_EQ(ack(*c_, m, "completed").status, 200);  // the lease is gone now
+  ASSERT_EQ(ack(*client_, m, "completed").status, 200);  // the lease is gone now
   json body = {{"operations", json::array({ack_op(m), push_op(out, 1)})},
                {"kv", json::array({marker(name())})}};
   json a = txn(body);
@@ -151,7 +119,7 @@ TEST_F(StateTest, RejectedAckLeavesNothingBehind) {
 
 TEST_F(StateTest, DuplicatePushRollsBack) {
   std::string out = name("-out");
-  ASSERT_EQ(push(*c_, {{out, "", "dup-1", 1}}).status, 201);
+  ASSERT_EQ(push(*client_, {{out, "", "dup-1", 1}}).status, 201);
   json a = txn({{"operations", json::array({push_op(out, 2, "dup-1")})},
                 {"kv", json::array({marker(name())})}});
   EXPECT_FALSE(a["success"].get<bool>()) << a.dump();
@@ -183,7 +151,7 @@ TEST_F(StateTest, KvPreconditionRollsBackAndNamesTheFailure) {
 
 TEST_F(StateTest, TransactionBodyShapeIsChecked) {
   auto refused = [&](const json& body, const std::string& needle) {
-    HttpResult r = c_->post("/api/v1/transaction", body);
+    HttpResult r = client_->post("/api/v1/transaction", body);
     EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
     EXPECT_NE(r.body.find(needle), std::string::npos) << r.body;
   };
@@ -273,31 +241,31 @@ TEST_F(StateTest, KvRefusesBadRequestsWithReasons) {
   json many = json::array();
   for (int i = 0; i < 257; ++i) many.push_back({{"op", "get"}, {"ns", "ok"}, {"key", "a"}});
   EXPECT_EQ(kv(many).body_json()["reason"], "kv_too_many_ops");
-  EXPECT_EQ(c_->post_raw("/api/v1/kv", "[1]").status, 400);
+  EXPECT_EQ(client_->post_raw("/api/v1/kv", "[1]").status, 400);
 }
 
 TEST_F(StateTest, KvSingleKeyRoutes) {
   std::string target = "/api/v1/kv/single/" + url_encode("a key/with slash");
-  HttpResult put = c_->request("PUT", target, R"({"value":{"v":1},"ttlSeconds":60})");
+  HttpResult put = client_->request("PUT", target, R"({"value":{"v":1},"ttlSeconds":60})");
   EXPECT_EQ(put.status, 200) << put.body;
   EXPECT_EQ(kv_value("single", "a key/with slash"), json({{"v", 1}}));
-  HttpResult get = c_->get(target);
+  HttpResult get = client_->get(target);
   ASSERT_EQ(get.status, 200) << get.body;
   EXPECT_EQ(get.body_json()["value"], json({{"v", 1}}));
   EXPECT_EQ(get.header("etag"),
             "\"" + std::to_string(get.body_json()["version"].get<int>()) + "\"");
-  EXPECT_EQ(c_->request("PUT", target + "?x=1", R"({"value":1,"forever":true})").status, 400);
-  EXPECT_EQ(c_->request("PUT", target, R"({"value":1,"key":"k","forever":true})").status, 400);
-  EXPECT_EQ(c_->request("PUT", target, R"({"value":1})").status, 400);  // no expiry
-  EXPECT_EQ(c_->request("DELETE", target).status, 200);
+  EXPECT_EQ(client_->request("PUT", target + "?x=1", R"({"value":1,"forever":true})").status, 400);
+  EXPECT_EQ(client_->request("PUT", target, R"({"value":1,"key":"k","forever":true})").status, 400);
+  EXPECT_EQ(client_->request("PUT", target, R"({"value":1})").status, 400);  // no expiry
+  EXPECT_EQ(client_->request("DELETE", target).status, 200);
   EXPECT_FALSE(kv_value("single", "a key/with slash"));
-  EXPECT_EQ(c_->get(target).status, 404);
+  EXPECT_EQ(client_->get(target).status, 404);
 }
 
 TEST_F(StateTest, LockGuardRollsBackAfterTakeover) {
   std::string lock = name(), out = name("-out");
   auto locks = [&](const json& op) {
-    HttpResult r = c_->post("/api/v1/locks", json{{"operations", json::array({op})}});
+    HttpResult r = client_->post("/api/v1/locks", json{{"operations", json::array({op})}});
     EXPECT_EQ(r.status, 200) << r.body;
     json a = r.body_json();
     return a.is_array() && !a.empty() ? a[0] : json(nullptr);
@@ -329,7 +297,7 @@ TEST_F(StateTest, LockGuardRollsBackAfterTakeover) {
       {{"operations", json::array({push_op(out, "from B")})}, {"kv", json::array({b["guard"]})}});
   EXPECT_TRUE(tb["success"].get<bool>()) << tb.dump();
   HttpResult bad =
-      c_->post("/api/v1/locks", json{{"operations", {{{"op", "acquire"}, {"name", "a#b"}}}}});
+      client_->post("/api/v1/locks", json{{"operations", {{{"op", "acquire"}, {"name", "a#b"}}}}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body_json()["error"], "locks_bad_request") << bad.body;
 }
@@ -357,7 +325,7 @@ TEST_F(StateTest, TimerFiresIntoItsQueue) {
   std::string q = name();
   json op = {{"op", "schedule"}, {"queue", q},       {"timerKey", "t1"},
              {"delayMs", 200},   {"txn", "fire-t1"}, {"payload", base64(R"({"due":true})")}};
-  HttpResult r = c_->post("/api/v1/timers", json{{"operations", json::array({op})}});
+  HttpResult r = client_->post("/api/v1/timers", json{{"operations", json::array({op})}});
   ASSERT_EQ(r.status, 200) << r.body;
   json a = r.body_json();
   EXPECT_TRUE(a[0]["ok"].get<bool>()) << r.body;
@@ -383,19 +351,19 @@ TEST_F(StateTest, TimerPeekListCountAndCancel) {
                    {"delayMs", 3600000},
                    {"payload", base64("not json")}});
   }
-  ASSERT_EQ(c_->post("/api/v1/timers", json{{"operations", ops}}).status, 200);
-  json peek = c_->get("/api/v1/timers/" + q + "/k1").body_json();
+  ASSERT_EQ(client_->post("/api/v1/timers", json{{"operations", ops}}).status, 200);
+  json peek = client_->get("/api/v1/timers/" + q + "/k1").body_json();
   EXPECT_TRUE(peek["found"].get<bool>()) << peek.dump();
   ASSERT_EQ(peek["timers"].size(), 1u);
   EXPECT_EQ(peek["timers"][0]["payload"], "not json");
-  json list = c_->get("/api/v1/timers/" + q + "?limit=2").body_json();
+  json list = client_->get("/api/v1/timers/" + q + "?limit=2").body_json();
   EXPECT_EQ(list["timers"].size(), 2u) << list.dump();
-  json count = c_->get("/api/v1/timers/" + q + "?mode=count&prefix=k").body_json();
+  json count = client_->get("/api/v1/timers/" + q + "?mode=count&prefix=k").body_json();
   EXPECT_EQ(count["count"], 2) << count.dump();
-  HttpResult del = c_->request("DELETE", "/api/v1/timers/" + q + "/k1");
+  HttpResult del = client_->request("DELETE", "/api/v1/timers/" + q + "/k1");
   EXPECT_EQ(del.status, 200) << del.body;
   EXPECT_EQ(del.body_json()[0]["status"], "cancelled") << del.body;
-  del = c_->request("DELETE", "/api/v1/timers/" + q + "/k1");
+  del = client_->request("DELETE", "/api/v1/timers/" + q + "/k1");
   EXPECT_EQ(del.body_json()[0]["status"], "absent") << del.body;
   json far = {
       {"op", "schedule"}, {"queue", q}, {"timerKey", "far"}, {"delayMs", 91LL * 86400 * 1000}};
