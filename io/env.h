@@ -37,6 +37,20 @@ struct FileInfo {
 
 enum class LogLevel { debug, info, warn, error };
 
+inline const char* log_level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+  }
+  return "info";
+}
+
 class Env {
  public:
   virtual ~Env() = default;

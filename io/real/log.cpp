@@ -12,20 +12,6 @@ namespace {
 std::mutex g_mutex;
 LogOptions g_options;
 
-const char* level_name(LogLevel level) {
-  switch (level) {
-    case LogLevel::debug:
-      return "debug";
-    case LogLevel::info:
-      return "info";
-    case LogLevel::warn:
-      return "warn";
-    case LogLevel::error:
-      return "error";
-  }
-  return "info";
-}
-
 std::string timestamp_text() {
   auto now = std::chrono::system_clock::now();
   int64_t us =
@@ -77,7 +63,7 @@ void log_line(LogLevel level, std::string_view component, std::string_view messa
     line += "{\"ts\":";
     append_json_string(&line, timestamp_text());
     line += ",\"level\":";
-    append_json_string(&line, level_name(level));
+    append_json_string(&line, log_level_name(level));
     line += ",\"component\":";
     append_json_string(&line, component);
     line += ",\"msg\":";
@@ -86,7 +72,7 @@ void log_line(LogLevel level, std::string_view component, std::string_view messa
   } else {
     line += timestamp_text();
     line += ' ';
-    line += level_name(level);
+    line += log_level_name(level);
     line += ' ';
     line += component;
     line += ": ";

@@ -35,20 +35,6 @@ void add_stats(NodeStats* into, const NodeStats& s) {
   into->torn_tails_cut += s.torn_tails_cut;
 }
 
-const char* level_name(LogLevel level) {
-  switch (level) {
-    case LogLevel::debug:
-      return "debug";
-    case LogLevel::info:
-      return "info";
-    case LogLevel::warn:
-      return "warn";
-    case LogLevel::error:
-      return "error";
-  }
-  return "?";
-}
-
 }  // namespace
 
 SimWorld::SimWorld(uint64_t seed, ClientNetFaults faults)
@@ -390,7 +376,7 @@ void SimWorld::env_fatal(int n, std::string_view reason) {
 }
 
 void SimWorld::env_log(int n, LogLevel level, std::string_view message) {
-  trace_.add(strf("  n%d log %s %.*s", n, level_name(level), static_cast<int>(message.size()),
+  trace_.add(strf("  n%d log %s %.*s", n, log_level_name(level), static_cast<int>(message.size()),
                   message.data()));
 }
 
