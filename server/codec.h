@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,6 +72,7 @@ struct EdgeSettings {
   int64_t stmt_timeout_ms = 30000;
   int64_t pop_timeout_ms_default = 30000;
   SubscriptionMode subscription_mode_default = SubscriptionMode::new_only;
+  std::shared_ptr<const Authenticator> auth;  // JWT (server/auth.h); null: every route is open
 };
 EdgeSettings edge_settings(const ServerConfig& config);
 

@@ -12,12 +12,13 @@ namespace queen {
 
 enum class Errc {
   ok = 0,
-  corrupt,        // a record failed its checksum or its framing
-  truncated,      // fewer bytes than a record says it has
-  io,             // the environment failed a disk call
+  corrupt,    // a record failed its checksum or its framing
+  truncated,  // fewer bytes than a record says it has
+  io,         // the environment failed a disk call
   not_found,
   bad_request,
   invalid_lease,
+  unavailable,  // the environment cannot do it (e.g. no encryption key)
 };
 
 struct Error {
@@ -53,7 +54,11 @@ class [[nodiscard]] Result {
 
 struct Unit {};
 using Status = Result<Unit>;
-inline Status ok_status() { return Unit{}; }
-inline Error make_error(Errc code, std::string message) { return Error{code, std::move(message)}; }
+inline Status ok_status() {
+  return Unit{};
+}
+inline Error make_error(Errc code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 }  // namespace queen

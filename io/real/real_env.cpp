@@ -73,4 +73,14 @@ void RealEnv::log(LogLevel level, std::string_view message) {
   log_line(level, "node", message);
 }
 
+Result<std::string> RealEnv::seal_payload(std::string_view plain) {
+  if (!cipher_) return Env::seal_payload(plain);
+  return cipher_->seal(plain);
+}
+
+Result<std::string> RealEnv::open_payload(std::string_view sealed) {
+  if (!cipher_) return Env::open_payload(sealed);
+  return cipher_->open(sealed);
+}
+
 }  // namespace queen::real
