@@ -70,6 +70,13 @@ class Env {
   virtual Status truncate(const std::string& file, uint64_t size_bytes) = 0;
   virtual Status remove(const std::string& file) = 0;
 
+  // Peers: a message to another node of the cluster, delivered (or not: it may be lost,
+  // duplicated, delayed or reordered) as Node::on_message there. A single node sends none.
+  virtual void send(uint64_t to_node, Bytes message) {
+    (void)to_node;
+    (void)message;
+  }
+
   // Clients: the answer to the command that came with `handle`. Exactly one reply per handle.
   virtual void reply(ReplyHandle handle, Reply reply) = 0;
 
@@ -77,6 +84,21 @@ class Env {
   virtual void fatal(std::string_view reason) = 0;
 
   virtual void log(LogLevel level, std::string_view message) = 0;
+
+  // Payloads of queues with encryptionEnabled (core/seal/seal.h). seal_payload turns a
+  // payload's JSON text into a sealed envelope: JSON text that starts with
+  // kSealedPayloadPrefix ({"encrypted":...}) and that only open_payload under the same key
+  // turns back. open_payload fails on anything else: another shape, another key, a changed
+  // byte. An environment without a key fails both, so a payload is never stored in the clear
+  // by mistake (the default). The server's envelope is AES-256-GCM (io/real/payload_cipher.h).
+  virtual Result<std::string> seal_payload(std::string_view plain) {
+    (void)plain;
+    return make_error(Errc::unavailable, "no encryption key configured (QUEEN_ENCRYPTION_KEY)");
+  }
+  virtual Result<std::string> open_payload(std::string_view sealed) {
+    (void)sealed;
+    return make_error(Errc::unavailable, "no encryption key configured (QUEEN_ENCRYPTION_KEY)");
+  }
 };
 
 }  // namespace queen

@@ -3,12 +3,15 @@
 #   1. every seed of sim/regressions.txt (seeds that once failed) passes;
 #   2. a range of seeds passes with --check-determinism (each seed run twice, traces equal);
 #   3. every mutant (a planted bug) is caught within its seed range;
-#   4. every fault kind fired at least once across the seeds of step 2.
+#   4. every fault kind fired at least once across the seeds of step 2;
+#   5. clusters: seed ranges of 3 and 5 nodes pass with --check-determinism, with network
+#      faults and leader changes, and the Raft mutants are caught.
 # Prints the simulated seconds per wall second. Must stay under 5 minutes on 2 cores.
 #
 # usage: scripts/sim-ci.sh [path/to/queen-sim] [all|regressions]
 #   QUEEN_SIM_CI_SEEDS   the seed range of step 2 (default 1-300)
 #   QUEEN_SIM_MUTANT_SEEDS  the range each mutant must be caught in (default 1-60)
+#   QUEEN_SIM_CI_SEEDS_3    3-node seeds (default 1-150); QUEEN_SIM_CI_SEEDS_5 (default 1-60)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,6 +74,35 @@ for m in answer-before-fsync skip-lease-check replay-partial-entry; do
     echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
   else
     fail "mutant $m not caught in seeds $mutant_seeds"
+    tail -n 5 <<<"$mout"
+  fi
+done
+
+cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
+  raft_entries_read_back"
+for nodes in 3 5; do
+  var=QUEEN_SIM_CI_SEEDS_$nodes
+  default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)
+  cseeds=${!var:-$default}
+  cout=$("$sim" --nodes "$nodes" --seeds "$cseeds" --check-determinism --quiet 2>&1)
+  rc=$?
+  csummary=$(grep -E '^seeds=' <<<"$cout" | tail -1)
+  [[ $rc -eq 0 ]] || { fail "$nodes nodes, seeds $cseeds (exit $rc)"; grep -v '^seeds=' <<<"$cout" | head -80; }
+  echo "sim-ci: $nodes nodes: $csummary"
+  for f in $cluster_faults; do
+    c=$(counter "$f" "$csummary")
+    [[ -n "$c" && "$c" -gt 0 ]] || fail "'$f' never happened across $nodes-node seeds $cseeds"
+  done
+  terms=$(counter raft_terms "$csummary")
+  [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
+done
+for m in commit-without-majority vote-twice; do
+  mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
+    --expect-violation 2>&1)
+  if [[ $? -eq 0 ]]; then
+    echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
+  else
+    fail "mutant $m not caught in 3-node seeds $mutant_seeds"
     tail -n 5 <<<"$mout"
   fi
 done

@@ -520,16 +520,18 @@ void render_configure(const ConfigureReply& reply, JsonWriter& w) {
 
 void render_health(const HealthReply& reply, JsonWriter& w) {
   w.begin_object();
-  w.key("status").string("healthy");
+  w.key("status").string(reply.settled ? "healthy" : "settling");
   w.key("engine").string("raft");
   w.key("version").string(kVersion);
   w.key("raft").begin_object();
   w.key("role").string(reply.role);
-  w.key("leader").number(1);
+  w.key("nodeId").number(reply.node_id);
+  w.key("leader").number(reply.leader);
+  w.key("settled").boolean(reply.settled);
   w.key("term").number(reply.term);
   w.key("applied").number(reply.applied_index);
   w.key("commit").number(reply.commit_index);
-  w.key("lag").number(0);
+  w.key("lag").number(reply.commit_index - std::min(reply.commit_index, reply.applied_index));
   w.key("storageReady").boolean(true);
   w.end_object();
   w.key("queues").number(reply.queues);
@@ -1751,7 +1753,7 @@ HttpAnswer render_messages(const MessagesReply& reply, RenderAs as) {
 
 EdgeSettings edge_settings(const ServerConfig& config) {
   return EdgeSettings{config.stmt_timeout_ms, config.pop_timeout_ms_default,
-                      config.subscription_mode_default};
+                      config.subscription_mode_default, config.auth};
 }
 
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message) {
@@ -2344,9 +2346,19 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
   unsigned status = 200;
   if (const auto* e = std::get_if<ErrorReply>(&reply.body)) {
     HttpAnswer a = error_answer(static_cast<unsigned>(e->http_status), e->code, e->message);
+    if (e->leader != 0) {  // a 503 retry names the leader when one is known
+      JsonWriter lw;
+      lw.begin_object().key("error").string(utf8_lossy(e->message)).key("code").string(e->code);
+      lw.key("leader").number(e->leader).end_object();
+      a.body = lw.take();
+    }
     a.retry_after_s = e->retry_after_s;
     return a;
   } else if (const auto* push = std::get_if<PushReply>(&reply.body)) {
+    if (const auto& refused = push->refused) {
+      return error_answer(static_cast<unsigned>(refused->http_status), refused->code,
+                          refused->message);
+    }
     render_push(*push, w);
     status = 201;
   } else if (const auto* pop = std::get_if<PopReply>(&reply.body)) {
@@ -2357,6 +2369,7 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
     render_configure(*conf, w);
   } else if (const auto* health = std::get_if<HealthReply>(&reply.body)) {
     render_health(*health, w);
+    if (!health->settled) status = 503;  // no leader known, or the leader is settling
   } else if (const auto* dlq = std::get_if<DlqReply>(&reply.body)) {
     render_dlq(*dlq, w);
   } else if (const auto* lease = std::get_if<LeaseExtendReply>(&reply.body)) {

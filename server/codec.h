@@ -54,7 +54,8 @@ struct HttpAnswer {
   unsigned status = 200;
   std::string body;  // empty for 204
   int retry_after_s = 0;
-  std::string etag;  // sent as the ETag header when not empty
+  std::string etag;          // sent as the ETag header when not empty
+  std::string content_type;  // empty: application/json
 };
 
 // How a reply is rendered when its type alone does not say (a single-key KV route).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "io/real/log.h"
+#include "server/auth.h"
 
 namespace queen::server {
 namespace {
@@ -166,6 +167,23 @@ void read_edge_limits(const EnvLookup& lookup, ServerConfig* config) {
   read_positive(lookup, "QUEEN_TEST_PUSH_DELAY_MS", &config->test_push_delay_ms);
 }
 
+// The reference broker logs a warning for a malformed key and stores payloads in the clear;
+// here a malformed key stops the node, which cannot then store what it was told to encrypt.
+// The message says what is wrong with the value, never the value.
+Status read_encryption_key(const EnvLookup& lookup, ServerConfig* config) {
+  auto text = non_empty(lookup, "QUEEN_ENCRYPTION_KEY");
+  if (!text) return ok_status();
+  auto key = real::parse_payload_key(*text);
+  if (!key) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_ENCRYPTION_KEY must be 64 hex characters (an "
+                      "AES-256 key); the value given has " +
+                          std::to_string(text->size()) + " characters");
+  }
+  config->encryption_key = *key;
+  return ok_status();
+}
+
 }  // namespace
 
 std::optional<bool> parse_bool(const std::string& text) {
@@ -177,10 +195,17 @@ std::optional<bool> parse_bool(const std::string& text) {
 
 Result<ServerConfig> load_config(const EnvLookup& lookup) {
   ServerConfig config;
-  for (Status s : {read_port(lookup, &config), read_bind_addr(lookup, &config),
-                   read_log(lookup, &config), read_engine(lookup, &config.node)}) {
+  for (Status s :
+       {read_port(lookup, &config), read_bind_addr(lookup, &config), read_log(lookup, &config),
+        read_engine(lookup, &config.node), read_encryption_key(lookup, &config)}) {
     if (!s) return s.error();
   }
+  auto cluster = load_cluster_config(lookup, &config.node);
+  if (!cluster) return cluster.error();
+  config.cluster = std::move(cluster.value());
+  auto auth = load_authenticator(lookup);
+  if (!auth) return auth.error();
+  config.auth = std::move(auth.value());
   if (auto dir = non_empty(lookup, "QUEEN_RAFT_DIR")) config.data_dir = *dir;
   read_positive(lookup, "QUEEN_MAX_BODY_BYTES", &config.body_bytes_max);
   read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);

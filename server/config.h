@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,8 +14,12 @@
 #include "core/node/command.h"
 #include "core/node/config.h"
 #include "io/env.h"
+#include "io/real/payload_cipher.h"
+#include "server/cluster_config.h"
 
 namespace queen::server {
+
+class Authenticator;  // server/auth.h
 
 struct ServerConfig {
   uint16_t port = 6632;                    // PORT (0 = any free port)
@@ -41,6 +46,10 @@ struct ServerConfig {
   LogLevel log_level = LogLevel::info;  // LOG_LEVEL
   bool log_json = false;                // QUEEN_LOG_JSON
   NodeConfig node;
+  // QUEEN_ENCRYPTION_KEY: 64 hex characters, or the node refuses to start. Never logged.
+  std::optional<real::PayloadKey> encryption_key;
+  std::shared_ptr<const Authenticator> auth;  // JWT_* (server/auth.h); null: JWT off
+  std::optional<ClusterConfig> cluster;       // QUEEN_RAFT_PEERS (server/cluster_config.h)
 };
 
 // The longest any deadline may be (long poll, push, statement).

@@ -6,13 +6,16 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <random>
 
 #include "io/real/log.h"
 #include "io/real/real_env.h"
+#include "server/auth.h"
 #include "server/routes.h"
 
 namespace queen::server {
@@ -84,6 +87,7 @@ constexpr int kAdmitRetryAfterMaxS = 5;
 constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
+constexpr int kForwardAttemptsMax = 3;  // leaders tried for one forwarded request
 
 // A request read from the connection, or an answer decided while reading it.
 struct Pending {
@@ -144,11 +148,65 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                  if (self->held_ != handle) return;
                  self->held_.reset();
                  self->deadline_timer_.cancel();
+                 if (self->try_forward(reply)) return;
                  self->write_answer(render_reply(reply, self->held_render_), "application/json");
                });
   }
 
  private:
+  // ---- forwarding (a cluster's follower) ----
+
+  // The node said another node leads: send the request there and answer with its answer.
+  bool try_forward(const Reply& reply) {
+    auto copy = std::move(held_copy_);
+    const auto& fwd = shared_->options.forward;
+    const auto* e = std::get_if<ErrorReply>(&reply.body);
+    if (!copy || !fwd || !e || e->http_status != 503 || e->code != "retry" || e->leader == 0 ||
+        e->leader == fwd->self_id)
+      return false;
+    copy->set(kForwardedHeader, std::to_string(fwd->self_id));
+    auto fallback = std::make_shared<HttpAnswer>(render_reply(reply, held_render_));
+    auto until = std::chrono::steady_clock::now() + milliseconds(fwd->timeout_ms);
+    return forward_to(e->leader, std::move(copy), fallback, until, kForwardAttemptsMax);
+  }
+
+  // One attempt; a leader that answers "503 retry, the leader is now M" (it lost leadership
+  // meanwhile) gets the request sent on to M, until the attempts or the deadline run out.
+  bool forward_to(uint64_t leader, std::shared_ptr<ForwardRequest> request,
+                  std::shared_ptr<HttpAnswer> fallback,
+                  std::chrono::steady_clock::time_point until, int attempts_left) {
+    const auto& fwd = *shared_->options.forward;
+    auto to = fwd.nodes.find(leader);
+    if (to == fwd.nodes.end() || leader == fwd.self_id) return false;
+    int64_t left_ms = std::chrono::duration_cast<milliseconds>(
+                          until - std::chrono::steady_clock::now()).count();
+    if (left_ms <= 0) return false;
+    forward_request(
+        stream_.get_executor(), to->second, *request, left_ms,
+        [self = shared_from_this(), request, fallback, until, attempts_left,
+         leader](std::optional<ForwardResponse> res) {
+          if (self->closed_) return;
+          if (!res) return self->write_answer(*fallback, "application/json");
+          if (res->result_int() == 503 && attempts_left > 1) {
+            auto body = nlohmann::json::parse(res->body(), nullptr, false);
+            uint64_t next = body.is_object() && body.contains("leader") &&
+                                    body["leader"].is_number_unsigned()
+                                ? body["leader"].get<uint64_t>()
+                                : 0;
+            if (next != 0 && next != leader &&
+                self->forward_to(next, request, fallback, until, attempts_left - 1))
+              return;
+          }
+          HttpAnswer a(res->result_int(), std::move(res->body()));
+          auto retry = (*res)[http::field::retry_after];
+          if (!retry.empty()) a.retry_after_s = std::atoi(std::string(retry).c_str());
+          a.etag = std::string((*res)[http::field::etag]);
+          std::string type((*res)[http::field::content_type]);
+          self->write_answer(a, type.empty() ? "application/json" : type.c_str());
+        });
+    return true;
+  }
+
   // ---- reading ----
 
   void read_next() {
@@ -330,6 +388,17 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     EdgeIds ids;
     auto method = req.method_string();
     auto target = req.target();
+    if (const Authenticator* auth = shared_->options.settings.auth.get()) {
+      auto header = req[http::field::authorization];
+      auto denied =
+          auth->check(std::string_view(method.data(), method.size()),
+                      std::string_view(target.data(), target.size()),
+                      std::string_view(header.data(), header.size()), ids.now_ms() / 1000);
+      if (denied) {
+        release_body(front);
+        return write_answer(*denied, "application/json");
+      }
+    }
     if (shared_->disk.full() && grows_storage(std::string_view(method.data(), method.size()),
                                               std::string_view(target.data(), target.size()))) {
       release_body(front);
@@ -337,6 +406,9 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
           error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),
           "application/json");
     }
+    held_copy_.reset();
+    if (shared_->options.forward && req[kForwardedHeader].empty())
+      held_copy_ = std::make_shared<ForwardRequest>(req);
     Parsed parsed = route_request(std::string_view(method.data(), method.size()),
                                   std::string_view(target.data(), target.size()), req.body(),
                                   shared_->options.settings, ids);
@@ -452,6 +524,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   uint64_t pending_bytes_ = 0;   // body bytes held in pending_
   std::optional<ReplyHandle> held_;
   RenderAs held_render_ = RenderAs::standard;
+  std::shared_ptr<ForwardRequest> held_copy_;  // the held request, for forwarding
   std::vector<char> drain_buffer_;
   bool reading_ = false;
   bool waiting_idle_ = false;

@@ -24,6 +24,8 @@
 //   write gets body_timeout_ms.
 // - A request the node has not answered by its deadline (+ kDeadlineGraceMs) is answered 503
 //   timeout with Retry-After, and the node is told (Node::on_cancel); the write may land.
+// - In a cluster, a request the node refuses with "503 retry, the leader is N" is forwarded to
+//   N's HTTP address and N's answer returned (server/forwarder.h).
 // - While the disk gate is full, pushes, KV writes, timer schedules and transactions are
 //   answered 507 storage_full; everything else is served.
 #pragma once
@@ -45,6 +47,7 @@
 #include "io/real/real_env.h"
 #include "server/admission.h"
 #include "server/codec.h"
+#include "server/forwarder.h"
 
 namespace queen::server {
 
@@ -87,6 +90,7 @@ struct HttpServerOptions {
   DiskGateOptions disk;
   int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
   EdgeSettings settings;
+  std::optional<ForwardOptions> forward;  // a cluster: followers forward to the leader
 };
 
 // A request is answered 503 timeout this long after its deadline when the node has not.

@@ -4,9 +4,14 @@
 // and on a failed fsync.
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <thread>
 
+#include "core/node/node.h"
 #include "io/real/driver.h"
 #include "io/real/log.h"
 #include "server/config.h"
@@ -27,6 +32,16 @@ void raise_open_files_limit() {
   ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
+std::optional<queen::server::ForwardOptions> forward_options(
+    const queen::server::ServerConfig& config) {
+  if (!config.cluster) return std::nullopt;
+  queen::server::ForwardOptions f;
+  f.self_id = config.cluster->node_id;
+  f.timeout_ms = config.stmt_timeout_ms;
+  for (const auto& p : config.cluster->peers) f.nodes[p.id] = {p.http_host, p.http_port};
+  return f;
+}
+
 queen::server::HttpServerOptions http_options(const queen::server::ServerConfig& config) {
   return queen::server::HttpServerOptions{.bind_addr = config.bind_addr,
                                           .port = config.port,
@@ -42,7 +57,43 @@ queen::server::HttpServerOptions http_options(const queen::server::ServerConfig&
                                                    .low_pct = config.disk_low_pct,
                                                    .test_pct_file = config.test_disk_pct_file},
                                           .disk_check_ms = config.disk_check_ms,
-                                          .settings = queen::server::edge_settings(config)};
+                                          .settings = queen::server::edge_settings(config),
+                                          .forward = forward_options(config)};
+}
+
+std::optional<queen::real::TransportOptions> transport_options(
+    const queen::server::ServerConfig& config) {
+  if (!config.cluster) return std::nullopt;
+  const queen::server::ClusterConfig& c = *config.cluster;
+  queen::real::TransportOptions t;
+  t.self_id = c.node_id;
+  t.listen_host = c.listen_host;
+  t.listen_port = c.listen_port;
+  t.token = c.token;
+  for (const auto& p : c.peers)
+    if (p.id != c.node_id) t.peers.push_back({p.id, p.raft_host, p.raft_port});
+  return t;
+}
+
+// A graceful stop of a leader: leadership goes to the most caught-up voter, and the process
+// waits (at most kHandOverWaitMs) until another node has taken over.
+constexpr int64_t kHandOverWaitMs = 1000;
+
+void hand_over(queen::real::NodeDriver& driver) {
+  bool started = false;
+  driver.run_on_node([&](queen::Node& node) { started = node.hand_over(); });
+  if (!started) return;
+  for (int64_t waited = 0; waited < kHandOverWaitMs; waited += 10) {
+    bool leading = true;
+    driver.run_on_node(
+        [&](queen::Node& node) { leading = std::string_view(node.raft_view().role) == "leader"; });
+    if (!leading) {
+      queen::real::log_line(queen::LogLevel::info, "main", "leadership handed over");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  queen::real::log_line(queen::LogLevel::warn, "main", "no voter took over leadership in time");
 }
 
 }  // namespace
@@ -61,7 +112,9 @@ int main() {
   real::NodeDriver driver(real::DriverOptions{.data_dir = config.data_dir,
                                               .node = config.node,
                                               .commands_queued_max = config.commands_queued_max,
-                                              .test_push_delay_ms = config.test_push_delay_ms},
+                                              .test_push_delay_ms = config.test_push_delay_ms,
+                                              .payload_key = config.encryption_key,
+                                              .transport = transport_options(config)},
                           router);
   Status started = driver.start();
   if (!started)
@@ -71,6 +124,7 @@ int main() {
   Status listening = http.listen();
   if (!listening) return fail(listening.error().message);
   http.run();
+  if (config.cluster) hand_over(driver);
   driver.stop();
   real::log_line(LogLevel::info, "main", "stopped");
   return 0;

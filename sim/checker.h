@@ -81,6 +81,11 @@ class Checker {
   // After the final restart: read everything back and check invariants 1, 2, 4 (DLQ), 6, 7.
   void final_check();
 
+  // Cluster: the node whose store the end checks read (the leader once everything settled),
+  // and a leader change, which loses the leader's in-memory request-id outcomes like a restart.
+  void set_reference(int node) { reference_ = node; }
+  void leader_changed() { ++starts_; }
+
   uint64_t pushes_answered() const { return pushes_answered_; }
   uint64_t pops_answered() const { return pops_answered_; }
   uint64_t acks_answered() const { return acks_answered_; }
@@ -212,6 +217,7 @@ class Checker {
   uint64_t pushes_answered_ = 0;
   uint64_t pops_answered_ = 0;
   uint64_t acks_answered_ = 0;
+  int reference_ = 0;
 };
 
 }  // namespace queen::sim

@@ -33,7 +33,9 @@ const char* kUsage =
     "usage: queen-sim [--seed N | --seeds A-B | --replay N] [--nodes K] [--trace]\n"
     "                 [--check-determinism] [--mutant NAME] [--quiet]\n"
     "                 [--stop-at-first] [--expect-violation]\n"
-    "  --mutant: answer-before-fsync | skip-lease-check | replay-partial-entry\n"
+    "  --nodes: 1 (a single node), 3, 5 or 7 (a Raft cluster with network faults)\n"
+    "  --mutant: answer-before-fsync | skip-lease-check | replay-partial-entry |\n"
+    "            commit-without-majority | vote-twice (clusters)\n"
     "  --expect-violation: exit 0 only if some seed reports a violation (mutant checks)\n";
 
 Args g_args;
@@ -56,8 +58,8 @@ extern "C" void on_abort(int sig) {
     for (const std::string& line : w->trace().tail(SimWorld::kViolationTraceLines)) {
       std::printf("    %s\n", line.c_str());
     }
-    std::printf("  replay: queen-sim --replay %llu --trace%s%s\n",
-                static_cast<unsigned long long>(w->seed()),
+    std::printf("  replay: queen-sim --replay %llu --trace --nodes %d%s%s\n",
+                static_cast<unsigned long long>(w->seed()), g_args.nodes,
                 g_args.mutant == Mutant::none ? "" : " --mutant ",
                 g_args.mutant == Mutant::none ? "" : mutant_name(g_args.mutant));
     std::fflush(stdout);
@@ -119,8 +121,9 @@ void print_violation(const Args& a, const RunOutcome& o, const Violation& v) {
               static_cast<double>(v.elapsed_us) / 1e6, v.detail.c_str());
   std::printf("  last %zu trace events:\n", v.trace_tail.size());
   for (const std::string& line : v.trace_tail) std::printf("    %s\n", line.c_str());
-  std::printf("  replay: queen-sim --replay %llu --trace%s%s\n",
-              static_cast<unsigned long long>(o.seed), a.mutant == Mutant::none ? "" : " --mutant ",
+  std::printf("  replay: queen-sim --replay %llu --trace --nodes %d%s%s\n",
+              static_cast<unsigned long long>(o.seed), a.nodes,
+              a.mutant == Mutant::none ? "" : " --mutant ",
               a.mutant == Mutant::none ? "" : mutant_name(a.mutant));
 }
 
@@ -262,9 +265,8 @@ int main_impl(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  if (a.nodes != 1) {
-    std::fprintf(stderr, "queen-sim: --nodes %d needs raft (only --nodes 1 is supported)\n",
-                 a.nodes);
+  if (a.nodes < 1 || a.nodes > 7 || (a.nodes > 1 && a.nodes % 2 == 0)) {
+    std::fprintf(stderr, "queen-sim: --nodes must be 1, 3, 5 or 7 (got %d)\n", a.nodes);
     return 2;
   }
   g_args = a;

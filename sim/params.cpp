@@ -70,7 +70,28 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.answer_before_fsync = mutant == Mutant::answer_before_fsync;
   c.mutants.skip_lease_check = mutant == Mutant::skip_lease_check;
   c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;
+  c.mutants.commit_without_majority = mutant == Mutant::commit_without_majority;
+  c.mutants.vote_twice = mutant == Mutant::vote_twice;
   return c;
+}
+
+// A cluster's own faults, drawn after everything else so single-node seeds keep their worlds.
+// Clock skew is off for now: the lease checks compare times on the clients' current node.
+void choose_cluster(Rng& rng, RunParams* p) {
+  p->faults.clock = ClockModel{};
+  p->net.delay_us_min = rng.range(50, 500);
+  p->net.delay_us_max = p->net.delay_us_min + rng.range(100, 20'000);
+  p->net.drop_per_mille = rng.per_mille(500) ? static_cast<uint32_t>(rng.range(1, 50)) : 0;
+  p->net.dup_per_mille = rng.per_mille(500) ? static_cast<uint32_t>(rng.range(1, 50)) : 0;
+  p->partition_per_100k_events = rng.per_mille(600) ? static_cast<uint32_t>(rng.range(5, 60)) : 0;
+  p->liveness_ms_max += 60'000;
+  if (rng.per_mille(500)) {  // a small cache: lagging followers are fed from the log files
+    p->node.raft_cache_bytes_max = static_cast<uint64_t>(rng.range(1024, 65536));
+    p->node.raft_recovered_cached_max = static_cast<uint32_t>(rng.range(0, 16));
+  }
+  if (p->mutant == Mutant::commit_without_majority || p->mutant == Mutant::vote_twice) {
+    p->partition_per_100k_events = std::max<uint32_t>(p->partition_per_100k_events, 40);
+  }
 }
 
 }  // namespace
@@ -80,6 +101,8 @@ std::optional<Mutant> parse_mutant(std::string_view name) {
   if (name == "answer-before-fsync") return Mutant::answer_before_fsync;
   if (name == "skip-lease-check") return Mutant::skip_lease_check;
   if (name == "replay-partial-entry") return Mutant::replay_partial_entry;
+  if (name == "commit-without-majority") return Mutant::commit_without_majority;
+  if (name == "vote-twice") return Mutant::vote_twice;
   return std::nullopt;
 }
 
@@ -93,6 +116,10 @@ const char* mutant_name(Mutant m) {
       return "skip-lease-check";
     case Mutant::replay_partial_entry:
       return "replay-partial-entry";
+    case Mutant::commit_without_majority:
+      return "commit-without-majority";
+    case Mutant::vote_twice:
+      return "vote-twice";
   }
   return "?";
 }
@@ -107,6 +134,10 @@ const char* mutant_invariant(Mutant m) {
       return "5";  // an ack on a lease that is not live
     case Mutant::replay_partial_entry:
       return "6";  // half an entry after recovery
+    case Mutant::commit_without_majority:
+      return "2";  // nodes apply different entries at one index
+    case Mutant::vote_twice:
+      return "2";  // two leaders in one term
   }
   return "";
 }
@@ -124,6 +155,7 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
   // Drawn last, so the draws above are the same as before workers existed.
   p.work.workers = rng.per_mille(750) ? static_cast<int>(rng.range(1, 3)) : 0;
   p.work.worker_sleep_past_lease_per_mille = static_cast<uint32_t>(rng.range(0, 100));
+  if (nodes > 1) choose_cluster(rng, &p);
   // Liveness bound: a fixed allowance plus a budget per message each consumer may have to
   // work through alone (every group reads every message).
   const WorkloadParams& w = p.work;
@@ -175,6 +207,14 @@ std::string RunParams::describe() const {
   s += strf("checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu",
             (long long)node.checkpoint_ms, node.pipeline_max, node.batch_cmds_max,
             (unsigned long long)node.segment_bytes);
+  if (nodes > 1) {
+    s += strf(
+        " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "
+        "partition_per_100k_events=%u raft_cache_bytes_max=%llu",
+        (long long)net.delay_us_min, (long long)net.delay_us_max, net.drop_per_mille,
+        net.dup_per_mille, partition_per_100k_events,
+        (unsigned long long)node.raft_cache_bytes_max);
+  }
   return s;
 }
 

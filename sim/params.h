@@ -13,10 +13,18 @@
 #include "core/node/config.h"
 #include "io/sim/clock.h"
 #include "io/sim/disk.h"
+#include "io/sim/network.h"
 
 namespace queen::sim {
 
-enum class Mutant { none, answer_before_fsync, skip_lease_check, replay_partial_entry };
+enum class Mutant {
+  none,
+  answer_before_fsync,
+  skip_lease_check,
+  replay_partial_entry,
+  commit_without_majority,
+  vote_twice,
+};
 
 std::optional<Mutant> parse_mutant(std::string_view name);
 const char* mutant_name(Mutant m);
@@ -73,6 +81,8 @@ struct RunParams {
   uint64_t seed = 0;
   int nodes = 1;
   Mutant mutant = Mutant::none;
+  NetFaultRates net;                       // cluster: the links between nodes
+  uint32_t partition_per_100k_events = 0;  // cluster: one node cut off for a while
   FaultParams faults;
   WorkloadParams work;
   NodeConfig node;

@@ -1,12 +1,16 @@
 #include "sim/run.h"
 
+#include <map>
+#include <string_view>
+
 #include "sim/checker.h"
 #include "sim/workload.h"
 
 namespace queen::sim {
 namespace {
 
-constexpr int kNode = 0;
+constexpr int kNode = 0;                      // a single node's index
+constexpr int64_t kSettleMaxUs = 60'000'000;  // cluster: the final restart settles within this
 constexpr int64_t kDrainCheckEveryUs = 20'000;
 constexpr int64_t kStrictAfterHealUs = 6'000'000;  // longer than any pause or restart delay
 
@@ -50,15 +54,67 @@ class Run {
     s.clock = p_.faults.clock;
     s.restart_delay_us_min = p_.faults.restart_delay_ms_min * 1000;
     s.restart_delay_us_max = p_.faults.restart_delay_ms_max * 1000;
-    world_.add_node(s);
+    for (int n = 0; n < p_.nodes; ++n) {
+      s.config.node_id = static_cast<uint64_t>(n) + 1;
+      s.config.voters.clear();
+      if (p_.nodes > 1)
+        for (int v = 1; v <= p_.nodes; ++v) s.config.voters.push_back(static_cast<uint64_t>(v));
+      world_.add_node(s);
+    }
+    world_.network().set_rates(p_.net);
     world_.note(p_.describe());
-    world_.start_node(kNode);
+    for (int n = 0; n < p_.nodes; ++n) world_.start_node(n);
     workload_.start();
   }
 
   void safety() {
     int64_t end_us = world_.now_us() + p_.safety_ms * 1000;
-    while (ok() && world_.now_us() < end_us && world_.step()) inject_faults();
+    while (ok() && world_.now_us() < end_us && world_.step()) {
+      check_raft();
+      inject_faults();
+    }
+  }
+
+  bool cluster() const { return p_.nodes > 1; }
+
+  // Raft's safety, observed after every event: at most one leader per term (election
+  // safety), and nodes that applied the same number of entries applied the same entries
+  // (state machine safety, which needs log matching and leader completeness).
+  void check_raft() {
+    if (!cluster()) return;
+    for (int n = 0; n < p_.nodes; ++n) {
+      const Node* node = world_.node(n);
+      if (node == nullptr) continue;
+      Node::RaftView v = node->raft_view();
+      if (std::string_view(v.role) == "leader") {
+        auto [it, fresh] = leaders_.emplace(v.term, n);
+        if (!fresh && it->second != n) {
+          world_.violation("2 election safety", strf("n%d and n%d both lead term %llu", it->second,
+                                                     n, static_cast<unsigned long long>(v.term)));
+          return;
+        }
+        if (v.writable && (v.term != writable_term_)) {
+          writable_term_ = v.term;
+          checker_.leader_changed();
+        }
+      }
+      auto [it, fresh] = chains_.emplace(v.applied, std::make_pair(v.applied_chain, n));
+      if (!fresh && it->second.first != v.applied_chain) {
+        world_.violation("2 state machine safety",
+                         strf("n%d and n%d applied different entries up to %llu", it->second.second,
+                              n, static_cast<unsigned long long>(v.applied)));
+        return;
+      }
+    }
+  }
+
+  // The node that leads and serves, if any.
+  int writable_leader() {
+    for (int n = 0; n < p_.nodes; ++n) {
+      const Node* node = world_.node(n);
+      if (node != nullptr && node->raft_view().writable) return n;
+    }
+    return -1;
   }
 
   // Crashes and pauses chosen per dispatched event, so that they land at any point of the
@@ -67,23 +123,50 @@ class Run {
   void inject_faults() {
     const FaultParams& f = p_.faults;
     bool pushed = workload_.take_push_answered();
-    if (!world_.up(kNode)) return;
+    if (cluster()) inject_net_faults();
+    // In a cluster the victim is any node; a crash after a push answer hits the one answering.
+    int victim = cluster() ? static_cast<int>(faults_rng_.range(0, p_.nodes - 1)) : kNode;
+    if (pushed) victim = workload_.target();
+    if (!world_.up(victim)) return;
     const char* why = nullptr;
     if (faults_rng_.per_100k(f.crash_per_100k_events)) why = "injected";
     if (pushed && faults_rng_.per_mille(f.crash_after_push_reply_per_mille)) {
       why = "injected after a push answer";
     }
-    if (f.crash_mid_sync_per_mille > 0 && world_.disk(kNode).volatile_files() >= 2 &&
+    if (f.crash_mid_sync_per_mille > 0 && world_.disk(victim).volatile_files() >= 2 &&
         faults_rng_.per_mille(f.crash_mid_sync_per_mille)) {
       why = "injected with several files unsynced";
     }
     if (why != nullptr) {
-      world_.crash_node(kNode, why, true);
+      world_.crash_node(victim, why, true);
       return;
     }
-    if (f.pause_per_100k_events > 0 && !world_.paused(kNode) &&
+    if (f.pause_per_100k_events > 0 && !world_.paused(victim) &&
         faults_rng_.per_100k(f.pause_per_100k_events)) {
-      world_.pause_node(kNode, faults_rng_.range(f.pause_ms_min, f.pause_ms_max) * 1000);
+      world_.pause_node(victim, faults_rng_.range(f.pause_ms_min, f.pause_ms_max) * 1000);
+    }
+  }
+
+  // Partitions: now and then one node is cut off (both ways, or only its sends), and healed
+  // again a few seconds later.
+  void inject_net_faults() {
+    if (p_.partition_per_100k_events == 0) return;
+    if (partitioned_until_us_ != 0 && world_.now_us() >= partitioned_until_us_) {
+      world_.network().heal();
+      world_.note("net: healed");
+      partitioned_until_us_ = 0;
+    }
+    if (partitioned_until_us_ == 0 && faults_rng_.per_100k(p_.partition_per_100k_events)) {
+      int n = static_cast<int>(faults_rng_.range(0, p_.nodes - 1));
+      bool one_way = faults_rng_.per_mille(300);
+      if (one_way) {
+        for (int o = 0; o < p_.nodes; ++o)
+          if (o != n) world_.network().cut(n, o);
+      } else {
+        world_.network().isolate(n, p_.nodes);
+      }
+      partitioned_until_us_ = world_.now_us() + faults_rng_.range(500, 6000) * 1000;
+      world_.note(strf("net: n%d cut off%s", n, one_way ? " (its sends only)" : ""));
     }
   }
 
@@ -94,7 +177,10 @@ class Run {
     DiskFaultRates d = p_.faults.disk;
     d.sync_fail_per_mille = 0;
     d.read_corrupt_per_mille = 0;
-    world_.set_disk_rates(kNode, d);
+    for (int n = 0; n < p_.nodes; ++n) world_.set_disk_rates(n, d);
+    world_.network().heal();
+    world_.network().set_rates(NetFaultRates{});
+    partitioned_until_us_ = 0;
     heal_us_ = world_.now_us();
     workload_.enter_liveness(heal_us_ + kStrictAfterHealUs);
   }
@@ -106,11 +192,21 @@ class Run {
     while (ok()) {
       if (world_.now_us() >= next_check_us) {
         next_check_us = world_.now_us() + kDrainCheckEveryUs;
+        if (cluster()) {
+          int leader = writable_leader();
+          if (leader < 0) {
+            why = "no leader serving";
+          } else {
+            checker_.set_reference(leader);
+          }
+        }
         if (workload_.producers_done() && checker_.drained(&why)) break;
         if (!workload_.producers_done())
           why = "producers unfinished:" + workload_.pending_summary();
       }
-      if (world_.now_us() > bound_us || !world_.step()) {
+      bool stepped = world_.step();
+      check_raft();
+      if (world_.now_us() > bound_us || !stepped) {
         world_.violation("8 liveness",
                          strf("not finished %lld s after healing: %s",
                               static_cast<long long>(p_.liveness_ms_max / 1000), why.c_str()));
@@ -128,9 +224,46 @@ class Run {
     while (ok() && world_.now_us() < end_us && world_.step()) {
     }
     if (!ok()) return;
+    if (cluster()) return final_cluster();
     world_.crash_node(kNode, "final restart", false);
     world_.start_node(kNode);
     if (ok()) checker_.final_check();
+  }
+
+  // Every node restarts; once a leader serves and every node has applied all it committed,
+  // the end checks read the leader, and every node must have applied the same entries.
+  void final_cluster() {
+    for (int n = 0; n < p_.nodes; ++n) world_.crash_node(n, "final restart", false);
+    for (int n = 0; n < p_.nodes; ++n) world_.start_node(n);
+    int64_t end_us = world_.now_us() + kSettleMaxUs;
+    int leader = -1;
+    while (ok() && world_.now_us() < end_us && world_.step()) {
+      check_raft();
+      leader = writable_leader();
+      if (leader >= 0 && all_applied(leader)) break;
+      leader = -1;
+    }
+    if (!ok()) return;
+    if (leader < 0) {
+      world_.violation("8 liveness",
+                       "after the final restart no leader served with every node "
+                       "caught up within 60 s");
+      return;
+    }
+    checker_.set_reference(leader);
+    checker_.final_check();
+  }
+
+  bool all_applied(int leader) {
+    Node::RaftView lv = world_.node(leader)->raft_view();
+    if (lv.applied < lv.last_index) return false;
+    for (int n = 0; n < p_.nodes; ++n) {
+      const Node* node = world_.node(n);
+      if (node == nullptr) return false;
+      Node::RaftView v = node->raft_view();
+      if (v.applied != lv.applied || v.applied_chain != lv.applied_chain) return false;
+    }
+    return true;
   }
 
   RunOutcome outcome() {
@@ -141,7 +274,20 @@ class Run {
     out.sim_us = world_.elapsed_us();
     out.violations = world_.violations();
     out.counters = world_.counters();
-    NodeStats s = world_.total_stats(kNode);
+    NodeStats s;
+    for (int n = 0; n < p_.nodes; ++n) {
+      NodeStats t = world_.total_stats(n);
+      s.lease_expiries += t.lease_expiries;
+      s.redeliveries += t.redeliveries;
+      s.dlq_moves += t.dlq_moves;
+      s.checkpoints += t.checkpoints;
+      s.entries_committed += t.entries_committed;
+      s.recovered_entries += t.recovered_entries;
+      s.torn_tails_cut += t.torn_tails_cut;
+      s.entries_read_back += t.entries_read_back;
+    }
+    if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
+    out.counters["raft_terms"] = leaders_.size();
     out.counters["lease_expiries"] = s.lease_expiries;
     out.counters["redeliveries"] = s.redeliveries;
     out.counters["dlq_moves"] = s.dlq_moves;
@@ -161,6 +307,10 @@ class Run {
   Workload workload_;
   Rng faults_rng_;
   int64_t heal_us_ = 0;
+  int64_t partitioned_until_us_ = 0;
+  std::map<uint64_t, int> leaders_;                      // term → the node that led it
+  std::map<uint64_t, std::pair<uint64_t, int>> chains_;  // applied → (chain, first node)
+  uint64_t writable_term_ = 0;
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 namespace queen::sim {
 namespace {
 
-constexpr int kNode = 0;  // one node for now: every client talks to it
 const char* const kGroupNames[] = {"g1", "__QUEUE_MODE__"};
 const char* const kWorkerGroup = "wk";
 const char* const kWorkerInput = "qa";
@@ -95,7 +94,7 @@ std::string Workload::pending_summary() const {
 CommandEnvelope Workload::envelope(Command command, int64_t timeout_ms) {
   CommandEnvelope env;
   env.request_id = mint_id();
-  env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+  env.deadline_ms = world_.node_now_us(target_) / 1000 + timeout_ms;
   env.command = std::move(command);
   return env;
 }
@@ -103,14 +102,15 @@ CommandEnvelope Workload::envelope(Command command, int64_t timeout_ms) {
 Uuid Workload::mint_id() {
   uint64_t a = id_rng_.next();
   uint64_t b = id_rng_.next();
-  return make_uuid_v7(world_.node_now_us(kNode) / 1000, a, b);
+  return make_uuid_v7(world_.node_now_us(target_) / 1000, a, b);
 }
 
 std::optional<ReplyHandle> Workload::submit(Kind kind, int client, CommandEnvelope env,
                                             int64_t timeout_us) {
-  std::optional<ReplyHandle> h = world_.submit(kNode, env, this);
+  std::optional<ReplyHandle> h = world_.submit(target_, env, this);
   if (!h) {
     world_.count("client_refused");
+    next_target(0);
     return std::nullopt;
   }
   Request& r = requests_[*h];
@@ -136,7 +136,8 @@ void Workload::timed_out(ReplyHandle h) {
   world_.count("client_timeouts");
   if (r.kind == Kind::push) producers_[r.client].last_lost = true;
   if (r.kind == Kind::txn) workers_[r.client].last_lost = true;
-  if (liveness_ && r.submitted_us >= strict_after_us_) {
+  // After stop() the run restarts every node on purpose: what was pending dies with them.
+  if (liveness_ && !stopped_ && r.submitted_us >= strict_after_us_) {
     world_.violation("8 liveness", strf("request h%llu (%s) submitted after healing got no "
                                         "answer by its deadline",
                                         static_cast<unsigned long long>(h),
@@ -189,14 +190,14 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       break;
     case Kind::pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
-                            world_.node_now_us(kNode), lost);
+                            world_.node_now_us(target_), lost);
       break;
     case Kind::ack:
       checker_.ack_answered(h, std::get<AckCmd>(r.envelope.command), r.ack, reply, lost);
       break;
     case Kind::worker_pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
-                            world_.node_now_us(kNode), lost);
+                            world_.node_now_us(target_), lost);
       break;
     case Kind::txn:
       checker_.txn_answered(h, r.push_attempt, std::get<TxnCmd>(r.envelope.command), reply,
@@ -206,7 +207,25 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
   if (r.abandoned) requests_.erase(it);  // the client has moved on; lost or not, no one waits
 }
 
+// Clients follow the cluster's hints, as real ones do: a 503 naming the leader sends them
+// there; no leader known, or a refused connection, sends them to the next node.
+void Workload::next_target(uint64_t leader_hint) {
+  int nodes = world_.node_count();
+  if (nodes <= 1) return;
+  int before = target_;
+  if (leader_hint != 0 && static_cast<int>(leader_hint) <= nodes) {
+    target_ = static_cast<int>(leader_hint) - 1;
+  } else if (leader_hint == 0) {
+    target_ = (target_ + 1) % nodes;
+  }
+  if (target_ != before) world_.count("client_target_changes");
+}
+
 void Workload::on_reply(ReplyHandle h, const Reply& reply) {
+  if (const auto* e = std::get_if<ErrorReply>(&reply.body)) {
+    if (e->http_status == 503 && (e->code == "retry" || e->code == "no_leader"))
+      next_target(e->leader);
+  }
   auto it = requests_.find(h);
   if (it == requests_.end() || it->second.abandoned) return;
   Request r = std::move(it->second);
@@ -251,6 +270,7 @@ void Workload::configure(int q) {
   cmd.patch.retry_delay_ms = params_.work.retry_delay_ms;
   cmd.patch.dead_letter_queue = true;
   cmd.patch.dlq_after_max_retries = true;
+  cmd.patch.encryption_enabled = q % 2 == 1;  // odd queues take the seal and open paths
   int64_t timeout_ms = params_.work.request_timeout_ms;
   if (!submit(Kind::configure, q, envelope(std::move(cmd), timeout_ms), timeout_ms * 1000)) {
     retry_later(Kind::configure, q);
@@ -301,7 +321,7 @@ void Workload::send_push(int p) {
   if (resend) {
     // The same request again: same request id, same body (message ids included).
     env = *pr.last;
-    env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+    env.deadline_ms = world_.node_now_us(target_) / 1000 + timeout_ms;
     attempt = pr.last_attempt;
     world_.count("client_resent_requests");
   } else {
@@ -357,7 +377,7 @@ void Workload::consume(int c) {
   cmd.wait = rng.per_mille(w.wait_per_mille);
   cmd.subscription_mode = SubscriptionMode::all;
   int64_t timeout_ms = cmd.wait ? rng.range(100, w.pop_wait_ms_max) : w.request_timeout_ms;
-  int64_t clock_us = world_.node_now_us(kNode);
+  int64_t clock_us = world_.node_now_us(target_);
   std::optional<ReplyHandle> h = submit(Kind::pop, c, envelope(cmd, timeout_ms), timeout_ms * 1000);
   if (!h) {
     retry_later(Kind::pop, c);
@@ -483,7 +503,7 @@ void Workload::work(int w) {
   cmd.wait = wk.rng.per_mille(300);
   cmd.subscription_mode = SubscriptionMode::all;
   int64_t timeout_ms = cmd.wait ? wk.rng.range(100, 1000) : params_.work.request_timeout_ms;
-  int64_t clock_us = world_.node_now_us(kNode);
+  int64_t clock_us = world_.node_now_us(target_);
   std::optional<ReplyHandle> h =
       submit(Kind::worker_pop, w, envelope(cmd, timeout_ms), timeout_ms * 1000);
   if (!h) {
@@ -533,7 +553,7 @@ void Workload::send_txn(int w) {
   uint64_t attempt = 0;
   if (resend) {
     env = *wk.last;
-    env.deadline_ms = world_.node_now_us(kNode) / 1000 + timeout_ms;
+    env.deadline_ms = world_.node_now_us(target_) / 1000 + timeout_ms;
     attempt = wk.last_attempt;
     world_.count("client_resent_requests");
   } else {

@@ -47,6 +47,7 @@ class Workload final : public ClientSink {
   // True once after a step in which the node answered a push (for targeted crashes).
   bool take_push_answered();
   std::string pending_summary() const;
+  int target() const { return target_; }
 
   void on_reply_sent(ReplyHandle handle, const Reply& reply, bool lost) override;
   void on_reply(ReplyHandle handle, const Reply& reply) override;
@@ -118,6 +119,7 @@ class Workload final : public ClientSink {
   void retry_later(Kind kind, int client);
   CommandEnvelope envelope(Command command, int64_t timeout_ms);
   Uuid mint_id();
+  void next_target(uint64_t leader_hint);
   int64_t backoff_us(Rng& rng) { return rng.range(20'000, 300'000); }
   const std::string& queue_name(int q) const { return queues_[q]; }
 
@@ -137,6 +139,7 @@ class Workload final : public ClientSink {
   bool liveness_ = false;
   int64_t strict_after_us_ = INT64_MAX;
   bool push_answered_ = false;
+  int target_ = 0;  // the node the clients send to
 };
 
 }  // namespace queen::sim

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "core/qlog/log.h"
+#include "core/seal/seal.h"
 
 namespace queen {
 namespace {
@@ -11,7 +12,9 @@ namespace {
 constexpr const char* kQueueMode = "__QUEUE_MODE__";
 constexpr int64_t kUsPerS = 1'000'000;
 
-bool is_done(const MsgState* s) { return s && (*s == MsgState::acked || *s == MsgState::dlq); }
+bool is_done(const MsgState* s) {
+  return s && (*s == MsgState::acked || *s == MsgState::dlq);
+}
 
 // Moves the cursor over the settled prefix: it never stops before an offset already done.
 void advance_cursor(CursorRow& row) {
@@ -25,6 +28,22 @@ void advance_cursor(CursorRow& row) {
 }
 
 }  // namespace
+
+void Engine::reset() {
+  rows_.clear();
+  metas_.clear();
+  ready_.clear();
+  groups_of_queue_.clear();
+  expiries_.clear();
+  deferred_.clear();
+  leases_.clear();
+  dirty_rows_.clear();
+  dirty_metas_.clear();
+  deleted_rows_.clear();
+  deleted_metas_.clear();
+  dlq_.clear();
+  woken_.clear();
+}
 
 void Engine::load() {
   rows_ = store_.cursors();
@@ -47,7 +66,7 @@ const GroupMeta& Engine::ensure_group(const std::string& group, const QueueState
   GroupMeta meta;
   if (group != kQueueMode) {
     meta.mode = cmd.subscription_mode;
-    meta.from_us = cmd.subscription_mode == SubscriptionMode::from_time ? cmd.subscription_from_us
+    meta.from_us = cmd.subscription_mode == SubscriptionMode::from_time  ? cmd.subscription_from_us
                    : cmd.subscription_mode == SubscriptionMode::new_only ? now_us
                                                                          : 0;
   }
@@ -277,7 +296,7 @@ bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& o
     m.message_id = f.message_id;
     m.trace_id = f.trace_id;
     m.created_us = row->created_us;
-    m.payload = f.payload;
+    m.payload = readable_payload(env_, f.payload);
     out->push_back(std::move(m));
   }
   return true;
@@ -304,8 +323,8 @@ AckReply Engine::ack(const AckCmd& cmd, int64_t now_us, bool* changed) {
   // still unsettled and never lets a later completion skip past it.
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < cmd.items.size(); ++i) {
-      bool hands_back = cmd.items[i].status == AckStatus::failed ||
-                        cmd.items[i].status == AckStatus::retry;
+      bool hands_back =
+          cmd.items[i].status == AckStatus::failed || cmd.items[i].status == AckStatus::retry;
       if (hands_back != (pass == 1)) continue;
       reply.results[i] = ack_one(cmd.items[i], i, now_us, changed);
     }
@@ -353,9 +372,9 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
     return res;
   }
   bool same_status = st && ((*st == MsgState::failed && item.status == AckStatus::failed) ||
-                             (*st == MsgState::retried && item.status == AckStatus::retry));
-  bool handed_back = item.lease_id && (item.status == AckStatus::failed ||
-                                       item.status == AckStatus::retry) &&
+                            (*st == MsgState::retried && item.status == AckStatus::retry));
+  bool handed_back = item.lease_id &&
+                     (item.status == AckStatus::failed || item.status == AckStatus::retry) &&
                      std::find(row.handed_back.begin(), row.handed_back.end(),
                                std::make_pair(*item.lease_id, o)) != row.handed_back.end();
   if (handed_back || (same_status && !live && item.lease_id && *item.lease_id == row.lease_id)) {
@@ -450,8 +469,8 @@ void Engine::finish(const std::string& group, const PartitionState& p, CursorRow
                     std::vector<EffDlq>* dlq_sink) {
   if (out.dlq) {
     // retry_count is the budget spent on this message (it is reset once the batch is done).
-    dlq_sink->push_back(EffDlq{p.queue, p.id, group, o,
-                               error.empty() ? "Retries exhausted" : error, out.retries});
+    dlq_sink->push_back(
+        EffDlq{p.queue, p.id, group, o, error.empty() ? "Retries exhausted" : error, out.retries});
     ++stats_.dlq_moves;
   }
   if (out.released && row.next < p.next_offset) make_ready(group, p);
@@ -663,16 +682,15 @@ bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease
   res.success = true;
   CursorKey key{ack.group, p->id};
   int64_t keep_expiry = row.lease_expires_us;
-  SettleOutcome out = apply_status(row, *o, ack.status,
-                                   store_.queue(p->queue)->options.retry_limit);
+  SettleOutcome out =
+      apply_status(row, *o, ack.status, store_.queue(p->queue)->options.retry_limit);
   if (live && !in_batch) {  // unfenced, outside the live batch: that lease stays
     row.lease_expires_us = keep_expiry;
     out.released = false;
   }
   if (out.dlq)
     plan->dlq.push_back(EffDlq{p->queue, p->id, ack.group, *o,
-                               ack.error.empty() ? "Retries exhausted" : ack.error,
-                               out.retries});
+                               ack.error.empty() ? "Retries exhausted" : ack.error, out.retries});
   res.dlq = out.dlq;
   res.lease_released = !live || out.released;
   plan->outcomes.emplace_back(key, out);
@@ -752,8 +770,8 @@ std::vector<Effect> Engine::commit_txn(TxnConsumePlan&& plan) {
 
 std::vector<Effect> Engine::take_checkpoint() {
   std::vector<Effect> out;
-  for (const auto& key : dirty_metas_) out.push_back(EffGroupMeta{key.group, key.queue,
-                                                                  metas_.at(key)});
+  for (const auto& key : dirty_metas_)
+    out.push_back(EffGroupMeta{key.group, key.queue, metas_.at(key)});
   for (const auto& key : dirty_rows_) out.push_back(EffCursor{key.group, key.pid, rows_.at(key)});
   for (auto& d : dlq_) out.push_back(std::move(d));
   for (const auto& key : deleted_rows_) out.push_back(EffCursorDelete{key.group, key.pid});

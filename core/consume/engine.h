@@ -63,6 +63,8 @@ class Engine {
 
   // Takes the committed cursor rows and subscriptions as the live state (after recovery).
   void load();
+  // Forgets everything in memory (a node that stopped leading); load() starts it again.
+  void reset();
 
   enum class PopOutcome { delivered, empty, error };
   struct PopResult {
@@ -116,20 +118,20 @@ class Engine {
     std::map<PartitionId, uint64_t> seq_of;
   };
 
-  const GroupMeta& ensure_group(const std::string& group, const QueueState& q,
-                                const PopCmd& cmd, int64_t now_us);
+  const GroupMeta& ensure_group(const std::string& group, const QueueState& q, const PopCmd& cmd,
+                                int64_t now_us);
   Offset start_offset(const GroupMeta& meta, const PartitionState& p) const;
   CursorRow& ensure_row(const std::string& group, const PartitionState& p);
   void make_ready(const std::string& group, const PartitionState& p);
   ReadySet& ready_set(const std::string& group, const QueueState& q);
   PopResult pop_queue(const PopCmd& cmd, int64_t now_us);
   // Leases the deliverable messages of `p` (at most *budget) into `res`, under res's lease id.
-  void claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
-             int64_t now_us, uint32_t* budget, PopResult* res);
+  void claim(const std::string& group, const PartitionState& p, const PopCmd& cmd, int64_t now_us,
+             uint32_t* budget, PopResult* res);
   // When the partition's next message is not yet deliverable (delayedProcessing, windowBuffer)
   // it is set aside until it is; returns true then.
-  bool defer_until_visible(const std::string& group, const PartitionState& p,
-                           const CursorRow& row, int64_t now_us);
+  bool defer_until_visible(const std::string& group, const PartitionState& p, const CursorRow& row,
+                           int64_t now_us);
   int64_t visible_at_us(const PartitionState& p, Offset next) const;
   bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
                      std::vector<PopMessage>* out, std::string* error);
@@ -147,8 +149,7 @@ class Engine {
     deleted_rows_.erase(CursorKey{group, pid});
   }
   void drop_queue(QueueId queue);
-  GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details,
-                    int64_t now_us) const;
+  GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details, int64_t now_us) const;
 
   Env& env_;
   const Store& store_;

@@ -39,10 +39,14 @@ class KvPlanner {
                                                   int64_t now_us, const KvScratch* scratch,
                                                   bool* truncated) const;
   void write(const KvKey& key, std::optional<KvRow> row, KvScratch* scratch);
-  uint64_t mint_version() { return version_planned_ = std::max(version_planned_, store_.kv_version()) + 1; }
+  uint64_t mint_version() {
+    return version_planned_ = std::max(version_planned_, store_.kv_version()) + 1;
+  }
   // Moves the scratch's writes into the open entry and the in-flight overlay.
   void commit(KvScratch&& scratch, OpenEntry* open);
   void on_applied(const Entry& entry);
+  // Forgets what unapplied entries planned (a node that stopped leading).
+  void reset() { overlay_.clear(); }
   // Deletes for rows expired by `now_us` (at most kSweepRowsMax), to go into the entry at
   // `entry_index`.
   std::vector<Effect> sweep(int64_t now_us, uint64_t entry_index);

@@ -44,8 +44,8 @@ struct PopCmd {
   int64_t subscription_from_us = 0;  // for from_time
   bool auto_ack = false;             // commitOnDelivery: no lease, the cursor moves on delivery
   std::optional<int64_t> lease_time_s;
-  uint32_t partitions = 1;           // claim up to this many partitions (1-64), one lease id
-  bool conflation = false;           // deliver only the newest pending message per partition
+  uint32_t partitions = 1;  // claim up to this many partitions (1-64), one lease id
+  bool conflation = false;  // deliver only the newest pending message per partition
 };
 
 enum class AckStatus : uint8_t { completed = 0, failed = 1, retry = 2, dlq = 3 };
@@ -73,8 +73,8 @@ struct ConfigureCmd {
 struct HealthCmd {};
 
 struct DlqQueryCmd {
-  std::string queue;   // empty: every queue
-  std::string group;   // empty: every group
+  std::string queue;  // empty: every queue
+  std::string group;  // empty: every group
   uint32_t limit = 100;
 };
 
@@ -86,9 +86,9 @@ struct KvOp {
   KvOpKind op = KvOpKind::get;
   std::string ns;
   std::string key;
-  std::vector<std::string> keys;    // getMany
-  std::string value = "null";       // put: compact JSON text
-  int64_t ttl_s = 0;                // writes: exactly one of ttl_s > 0 or forever
+  std::vector<std::string> keys;  // getMany
+  std::string value = "null";     // put: compact JSON text
+  int64_t ttl_s = 0;              // writes: exactly one of ttl_s > 0 or forever
   bool forever = false;
   std::optional<uint64_t> expect;   // 0: must be absent; N: must be version N
   bool required = false;            // a lost precondition aborts the whole call
@@ -127,11 +127,11 @@ struct TimerOp {
   std::string timer_key;
   std::string partition = "Default";
   int64_t delay_ms = 0;
-  std::string txn;            // the fired message's transactionId (dedup key)
+  std::string txn;  // the fired message's transactionId (dedup key)
   Hash128 txn_hash;
-  Uuid message_id;            // minted at the edge for the fired message
+  Uuid message_id;  // minted at the edge for the fired message
   std::string payload = "null";
-  bool check_txn = false;     // cancel only when the stored txn equals `txn`
+  bool check_txn = false;  // cancel only when the stored txn equals `txn`
 };
 
 struct TimerCmd {
@@ -197,7 +197,7 @@ struct GroupDeleteCmd {
 struct SeekCmd {
   std::string group;
   std::string queue;
-  std::string partition;   // empty: every partition of the queue
+  std::string partition;  // empty: every partition of the queue
   bool to_end = false;
   int64_t timestamp_us = 0;  // when !to_end: the cursor goes past messages created at or before
 };
@@ -257,6 +257,7 @@ struct ErrorReply {
   std::string code;     // "timeout", "no_leader", "bad_request", ...
   std::string message;  // names the field or the reason
   int retry_after_s = 0;
+  uint64_t leader = 0;  // 503 retry from a node that is not the leader: who is (0: unknown)
 };
 
 enum class PushStatus : uint8_t { queued, duplicate, error };
@@ -275,6 +276,9 @@ struct PushResult {
 
 struct PushReply {
   std::vector<PushResult> results;
+  // The whole push was refused and nothing of it planned (a payload of an encrypted queue
+  // that cannot be sealed); every result is then an error. Answered as this error.
+  std::optional<ErrorReply> refused;
 };
 
 struct PopMessage {
@@ -324,7 +328,10 @@ struct ConfigureReply {
 };
 
 struct HealthReply {
-  std::string role;  // "leader" on a single node once recovered
+  std::string role;  // "leader" on a single node once recovered; follower, candidate
+  uint64_t node_id = 0;
+  uint64_t leader = 0;  // 0: none known
+  bool settled = true;  // false while no leader is known or the leader is not yet serving
   uint64_t term = 0;
   uint64_t commit_index = 0;
   uint64_t applied_index = 0;
@@ -367,8 +374,8 @@ struct KvResult {
   bool applied = false;
   std::string reason;  // exists | absent | version | limit | type
   bool found = false;
-  KvRowView row;                  // get, writes: the row after the op
-  std::vector<KvRowView> rows;    // getMany, getPrefix
+  KvRowView row;                // get, writes: the row after the op
+  std::vector<KvRowView> rows;  // getMany, getPrefix
   std::vector<std::string> missing;
   bool truncated = false;
   std::string next_after;

@@ -3,31 +3,46 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace queen {
 
 // Test-only switches that plant known bugs in the real code path; the simulator turns one
 // on to prove its checker notices. Never set by the server.
 struct Mutants {
-  bool answer_before_fsync = false;   // answer a push before its entry is durable
-  bool skip_lease_check = false;      // accept an ack for a lease that is not live
-  bool replay_partial_entry = false;  // recovery replays an entry missing from a log
+  bool answer_before_fsync = false;      // answer a push before its entry is durable
+  bool skip_lease_check = false;         // accept an ack for a lease that is not live
+  bool replay_partial_entry = false;     // recovery replays an entry missing from a log
+  bool commit_without_majority = false;  // Raft commits what only the leader holds
+  bool vote_twice = false;               // Raft grants a second vote in one term
 };
 
 struct NodeConfig {
-  int64_t checkpoint_ms = 5;             // QUEEN_CONSUME_CHECKPOINT_MS
-  bool consume_fast = false;             // QUEEN_CONSUME_FAST: answer pops/acks before commit
-  uint32_t pipeline_max = 8;             // QUEEN_RAFT_PIPELINE: entries in flight
-  uint32_t batch_cmds_max = 4096;        // QUEEN_RAFT_BATCH_MAX_CMDS per entry
-  uint64_t batch_bytes_max = 4u << 20;   // QUEEN_RAFT_BATCH_MAX_BYTES per entry
-  uint64_t segment_bytes = 64u << 20;    // QUEEN_RAFT_SEGMENT_BYTES: a log file rolls past it
-  uint32_t pop_batch_max = 10000;        // largest batch one pop may lease
-  int64_t pop_reply_margin_ms = 50;      // QUEEN_RAFT_POP_REPLY_MARGIN_MS
+  int64_t checkpoint_ms = 5;            // QUEEN_CONSUME_CHECKPOINT_MS
+  bool consume_fast = false;            // QUEEN_CONSUME_FAST: answer pops/acks before commit
+  uint32_t pipeline_max = 8;            // QUEEN_RAFT_PIPELINE: entries in flight
+  uint32_t batch_cmds_max = 4096;       // QUEEN_RAFT_BATCH_MAX_CMDS per entry
+  uint64_t batch_bytes_max = 4u << 20;  // QUEEN_RAFT_BATCH_MAX_BYTES per entry
+  uint64_t segment_bytes = 64u << 20;   // QUEEN_RAFT_SEGMENT_BYTES: a log file rolls past it
+  uint32_t pop_batch_max = 10000;       // largest batch one pop may lease
+  int64_t pop_reply_margin_ms = 50;     // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;
   int64_t timer_tick_ms = 50;            // QUEEN_RAFT_TIMER_TICK_MS (0: timers never fire)
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
   int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
   uint32_t request_outcomes_max = 1u << 20;
+  // Cluster: the voters' ids (this node's included). Empty or one voter: a single node, on
+  // which an entry commits once it is durable.
+  uint64_t node_id = 1;                        // QUEEN_RAFT_NODE_ID
+  std::vector<uint64_t> voters;                // QUEEN_RAFT_PEERS
+  int64_t raft_heartbeat_ms = 100;             // QUEEN_RAFT_HEARTBEAT_MS (a Raft tick)
+  int64_t raft_election_ms = 1000;             // QUEEN_RAFT_ELECTION_MS (timeout 1-2x)
+  int64_t leader_lease_ms = 400;               // QUEEN_CONSUME_LEADER_LEASE_MS
+  int64_t max_clock_skew_ms = 500;             // QUEEN_RAFT_MAX_CLOCK_SKEW_MS
+  uint64_t raft_cache_bytes_max = 256u << 20;  // entries kept in memory for followers
+  uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
+  uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
+  int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   Mutants mutants;
 };
 

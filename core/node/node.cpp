@@ -11,10 +11,13 @@
 #include "core/consume/engine.h"
 #include "core/kv/kv.h"
 #include "core/kv/locks.h"
-#include "core/timers/timers.h"
+#include "core/node/hard_state.h"
 #include "core/planner/planner.h"
 #include "core/qlog/log.h"
+#include "core/raft/raft.h"
+#include "core/seal/seal.h"
 #include "core/state/store.h"
+#include "core/timers/timers.h"
 
 namespace queen {
 namespace {
@@ -24,6 +27,8 @@ constexpr TimerId kCheckpointTimer = 2;
 constexpr TimerId kWakeTimer = 3;
 constexpr TimerId kTimerTick = 4;
 constexpr TimerId kSweepTimer = 5;
+constexpr TimerId kRaftTick = 6;
+constexpr TimerId kCommitPersistTimer = 7;
 constexpr int64_t kClaimMarginMsMax = 250;
 
 struct Parked {
@@ -50,9 +55,99 @@ struct LongPoll {
   int64_t stop_at_ms = 0;  // claims stop here: a margin before the caller's deadline
 };
 
-Reply error_reply(int status, std::string code, std::string message, int retry_after_s = 0) {
-  return Reply{ErrorReply{status, std::move(code), std::move(message), retry_after_s}};
+Reply error_reply(int status, std::string code, std::string message, int retry_after_s = 0,
+                  uint64_t leader = 0) {
+  return Reply{ErrorReply{status, std::move(code), std::move(message), retry_after_s, leader}};
 }
+
+uint64_t env_random(void* env) {
+  return static_cast<Env*>(env)->random_u64();
+}
+
+// A running hash over the applied entries, so nodes can be compared entry by entry.
+uint64_t chain_hash(uint64_t chain, const Entry& e) {
+  Bytes b = encode_entry(e);
+  return XXH3_64bits_withSeed(b.data(), b.size(), chain);
+}
+
+// The encoded entries Raft replicates, by index: the tail of the log kept in memory within a
+// byte budget (entries already applied are dropped first). A follower that needs an entry
+// below what it holds cannot be caught up from here.
+class EntryCache final : public raft::LogView {
+ public:
+  explicit EntryCache(uint64_t bytes_max) : bytes_max_(bytes_max) {}
+
+  // Rebuilds an entry below what the cache holds from the log files (an applied one).
+  std::function<std::optional<raft::LogEntry>(uint64_t index)> fallback;
+
+  void put(LogIndex index, Term term, Bytes data) {
+    truncate_after(LogIndex(index.value - 1));
+    bytes_ += data.size();
+    entries_.emplace(index.value, raft::LogEntry{index, term, std::move(data)});
+  }
+  void truncate_after(LogIndex index) {
+    for (auto it = entries_.upper_bound(index.value); it != entries_.end();) {
+      bytes_ -= it->second.data.size();
+      it = entries_.erase(it);
+    }
+  }
+  void trim(uint64_t applied) {
+    while (bytes_ > bytes_max_ && !entries_.empty() && entries_.begin()->first <= applied) {
+      bytes_ -= entries_.begin()->second.data.size();
+      entries_.erase(entries_.begin());
+    }
+  }
+  std::vector<raft::LogEntry> entries(LogIndex from_exclusive, LogIndex to_inclusive,
+                                      uint64_t bytes_max) const override {
+    std::vector<raft::LogEntry> out;
+    uint64_t bytes = 0;
+    uint64_t want = from_exclusive.value + 1;
+    // Older than the cache: read back from the log files, one batch at a time.
+    while (fallback && want <= to_inclusive.value &&
+           (entries_.empty() || want < entries_.begin()->first)) {
+      auto e = fallback(want);
+      if (!e) return out;
+      if (!out.empty() && bytes + e->data.size() > bytes_max) return out;
+      bytes += e->data.size();
+      out.push_back(std::move(*e));
+      ++want;
+    }
+    if (!out.empty() && want <= to_inclusive.value && entries_.begin()->first != want) return out;
+    for (auto it = entries_.find(want); it != entries_.end() && it->first <= to_inclusive.value;
+         ++it, ++want) {
+      if (it->first != want) break;
+      if (!out.empty() && bytes + it->second.data.size() > bytes_max) break;
+      bytes += it->second.data.size();
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+ private:
+  uint64_t bytes_max_;
+  uint64_t bytes_ = 0;
+  std::map<uint64_t, raft::LogEntry> entries_;
+};
+
+// What a node of a cluster adds to a single node: Raft, the replicated tail, its hard state.
+struct Cluster {
+  explicit Cluster(uint64_t cache_bytes_max) : cache(cache_bytes_max) {}
+  EntryCache cache;
+  std::unique_ptr<raft::Raft> raft;
+  uint64_t commit = 0;   // the commit index Raft reported
+  uint64_t durable = 0;  // the own log is durable up to here
+  uint64_t written = 0;  // and written up to here
+  PersistedState persisted;
+  bool hs_file_exists[2] = {false, false};
+  std::set<uint64_t> hs_tokens;    // hard-state syncs in flight: messages wait for them
+  std::deque<raft::Message> held;  // messages waiting for the hard state to be durable
+  uint64_t lead_term = 0;          // the term this node leads in (0: not leading)
+  uint64_t lead_index = 0;         // its first entry of that term
+  bool writable = false;           // leads, and has applied an entry of its term
+  int64_t consume_from_ms = INT64_MAX;
+  bool persist_armed = false;
+  bool persist_again = false;  // a hard-state write waits for the one in flight
+};
 
 }  // namespace
 
@@ -104,6 +199,16 @@ struct NodeImpl {
   std::set<std::pair<int64_t, uint64_t>> poll_deadlines;
   uint64_t poll_seq = 0;
 
+  std::unique_ptr<Cluster> cluster;           // null on a single node
+  // Cluster: where entry i's records lie (at [i - 1]), to read it back for a follower.
+  struct EntryRecords {
+    RecordLocation record;
+    std::vector<RecordLocation> messages;
+  };
+  std::vector<EntryRecords> entry_records;
+  uint64_t applied_chain = 0;
+  std::set<uint64_t> dead_tokens;  // syncs of entries a truncation removed
+
   bool flush_armed = false;
   bool checkpoint_armed = false;
   bool timer_tick_armed = false;
@@ -120,30 +225,48 @@ struct NodeImpl {
   void seal() {
     if (open.empty()) return;
     Entry e = std::move(open.entry);
-    e.term = Term(1);
-    e.now_us = std::max(env.now_us(), std::max(last_entry_now_us, store.last_now_us()) + 1);
-    last_entry_now_us = e.now_us;
+    e.term = cluster ? cluster->raft->term() : Term(1);
+    e.now_us = stamp_now();
     last_sealed = e.index.value;
     sealed.push_back(std::move(e));
     open = OpenEntry{};
     open.entry.index = LogIndex(last_sealed + 1);
   }
 
+  int64_t stamp_now() {
+    int64_t now = std::max(env.now_us(), std::max(last_entry_now_us, store.last_now_us()) + 1);
+    last_entry_now_us = now;
+    return now;
+  }
+
+  // Writes the entry to every log it touches and syncs them; it applies once durable (and,
+  // in a cluster, committed).
+  void write_entry(Entry e) {
+    uint64_t idx = e.index.value;
+    last_entry_now_us = std::max(last_entry_now_us, e.now_us);
+    InFlight f;
+    f.written = writer.write(e);
+    f.entry = std::move(e);
+    for (LogId log : f.written.touched)
+      f.syncs_left += writer.sync(log, [&] {
+        sync_tokens[next_token] = idx;
+        return next_token++;
+      });
+    last_written = idx;
+    if (cluster) {
+      cluster->written = idx;
+      entry_records.resize(idx - 1);
+      entry_records.push_back(EntryRecords{f.written.record, f.written.locations});
+    }
+    inflight.emplace(idx, std::move(f));
+  }
+
   void write_sealed() {
     while (!sealed.empty() && inflight.size() < config.pipeline_max) {
+      if (cluster && !propose(sealed.front())) return;
       Entry e = std::move(sealed.front());
       sealed.pop_front();
-      uint64_t idx = e.index.value;
-      InFlight f;
-      f.written = writer.write(e);
-      f.entry = std::move(e);
-      for (LogId log : f.written.touched)
-        f.syncs_left += writer.sync(log, [&] {
-          sync_tokens[next_token] = idx;
-          return next_token++;
-        });
-      last_written = idx;
-      inflight.emplace(idx, std::move(f));
+      write_entry(std::move(e));
     }
     if (config.mutants.answer_before_fsync) send_answers();
   }
@@ -155,10 +278,13 @@ struct NodeImpl {
   }
 
   void commit_ready() {
-    while (!inflight.empty() && inflight.begin()->second.syncs_left == 0) {
+    uint64_t limit = cluster ? cluster->commit : UINT64_MAX;
+    while (!inflight.empty() && inflight.begin()->second.syncs_left == 0 &&
+           inflight.begin()->first <= limit) {
       auto node = inflight.extract(inflight.begin());
       InFlight& f = node.mapped();
       store.apply(f.entry, f.written.locations);
+      if (cluster) applied_chain = chain_hash(applied_chain, f.entry);
       planner.on_applied(f.entry);
       engine.on_applied(f.entry);
       kv.on_applied(f.entry);
@@ -166,6 +292,7 @@ struct NodeImpl {
       commit = f.entry.index.value;
       ++stats.entries_committed;
     }
+    if (cluster) cluster->cache.trim(commit);
     send_answers();
     write_sealed();
     if (!open.empty()) request_flush();
@@ -203,6 +330,306 @@ struct NodeImpl {
     } else {
       after_plan();
     }
+  }
+
+  // -------------------------------------------------------------- cluster (Raft)
+  // Leader: hands a sealed entry to Raft, which appends it at the next index.
+  bool propose(const Entry& e) {
+    Cluster& c = *cluster;
+    Bytes data = encode_replicated(e);
+    c.cache.put(e.index, e.term, data);
+    auto idx = c.raft->propose(std::move(data));
+    if (!idx) {
+      c.cache.truncate_after(LogIndex(e.index.value - 1));
+      return false;
+    }
+    QUEEN_ASSERT(*idx == e.index, "the planner and Raft disagree on the next index");
+    return true;
+  }
+
+  void process_ready() {
+    Cluster& c = *cluster;
+    for (;;) {
+      raft::Ready rd = c.raft->take_ready();
+      if (rd.empty()) break;
+      if (rd.hard_state) persist_state();
+      if (rd.truncate_after) truncate_log(rd.truncate_after->value);
+      for (auto& e : rd.append) append_replicated(std::move(e));
+      for (auto& m : rd.messages) send_message(std::move(m));
+      if (rd.commit) {
+        c.commit = rd.commit->value;
+        commit_ready();
+      }
+      if (stopped) return;
+      check_role();
+    }
+  }
+
+  // Writes Raft's hard state and the applied index (known committed) to the next slot. One
+  // write at a time: a second one waits, so a crash always leaves one durable slot.
+  void persist_state() {
+    Cluster& c = *cluster;
+    if (!c.hs_tokens.empty()) {
+      c.persist_again = true;
+      return;
+    }
+    PersistedState& p = c.persisted;
+    ++p.seq;
+    p.term = c.raft->term();
+    p.vote = c.raft->vote();
+    p.commit = LogIndex(commit);
+    std::string file = hard_state_file(p.seq);
+    bool& exists = c.hs_file_exists[p.seq % 2];
+    if (exists && !env.truncate(file, 0).ok()) return halt("cannot rewrite " + file);
+    exists = true;
+    env.append(file, encode_hard_state(p));
+    c.hs_tokens.insert(next_token);
+    env.sync(file, next_token++);
+  }
+
+  void on_state_synced(uint64_t token) {
+    Cluster& c = *cluster;
+    c.hs_tokens.erase(token);
+    if (c.persist_again) {
+      c.persist_again = false;
+      persist_state();
+      return;
+    }
+    while (!c.held.empty()) {
+      env.send(c.held.front().to.value, raft::encode_message(c.held.front()));
+      c.held.pop_front();
+    }
+  }
+
+  void send_message(raft::Message m) {
+    Cluster& c = *cluster;
+    if (!c.hs_tokens.empty() || !c.held.empty()) {
+      c.held.push_back(std::move(m));
+      return;
+    }
+    env.send(m.to.value, raft::encode_message(m));
+  }
+
+  void halt(const std::string& why) {
+    stopped = true;
+    env.fatal(why);
+  }
+
+  // Follower (or a new leader's first entry): writes what Raft appended to the own log.
+  void append_replicated(raft::LogEntry e) {
+    Cluster& c = *cluster;
+    if (e.index.value <= c.written) return;  // the leader's own, written when proposed
+    Entry entry;
+    if (e.data.empty()) {  // a new leader's first entry of its term: no effects
+      entry.index = e.index;
+      entry.term = e.term;
+      entry.now_us = stamp_now();
+      c.cache.put(e.index, e.term, encode_replicated(entry));
+    } else {
+      auto d = decode_replicated(e.data.data(), e.data.size());
+      if (!d.ok() || d.value().index != e.index || d.value().term != e.term)
+        return halt("entry " + std::to_string(e.index.value) + " from the leader is damaged");
+      entry = std::move(d.value());
+      c.cache.put(e.index, e.term, std::move(e.data));
+    }
+    write_entry(std::move(entry));
+  }
+
+  // Raft overwrites the uncommitted suffix after `keep`: cut it from every log and answer
+  // what waited on it (it never took effect).
+  void truncate_log(uint64_t keep) {
+    Cluster& c = *cluster;
+    c.cache.truncate_after(LogIndex(keep));
+    std::map<LogId, LogStart> cut;
+    for (auto it = inflight.upper_bound(keep); it != inflight.end(); it = inflight.erase(it)) {
+      for (const LogStart& st : it->second.written.starts) cut.emplace(st.log, st);
+    }
+    for (auto it = sync_tokens.begin(); it != sync_tokens.end();) {
+      if (it->second > keep) {
+        dead_tokens.insert(it->first);
+        it = sync_tokens.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [log, st] : cut)
+      if (!writer.truncate_to(st).ok())
+        return halt("cannot truncate log " + std::to_string(log.value));
+    fail_answers_after(keep, "the leader changed before this write committed; it did not land");
+    c.written = std::min(c.written, keep);
+    c.durable = std::min(c.durable, keep);
+    last_written = std::min(last_written, keep);
+  }
+
+  uint64_t leader_id() const {
+    auto l = cluster->raft->leader();
+    return l ? l->value : 0;
+  }
+
+  Reply not_serving_reply() const {
+    uint64_t leader = leader_id();
+    if (leader == 0)
+      return error_reply(503, "no_leader", "no leader is known yet (an election is running)", 1);
+    if (leader == config.node_id)
+      return error_reply(503, "retry", "the new leader is still settling", 1, leader);
+    return error_reply(503, "retry", "this node is not the leader", 1, leader);
+  }
+
+  // Answers (503 retry) everything parked at an entry after `index`: never proposed, or cut.
+  void fail_answers_after(uint64_t index, const std::string& why) {
+    for (auto it = answers.upper_bound(index); it != answers.end();) {
+      Parked p{it->second.handle, error_reply(503, "retry", why, 1, leader_id())};
+      it = answers.erase(it);
+      send(std::move(p));
+    }
+    std::erase_if(outcomes, [&](const auto& kv) { return kv.second.index > index; });
+  }
+
+  void check_role() {
+    Cluster& c = *cluster;
+    bool leading = c.raft->role() == raft::Role::leader;
+    uint64_t term = c.raft->term().value;
+    if (c.lead_term != 0 && (!leading || c.lead_term != term)) step_down();
+    if (leading && c.lead_term == 0) {
+      c.lead_term = term;
+      c.lead_index = c.raft->last_index().value;
+    }
+    if (leading && !c.writable && commit >= c.lead_index) become_writable();
+  }
+
+  // An entry of this leader's term has applied: everything before it is applied too, so the
+  // planner and the engine start from the committed store.
+  void become_writable() {
+    Cluster& c = *cluster;
+    c.writable = true;
+    planner.reset();
+    kv.reset();
+    timers.reset();
+    engine.reset();
+    engine.load();
+    open = OpenEntry{};
+    last_sealed = last_written = c.raft->last_index().value;
+    open.entry.index = LogIndex(last_sealed + 1);
+    // Timers that fired while this node did not lead found nothing to do: arm them afresh.
+    flush_armed = checkpoint_armed = timer_tick_armed = sweep_armed = false;
+    wake_at_ms = INT64_MAX;
+    c.consume_from_ms = env.now_ms() + config.checkpoint_ms + config.max_clock_skew_ms;
+    env.log(LogLevel::info, "leading in term " + std::to_string(c.lead_term) + " from entry " +
+                                std::to_string(c.lead_index));
+  }
+
+  void step_down() {
+    Cluster& c = *cluster;
+    env.log(LogLevel::info, "stopped leading in term " + std::to_string(c.lead_term));
+    c.lead_term = 0;
+    c.writable = false;
+    c.consume_from_ms = INT64_MAX;
+    fail_answers_after(c.written, "the leader changed before this write was replicated");
+    open = OpenEntry{};
+    sealed.clear();
+    for (auto& w : checkpoint_waiters) {
+      bool pop = std::holds_alternative<PopReply>(w.reply.body);
+      send(Parked{w.handle,
+                  pop ? error_reply(503, "retry", "the leader changed", 1, leader_id())
+                      : error_reply(503, "outcome_unknown",
+                                    "the leader changed while this was being checkpointed", 1)});
+    }
+    checkpoint_waiters.clear();
+    while (!polls.empty()) {
+      ReplyHandle h = polls.begin()->second.handle;
+      drop_poll(polls.begin()->first);
+      send(Parked{h, error_reply(503, "retry", "the leader changed", 1, leader_id())});
+    }
+    planner.reset();
+    kv.reset();
+    timers.reset();
+    engine.reset();
+  }
+
+  bool consume_ok() {
+    Cluster& c = *cluster;
+    if (env.now_ms() < c.consume_from_ms) return false;
+    uint64_t ticks = c.raft->ticks_since_quorum();
+    return ticks != UINT64_MAX &&
+           static_cast<int64_t>(ticks) * config.raft_heartbeat_ms < config.leader_lease_ms;
+  }
+
+  void persist_commit_later() {
+    Cluster& c = *cluster;
+    if (c.persist_armed) return;
+    c.persist_armed = true;
+    env.set_timer(kCommitPersistTimer, config.commit_persist_ms);
+  }
+
+  Status start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt) {
+    cluster = std::make_unique<Cluster>(config.raft_cache_bytes_max);
+    Cluster& c = *cluster;
+    auto hs = load_hard_state(env, files);
+    if (!hs.ok()) return hs.error();
+    c.persisted = hs.value();
+    for (const auto& f : files) {
+      if (f.name == "raft/hs.0") c.hs_file_exists[0] = true;
+      if (f.name == "raft/hs.1") c.hs_file_exists[1] = true;
+    }
+    raft::TermRuns runs;
+    opt.apply_upto = c.persisted.commit.value;
+    opt.keep_recent_max = config.raft_recovered_cached_max;
+    opt.on_replayed = [&](const Entry& e, const RecordLocation& at,
+                          const std::vector<RecordLocation>& messages) {
+      runs.append(e.index, e.term);
+      applied_chain = chain_hash(applied_chain, e);
+      entry_records.push_back(EntryRecords{at, messages});
+    };
+    std::vector<RecoveredEntry> recovered;
+    RecoveryStats rs;
+    auto st = recover(env, files, opt, &store, &writer, &rs, &recovered);
+    if (!st.ok()) return st;
+    stats.recovered_entries = rs.entries_replayed;
+    stats.torn_tails_cut = rs.torn_tails_cut;
+    for (auto& r : recovered) {
+      auto loaded = load_frames(env, &r);
+      if (!loaded.ok()) return loaded;
+      if (!r.applied) {
+        runs.append(r.entry.index, r.entry.term);
+        entry_records.push_back(EntryRecords{r.record, r.locations});
+      }
+      c.cache.put(r.entry.index, r.entry.term, encode_replicated(r.entry));
+      last_entry_now_us = std::max(last_entry_now_us, r.entry.now_us);
+      if (r.applied) continue;
+      InFlight f;
+      f.written.locations = r.locations;
+      f.written.starts = r.starts;
+      f.entry = std::move(r.entry);
+      inflight.emplace(f.entry.index.value, std::move(f));
+    }
+    commit = last_sealed = store.applied().value;
+    c.written = c.durable = last_written = runs.last().value;
+    c.commit = commit;
+    raft::Config rc;
+    rc.id = NodeId(config.node_id);
+    for (uint64_t v : config.voters) rc.voters.push_back(NodeId(v));
+    rc.election_ticks = static_cast<uint32_t>(std::max<int64_t>(
+        2, config.raft_election_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
+    rc.inflight_max = config.raft_inflight_max;
+    rc.append_bytes_max = config.batch_bytes_max;
+    rc.mutant_commit_without_majority = config.mutants.commit_without_majority;
+    rc.mutant_vote_twice = config.mutants.vote_twice;
+    c.raft =
+        std::make_unique<raft::Raft>(rc, raft::HardState{c.persisted.term, c.persisted.vote},
+                                     std::move(runs), c.cache, LogIndex(commit), env_random, &env);
+    c.cache.fallback = [this](uint64_t index) -> std::optional<raft::LogEntry> {
+      if (index == 0 || index > commit || index > entry_records.size()) return std::nullopt;
+      const EntryRecords& at = entry_records[index - 1];
+      auto data = read_replicated(env, at.record, at.messages);
+      auto term = cluster->raft->term_of(LogIndex(index));
+      if (!data.ok() || !term) return std::nullopt;
+      ++stats.entries_read_back;
+      return raft::LogEntry{LogIndex(index), *term, std::move(data.value())};
+    };
+    env.set_timer(kRaftTick, config.raft_heartbeat_ms);
+    persist_commit_later();
+    serving = true;
+    return ok_status();
   }
 
   // -------------------------------------------------------------- request ids
@@ -280,7 +707,8 @@ struct NodeImpl {
       return;
     }
     int64_t left_ms = env_cmd.deadline_ms - now_ms;
-    int64_t stop_at = env_cmd.deadline_ms - std::min(kClaimMarginMsMax, std::max<int64_t>(0, left_ms / 4));
+    int64_t stop_at =
+        env_cmd.deadline_ms - std::min(kClaimMarginMsMax, std::max<int64_t>(0, left_ms / 4));
     stop_at = std::min(stop_at, env_cmd.deadline_ms - config.pop_reply_margin_ms);
     if (!cmd.wait || now_ms >= stop_at || polls.size() >= config.long_poll_waiters_max) {
       send(Parked{h, Reply{std::move(r.reply)}});
@@ -338,10 +766,16 @@ struct NodeImpl {
   // -------------------------------------------------------------- after every event
   void after_event() {
     if (stopped || !serving) return;
+    if (cluster) {
+      process_ready();
+      if (stopped || !cluster->writable) return;
+    }
     int64_t now_us = env.now_us();
     engine.expire(now_us);
-    for (QueueId q : engine.take_woken())
-      if (const QueueState* qs = store.queue(q)) serve_polls(qs->name);
+    if (!cluster || consume_ok()) {
+      for (QueueId q : engine.take_woken())
+        if (const QueueState* qs = store.queue(q)) serve_polls(qs->name);
+    }
     expire_polls(now_us / 1000);
     if ((engine.dirty() || !checkpoint_waiters.empty()) && !checkpoint_armed) {
       checkpoint_armed = true;
@@ -390,6 +824,7 @@ struct NodeImpl {
   }
 
   void handle_timers(ReplyHandle h, const TimerCmd& cmd) {
+    if (auto refused = planner.seal_refusal({}, cmd.ops)) return send(Parked{h, Reply{*refused}});
     TimerScratch scratch;
     TimerReply r = timers.run(cmd.ops, env.now_us(), &scratch);
     timers.commit(std::move(scratch), &open);
@@ -403,9 +838,10 @@ struct NodeImpl {
     auto due = timers.take_due(now_us, open.entry.index.value);
     for (auto& [key, row] : due) {
       PushCmd push;
-      push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash,
-                                    row.message_id, row.payload, ""});
-      planner.plan_push(push, now_us, &open);
+      push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash, row.message_id,
+                                    row.payload, ""});
+      // Refused (an encrypted queue and no key): the timer stays, to fire once it can.
+      if (planner.plan_push(push, now_us, &open).refused) continue;
       open.entry.effects.push_back(EffTimerDelete{key.first, key.second});
     }
     if (!due.empty()) after_plan();
@@ -444,6 +880,8 @@ struct NodeImpl {
                       dup->partition + " at offset " + std::to_string(dup->offset.value);
       return send(Parked{h, Reply{rollback(reply, "duplicate", e)}});
     }
+    if (auto refused = planner.seal_refusal(items, cmd.timers))
+      return send(Parked{h, Reply{*refused}});
     KvScratch kv_scratch;
     KvReply kvr = kv.run(cmd.kv, now_us, &kv_scratch);
     if (!kvr.ok) {
@@ -498,7 +936,8 @@ struct NodeImpl {
     }
     kv.commit(std::move(kv_scratch), &open);
     timers.commit(std::move(timer_scratch), &open);
-    for (auto& e : engine.commit_txn(std::move(consume))) open.entry.effects.push_back(std::move(e));
+    for (auto& e : engine.commit_txn(std::move(consume)))
+      open.entry.effects.push_back(std::move(e));
     ++open.commands;
     park_planned(h, Reply{std::move(reply)});
   }
@@ -563,7 +1002,9 @@ struct NodeImpl {
     item.txn_hash = Hash128{hh.low64, hh.high64};
     item.message_id = cmd.message_id;
     item.payload = m.payload;
-    reply.push = planner.plan_push(PushCmd{{item}}, env.now_us(), &open).results.at(0);
+    PushReply pushed = planner.plan_push(PushCmd{{item}}, env.now_us(), &open);
+    if (pushed.refused) return send(Parked{h, Reply{*pushed.refused}});  // the letter stays
+    reply.push = pushed.results.at(0);
     open.entry.effects.push_back(EffDlqRemove{qid, cmd.dlq_id});
     reply.success = true;
     park_planned(h, Reply{std::move(reply)});
@@ -656,7 +1097,8 @@ struct NodeImpl {
         if (o < from) continue;
         const MessageFrame& f = a.value().frames[i];
         out.push_back(PopMessage{q->name, p->name, pid, o, f.transaction_id, f.message_id,
-                                 f.trace_id, row.created_us, f.payload, 1, LeaseId{}});
+                                 f.trace_id, row.created_us, readable_payload(env, f.payload), 1,
+                                 LeaseId{}});
       }
     }
     return out;
@@ -671,8 +1113,9 @@ struct NodeImpl {
         if (!cmd.group.empty() && d.group != cmd.group) continue;
         ++reply.total;
         if (reply.records.size() >= cmd.limit) continue;
-        DlqRecord rec{d.id, q->name, "", d.pid, d.group, d.offset, {}, {}, d.error,
-                      d.retry_count, d.failed_at_us, "null", 0};
+        DlqRecord rec{d.id,           q->name, "", d.pid,   d.group,
+                      d.offset,       {},      {}, d.error, d.retry_count,
+                      d.failed_at_us, "null",  0};
         auto msgs = read(d.pid, d.offset, 1);
         if (msgs.ok() && !msgs.value().empty()) {
           const PopMessage& m = msgs.value().front();
@@ -696,6 +1139,11 @@ Status Node::start(const std::vector<FileInfo>& files) {
   NodeImpl& n = *impl_;
   RecoveryOptions opt;
   opt.replay_partial_entry = n.config.mutants.replay_partial_entry;
+  if (n.config.voters.size() > 1) {
+    auto st = n.start_cluster(files, opt);
+    if (st.ok()) n.after_event();
+    return st;
+  }
   RecoveryStats rs;
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
   if (!st.ok()) return st;
@@ -715,14 +1163,33 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, error_reply(503, "retry", "the node is not serving yet", 1));
     return;
   }
-  bool logged = std::holds_alternative<PushCmd>(c.command) ||
-                std::holds_alternative<ConfigureCmd>(c.command) ||
-                std::holds_alternative<KvCmd>(c.command) ||
-                std::holds_alternative<LockCmd>(c.command) ||
-                std::holds_alternative<TimerCmd>(c.command) ||
-                std::holds_alternative<TxnCmd>(c.command) ||
-                std::holds_alternative<DlqReplayCmd>(c.command) ||
-                std::holds_alternative<QueueDeleteCmd>(c.command);
+  if (n.cluster && !std::holds_alternative<HealthCmd>(c.command)) {
+    if (!n.cluster->writable) {
+      n.env.reply(h, n.not_serving_reply());
+      return;
+    }
+    bool consumes = std::holds_alternative<PopCmd>(c.command) ||
+                    std::holds_alternative<AckCmd>(c.command) ||
+                    std::holds_alternative<TxnCmd>(c.command) ||
+                    std::holds_alternative<LeaseExtendCmd>(c.command) ||
+                    std::holds_alternative<SeekCmd>(c.command) ||
+                    std::holds_alternative<SubscriptionCmd>(c.command) ||
+                    std::holds_alternative<GroupDeleteCmd>(c.command) ||
+                    std::holds_alternative<GroupListCmd>(c.command) ||
+                    std::holds_alternative<GroupDetailsCmd>(c.command);
+    if (consumes && !n.consume_ok()) {
+      n.env.reply(h, error_reply(503, "retry", "the leader does not hold its consumption lease yet",
+                                 1, n.config.node_id));
+      return;
+    }
+  }
+  bool logged =
+      std::holds_alternative<PushCmd>(c.command) ||
+      std::holds_alternative<ConfigureCmd>(c.command) || std::holds_alternative<KvCmd>(c.command) ||
+      std::holds_alternative<LockCmd>(c.command) || std::holds_alternative<TimerCmd>(c.command) ||
+      std::holds_alternative<TxnCmd>(c.command) ||
+      std::holds_alternative<DlqReplayCmd>(c.command) ||
+      std::holds_alternative<QueueDeleteCmd>(c.command);
   if (logged && n.answer_known(h, c.request_id)) {
     n.after_event();
     return;
@@ -747,8 +1214,17 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       n.send(Parked{h, Reply{std::move(r)}});
     }
   } else if (std::holds_alternative<HealthCmd>(c.command)) {
-    HealthReply r{"leader", 1, n.commit, n.store.applied().value, n.store.queues().size(),
-                  n.store.partitions().size()};
+    Node::RaftView v = raft_view();
+    HealthReply r{
+        v.role,
+        n.config.node_id,
+        v.leader,
+        v.leader != 0 && (!n.cluster || n.cluster->writable || v.leader != n.config.node_id),
+        v.term,
+        v.commit,
+        v.applied,
+        n.store.queues().size(),
+        n.store.partitions().size()};
     n.env.reply(h, Reply{r});
   } else if (auto* dq = std::get_if<DlqQueryCmd>(&c.command)) {
     n.env.reply(h, Reply{n.dlq(*dq)});
@@ -771,6 +1247,21 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
 void Node::on_timer(TimerId id) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving) return;
+  if (n.cluster) {
+    if (id == kRaftTick) {
+      n.cluster->raft->tick();
+      n.env.set_timer(kRaftTick, n.config.raft_heartbeat_ms);
+    }
+    if (id == kCommitPersistTimer) {
+      n.cluster->persist_armed = false;
+      if (n.commit > n.cluster->persisted.commit.value) n.persist_state();
+      n.persist_commit_later();
+    }
+    if (!n.cluster->writable) {
+      n.after_event();
+      return;
+    }
+  }
   if (id == kFlushTimer) n.on_flush();
   if (id == kCheckpointTimer) n.on_checkpoint();
   if (id == kWakeTimer) n.wake_at_ms = INT64_MAX;
@@ -782,6 +1273,13 @@ void Node::on_timer(TimerId id) {
 void Node::on_sync_done(uint64_t token, bool ok) {
   NodeImpl& n = *impl_;
   if (n.stopped) return;
+  if (n.cluster && n.cluster->hs_tokens.contains(token)) {
+    if (!ok) return n.halt("fsync of the Raft state failed: stopping to recover");
+    n.on_state_synced(token);
+    n.after_event();
+    return;
+  }
+  if (n.dead_tokens.erase(token)) return;
   auto it = n.sync_tokens.find(token);
   QUEEN_ASSERT(it != n.sync_tokens.end(), "completion of an unknown sync");
   uint64_t idx = it->second;
@@ -795,8 +1293,63 @@ void Node::on_sync_done(uint64_t token, bool ok) {
   auto fit = n.inflight.find(idx);
   QUEEN_ASSERT(fit != n.inflight.end() && fit->second.syncs_left > 0, "sync of no entry");
   --fit->second.syncs_left;
+  if (n.cluster) {
+    Cluster& c = *n.cluster;
+    uint64_t before = c.durable;
+    for (auto d = n.inflight.find(c.durable + 1);
+         d != n.inflight.end() && d->second.syncs_left == 0; d = n.inflight.find(c.durable + 1))
+      ++c.durable;
+    if (c.durable > before) c.raft->on_persisted(LogIndex(c.durable));
+  }
   n.commit_ready();
   n.after_event();
+}
+
+void Node::on_message(uint64_t from, const Bytes& message) {
+  NodeImpl& n = *impl_;
+  if (n.stopped || !n.serving || !n.cluster) return;
+  raft::Message m;
+  if (!raft::decode_message(message.data(), message.size(), &m) || m.from.value != from ||
+      m.to.value != n.config.node_id) {
+    n.env.log(LogLevel::warn, "dropped a malformed message from node " + std::to_string(from));
+    return;
+  }
+  n.cluster->raft->step(m);
+  n.after_event();
+}
+
+bool Node::hand_over() {
+  NodeImpl& n = *impl_;
+  if (!n.cluster || n.stopped || n.cluster->raft->role() != raft::Role::leader) return false;
+  auto to = n.cluster->raft->most_caught_up();
+  if (!to || !n.cluster->raft->transfer_leadership(*to)) return false;
+  n.env.log(LogLevel::info, "handing leadership to node " + std::to_string(to->value));
+  n.after_event();
+  return true;
+}
+
+Node::RaftView Node::raft_view() const {
+  const NodeImpl& n = *impl_;
+  RaftView v;
+  v.applied = n.store.applied().value;
+  v.applied_chain = n.applied_chain;
+  if (!n.cluster) {
+    v.term = 1;
+    v.leader = n.config.node_id;
+    v.commit = n.commit;
+    v.last_index = n.last_written;
+    v.writable = n.serving && !n.stopped;
+    return v;
+  }
+  const raft::Raft& r = *n.cluster->raft;
+  static constexpr const char* kRoles[] = {"follower", "pre_candidate", "candidate", "leader"};
+  v.role = kRoles[static_cast<int>(r.role())];
+  v.term = r.term().value;
+  v.leader = r.leader() ? r.leader()->value : 0;
+  v.commit = std::max(r.commit().value, n.commit);
+  v.last_index = r.last_index().value;
+  v.writable = n.cluster->writable;
+  return v;
 }
 
 void Node::on_cancel(ReplyHandle h) {
@@ -811,7 +1364,9 @@ void Node::on_cancel(ReplyHandle h) {
     if (p.handle == h) n.cancelled.insert(h);
 }
 
-const Store& Node::store() const { return impl_->store; }
+const Store& Node::store() const {
+  return impl_->store;
+}
 
 const NodeStats& Node::stats() const {
   NodeImpl& n = *impl_;
@@ -821,7 +1376,9 @@ const NodeStats& Node::stats() const {
   return n.stats;
 }
 
-bool Node::serving() const { return impl_->serving && !impl_->stopped; }
+bool Node::serving() const {
+  return impl_->serving && !impl_->stopped;
+}
 
 Result<std::vector<PopMessage>> Node::read_messages(PartitionId pid, Offset from,
                                                     uint32_t max) const {

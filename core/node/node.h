@@ -33,6 +33,7 @@ struct NodeStats {
   uint64_t checkpoints = 0;
   uint64_t recovered_entries = 0;
   uint64_t torn_tails_cut = 0;
+  uint64_t entries_read_back = 0;  // cluster: old entries read from the log for a follower
 };
 
 class Node {
@@ -52,6 +53,11 @@ class Node {
   // The client behind `handle` went away (e.g. it closed a long poll): a held pop is
   // dropped and whatever it claimed is handed back. No reply is sent for it.
   void on_cancel(ReplyHandle handle);
+  // A message from another node of the cluster (see Env::send).
+  void on_message(uint64_t from, const Bytes& message);
+  // A graceful stop: a leader hands leadership to its most caught-up voter (which starts an
+  // election at once); false when this node does not lead. Stops planning new work.
+  bool hand_over();
 
   // Read-only views for tests and the simulator's checker.
   const Store& store() const;
@@ -59,6 +65,19 @@ class Node {
   Result<std::vector<PopMessage>> read_messages(PartitionId pid, Offset from, uint32_t max) const;
   const NodeStats& stats() const;
   bool serving() const;
+
+  // The node's place in the cluster, for /health, tests and the simulator's checker.
+  struct RaftView {
+    const char* role = "leader";  // leader, follower, pre_candidate, candidate
+    uint64_t term = 0;
+    uint64_t leader = 0;  // 0: none known
+    uint64_t commit = 0;  // known committed
+    uint64_t applied = 0;
+    uint64_t last_index = 0;     // of its own log
+    bool writable = false;       // a leader that applied an entry of its term: plans commands
+    uint64_t applied_chain = 0;  // a hash over every applied entry, in order
+  };
+  RaftView raft_view() const;
 
  private:
   std::unique_ptr<NodeImpl> impl_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/qlog/log.h"
+#include "core/seal/seal.h"
 
 namespace queen {
 
@@ -84,15 +85,86 @@ Uuid Planner::message_id_at(PartitionId pid, Offset o) {
   return a.value().frames[o.value - row->base.value].message_id;
 }
 
+bool Planner::encrypted(const std::string& queue) const {
+  auto q = find_queue(queue);
+  return q && q->options.encryption_enabled;
+}
+
+static ErrorReply seal_error(const std::string& queue, const std::string& why) {
+  ErrorReply e;
+  e.http_status = 500;
+  e.code = "encryption_unavailable";
+  e.message = "queue " + queue + " has encryptionEnabled and its payloads cannot be encrypted (" +
+              why + "); nothing was stored";
+  return e;
+}
+
+std::optional<ErrorReply> Planner::seal_payloads(const std::vector<PushItem>& items,
+                                                 std::vector<std::optional<std::string>>* sealed) {
+  const std::string* last_queue = nullptr;
+  bool last_encrypted = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PushItem& item = items[i];
+    if (last_queue == nullptr || *last_queue != item.queue) {
+      last_queue = &item.queue;
+      last_encrypted = encrypted(item.queue);
+    }
+    if (!last_encrypted) continue;
+    auto s = env_.seal_payload(item.payload);
+    if (!s.ok()) return seal_error(item.queue, s.error().message);
+    QUEEN_ASSERT(looks_sealed(s.value()), "a sealed payload without the envelope's prefix");
+    sealed->resize(items.size());
+    (*sealed)[i] = std::move(s.value());
+  }
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> Planner::seal_refusal(const std::vector<PushItem>& items,
+                                                const std::vector<TimerOp>& timers) {
+  const std::string* queue = nullptr;  // the first encrypted queue named
+  for (const PushItem& item : items) {
+    if (encrypted(item.queue)) {
+      queue = &item.queue;
+      break;
+    }
+  }
+  for (const TimerOp& op : timers) {
+    if (queue != nullptr) break;
+    if (op.op == TimerOpKind::schedule && encrypted(op.queue)) queue = &op.queue;
+  }
+  if (queue == nullptr) return std::nullopt;
+  auto probe = env_.seal_payload("null");  // one probe answers for every payload
+  if (!probe.ok()) return seal_error(*queue, probe.error().message);
+  return std::nullopt;
+}
+
 PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open) {
   PushReply reply;
   reply.results.reserve(cmd.items.size());
+  std::vector<std::optional<std::string>> sealed;
+  if (auto refused = seal_payloads(cmd.items, &sealed)) {
+    for (uint32_t i = 0; i < cmd.items.size(); ++i) {
+      const PushItem& item = cmd.items[i];
+      reply.results.push_back(PushResult{i, PushStatus::error, item.message_id, item.transaction_id,
+                                         item.queue, item.partition, PartitionId{}, Offset(0),
+                                         refused->message});
+    }
+    reply.refused = std::move(refused);
+    return reply;
+  }
   for (uint32_t i = 0; i < cmd.items.size(); ++i) {
     const PushItem& item = cmd.items[i];
     QueueView q = ensure_queue(item.queue, push_created_options(item.queue), open);
     PartitionId pid = ensure_partition(q.id, item.partition, open);
-    PushResult res{i, PushStatus::queued, item.message_id, item.transaction_id, item.queue,
-                   item.partition, pid, Offset(0), {}};
+    PushResult res{i,
+                   PushStatus::queued,
+                   item.message_id,
+                   item.transaction_id,
+                   item.queue,
+                   item.partition,
+                   pid,
+                   Offset(0),
+                   {}};
     int64_t window_us = q.options.dedup_window_s * 1'000'000;
     if (window_us > 0) {
       if (auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us)) {
@@ -105,14 +177,15 @@ PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open
     }
     EffAppend& a = append_of(pid, q.id, open);
     res.offset = Offset(a.base.value + a.count);
+    std::string payload = i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : item.payload;
+    open->bytes += payload.size() + item.transaction_id.size() + 64;
     a.hashes.push_back(item.txn_hash);
-    a.frames.push_back(MessageFrame{item.message_id, item.transaction_id, item.trace_id,
-                                    item.payload});
+    a.frames.push_back(
+        MessageFrame{item.message_id, item.transaction_id, item.trace_id, std::move(payload)});
     ++a.count;
     planned_next_[pid] = res.offset.next();
     if (window_us > 0)
       dedup_.planned(pid, item.txn_hash, res.offset, item.message_id, now_us, window_us);
-    open->bytes += item.payload.size() + item.transaction_id.size() + 64;
     reply.results.push_back(std::move(res));
   }
   ++open->commands;
@@ -135,8 +208,15 @@ std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& i
       continue;
     }
     if (auto hit = dedup_.find(pid, item.txn_hash, now_us, q->options.dedup_window_s * 1'000'000)) {
-      return PushResult{i, PushStatus::duplicate, hit->message_id.value_or(Uuid{}),
-                        item.transaction_id, item.queue, item.partition, pid, hit->offset, {}};
+      return PushResult{i,
+                        PushStatus::duplicate,
+                        hit->message_id.value_or(Uuid{}),
+                        item.transaction_id,
+                        item.queue,
+                        item.partition,
+                        pid,
+                        hit->offset,
+                        {}};
     }
   }
   return std::nullopt;
@@ -156,8 +236,8 @@ bool Planner::plan_delete_queue(const std::string& name, OpenEntry* open) {
 ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open) {
   ConfigureReply reply;
   auto existing = find_queue(cmd.queue);
-  QueueOptions options = cmd.patch.apply(cmd.replace || !existing ? QueueOptions{}
-                                                                   : existing->options);
+  QueueOptions options =
+      cmd.patch.apply(cmd.replace || !existing ? QueueOptions{} : existing->options);
   QueueView q = ensure_queue(cmd.queue, options, open);
   if (existing && !(existing->options == options)) {
     open->entry.effects.push_back(EffConfigureQueue{q.id, options});
@@ -169,6 +249,16 @@ ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open)
   reply.options = options;
   ++open->commands;
   return reply;
+}
+
+void Planner::reset() {
+  pending_queues_.clear();
+  deleted_queues_.clear();
+  pending_partitions_.clear();
+  planned_next_.clear();
+  queues_planned_ = 0;
+  partitions_planned_ = 0;
+  dedup_.reset_in_flight();
 }
 
 void Planner::on_applied(const Entry& entry) {

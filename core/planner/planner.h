@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/node/command.h"
 #include "core/planner/dedup.h"
@@ -30,8 +31,15 @@ class Planner {
   Planner(Env& env, const Store& store) : env_(env), store_(store), dedup_(store) {}
 
   // Dedup first (a duplicate keeps its original offset and message id and adds nothing),
-  // then one gapless run of offsets per partition for the survivors.
+  // then one gapless run of offsets per partition for the survivors. Payloads of encrypted
+  // queues are sealed (core/seal/seal.h); when one cannot be, nothing is planned and the
+  // reply is `refused`.
   PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
+  // Whether the payloads of `items` and of the messages `timers` schedule could be sealed,
+  // checked before a transaction or a timer call plans anything: the refusal plan_push would
+  // give, or nothing. Plans nothing.
+  std::optional<ErrorReply> seal_refusal(const std::vector<PushItem>& items,
+                                         const std::vector<TimerOp>& timers = {});
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
   // Deletes a queue; a later push under its name creates a new one. False if none.
   bool plan_delete_queue(const std::string& name, OpenEntry* open);
@@ -40,6 +48,8 @@ class Planner {
   std::optional<PushResult> find_duplicate(const std::vector<PushItem>& items, int64_t now_us);
   // Forgets what `entry` planned once the store holds it.
   void on_applied(const Entry& entry);
+  // Forgets every plan not yet applied (a node that stopped leading); the store is the truth.
+  void reset();
   // The options a queue has (or will have once in-flight entries land).
   std::optional<QueueOptions> queue_options(const std::string& name) const;
   const DedupIndex& dedup() const { return dedup_; }
@@ -57,6 +67,11 @@ class Planner {
   EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
 
   Uuid message_id_at(PartitionId pid, Offset o);
+  // Seals the payload of each item bound for an encrypted queue into `sealed`, by item index
+  // (left empty when none is); the refusal when one cannot be sealed.
+  std::optional<ErrorReply> seal_payloads(const std::vector<PushItem>& items,
+                                          std::vector<std::optional<std::string>>* sealed);
+  bool encrypted(const std::string& queue) const;
 
   Env& env_;
   const Store& store_;
@@ -65,7 +80,7 @@ class Planner {
   std::map<std::string, QueueId> deleted_queues_;  // deletions in flight, by name
   std::map<std::pair<QueueId, std::string>, PartitionId> pending_partitions_;
   std::map<PartitionId, Offset> planned_next_;
-  uint64_t queues_planned_ = 0;      // ids minted beyond the store's
+  uint64_t queues_planned_ = 0;  // ids minted beyond the store's
   uint64_t partitions_planned_ = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
+#include <iterator>
 #include <set>
 
 #include "core/qlog/record.h"
@@ -28,7 +30,9 @@ bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no)
 
 // ---------------------------------------------------------------------------- writer
 
-LogWriter::LogState& LogWriter::state_of(LogId log) { return logs_[log]; }
+LogWriter::LogState& LogWriter::state_of(LogId log) {
+  return logs_[log];
+}
 
 void LogWriter::restore(LogId log, uint32_t file_no, uint64_t size_bytes) {
   LogState& s = state_of(log);
@@ -54,6 +58,7 @@ WrittenEntry LogWriter::write(const Entry& entry) {
 
   for (LogId log : out.touched) {
     LogState& s = state_of(log);
+    out.starts.push_back(LogStart{log, s.file_no, s.size_bytes});
     if (s.size_bytes >= segment_bytes_) {
       ++s.file_no;
       s.size_bytes = 0;
@@ -63,8 +68,8 @@ WrittenEntry LogWriter::write(const Entry& entry) {
       const auto& a = std::get<EffAppend>(entry.effects[append_effects[k]]);
       if (LogId(a.queue.value) != log) continue;
       Bytes body = encode_frames(a);
-      RecordHeader h{entry.index.value, a.pid.value, a.base.value, a.count, entry.now_us,
-                     RecordKind::message};
+      RecordHeader h{entry.index.value, a.pid.value,  a.base.value,
+                     a.count,           entry.now_us, RecordKind::message};
       uint64_t pos = s.size_bytes + buf.size();
       size_t len = encode_record(h, body.data(), body.size(), &buf);
       out.locations[k] = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
@@ -72,7 +77,9 @@ WrittenEntry LogWriter::write(const Entry& entry) {
     if (log == primary) {
       Bytes body = encode_entry(entry);
       RecordHeader h{entry.index.value, copies, 0, 0, entry.now_us, RecordKind::entry};
-      encode_record(h, body.data(), body.size(), &buf);
+      uint64_t pos = s.size_bytes + buf.size();
+      size_t len = encode_record(h, body.data(), body.size(), &buf);
+      out.record = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
     } else {
       RecordHeader h{entry.index.value, copies, primary.value, 0, entry.now_us, RecordKind::stub};
       encode_record(h, nullptr, 0, &buf);
@@ -97,12 +104,26 @@ uint32_t LogWriter::sync(LogId log, const std::function<uint64_t()>& next_token)
   return n;
 }
 
+Status LogWriter::truncate_to(const LogStart& start) {
+  LogState& s = state_of(start.log);
+  for (uint32_t f = s.file_no; f > start.file_no; --f) {
+    auto st = env_.remove(log_file_name(start.log, f));
+    if (!st.ok()) return st;
+  }
+  auto st = env_.truncate(log_file_name(start.log, start.file_no), start.size_bytes);
+  if (!st.ok()) return st;
+  s.file_no = start.file_no;
+  s.size_bytes = start.size_bytes;
+  std::erase_if(s.unsynced_files, [&](uint32_t f) { return f > start.file_no; });
+  return ok_status();
+}
+
 // ---------------------------------------------------------------------------- reader
 
 Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid) {
   if (row.where.len == 0) return make_error(Errc::not_found, "append has no message record");
-  auto bytes = env.read(log_file_name(row.where.log, row.where.file_no), row.where.pos,
-                        row.where.len);
+  auto bytes =
+      env.read(log_file_name(row.where.log, row.where.file_no), row.where.pos, row.where.len);
   if (!bytes.ok()) return bytes.error();
   const Bytes& b = bytes.value();
   auto rec = decode_record(b.data(), b.size());
@@ -132,6 +153,7 @@ struct MsgRec {
 struct EntryRec {
   Entry entry;
   uint32_t copies = 1;
+  RecordLocation where;
 };
 
 struct RecordPos {
@@ -171,7 +193,7 @@ bool take_record(const RecordView& v, const RecordLocation& where, Scan* scan) {
     case RecordKind::entry: {
       auto e = decode_entry(v.body, v.body_size);
       if (!e.ok() || e.value().index.value != h.seq) return false;
-      scan->entries[h.seq] = EntryRec{std::move(e.value()), static_cast<uint32_t>(h.pid)};
+      scan->entries[h.seq] = EntryRec{std::move(e.value()), static_cast<uint32_t>(h.pid), where};
       return true;
     }
     case RecordKind::stub:
@@ -207,9 +229,8 @@ Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* sta
       stats->bytes_scanned += rec.value().total_size;
       pos += rec.value().total_size;
       if (stats->bytes_scanned / opt.progress_every_bytes != before) {
-        env.log(LogLevel::info, "recovery: scanned " +
-                                    std::to_string(stats->bytes_scanned >> 20) + " of " +
-                                    std::to_string(total_bytes >> 20) + " MiB");
+        env.log(LogLevel::info, "recovery: scanned " + std::to_string(stats->bytes_scanned >> 20) +
+                                    " of " + std::to_string(total_bytes >> 20) + " MiB");
       }
     }
   }
@@ -283,7 +304,8 @@ Status cut_log(Env& env, LogId log, const LogScan& ls, uint64_t cut_index, LogWr
 }  // namespace
 
 Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptions& opt,
-               Store* store, LogWriter* writer, RecoveryStats* stats) {
+               Store* store, LogWriter* writer, RecoveryStats* stats,
+               std::vector<RecoveredEntry>* recovered) {
   Scan scan;
   uint64_t total_bytes = 0;
   for (const auto& f : files) {
@@ -294,20 +316,39 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
     total_bytes += f.size_bytes;
   }
   if (total_bytes > 0)
-    env.log(LogLevel::info, "recovery: scanning " + std::to_string(scan.logs.size()) +
-                                " logs, " + std::to_string(total_bytes >> 20) + " MiB");
+    env.log(LogLevel::info, "recovery: scanning " + std::to_string(scan.logs.size()) + " logs, " +
+                                std::to_string(total_bytes >> 20) + " MiB");
   for (auto& [log, ls] : scan.logs) {
     auto st = scan_log(env, log, &ls, &scan, stats, opt, total_bytes);
     if (!st.ok()) return st;
   }
   uint64_t idx = store->applied().value + 1;
-  for (auto it = scan.entries.find(idx); it != scan.entries.end();
-       it = scan.entries.find(++idx)) {
+  std::deque<RecoveredEntry> kept;  // applied ones first, at most keep_recent_max of them
+  for (auto it = scan.entries.find(idx); it != scan.entries.end(); it = scan.entries.find(++idx)) {
     if (!opt.replay_partial_entry && !entry_complete(it->second, scan)) break;
     auto locs = attach_messages(&it->second, scan);
-    store->apply(it->second.entry, locs);
-    ++stats->entries_replayed;
+    bool apply = idx <= opt.apply_upto;
+    if (apply) {
+      store->apply(it->second.entry, locs);
+      ++stats->entries_replayed;
+      if (opt.on_replayed) opt.on_replayed(it->second.entry, it->second.where, locs);
+    }
+    if (recovered && (!apply || opt.keep_recent_max > 0)) {
+      kept.push_back(
+          RecoveredEntry{it->second.entry, std::move(locs), {}, it->second.where, apply});
+      if (apply && kept.size() > opt.keep_recent_max) kept.pop_front();
+    }
   }
+  for (auto& r : kept) {
+    if (r.applied) continue;
+    for (const auto& [log, ls] : scan.logs) {
+      auto pos = std::find_if(ls.records.begin(), ls.records.end(),
+                              [&](const RecordPos& p) { return p.seq == r.entry.index.value; });
+      if (pos != ls.records.end()) r.starts.push_back(LogStart{log, pos->file_no, pos->pos});
+    }
+  }
+  if (recovered)
+    recovered->assign(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
   for (auto it = scan.entries.lower_bound(idx); it != scan.entries.end(); ++it)
     ++stats->entries_cut;
   for (const auto& [log, ls] : scan.logs) {
@@ -320,6 +361,41 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
                                 " incomplete, " + std::to_string(stats->torn_tails_cut) +
                                 " torn tails");
   return ok_status();
+}
+
+Status load_frames(Env& env, RecoveredEntry* e) {
+  size_t k = 0;
+  for (auto& eff : e->entry.effects) {
+    auto* a = std::get_if<EffAppend>(&eff);
+    if (!a) continue;
+    const RecordLocation& at = e->locations.at(k++);
+    auto b = env.read(log_file_name(at.log, at.file_no), at.pos, at.len);
+    if (!b.ok()) return b.error();
+    auto rec = decode_record(b.value().data(), b.value().size());
+    if (!rec.ok()) return rec.error();
+    auto st = decode_frames(rec.value().body, rec.value().body_size, a);
+    if (!st.ok()) return st;
+  }
+  return ok_status();
+}
+
+Result<Bytes> read_replicated(Env& env, const RecordLocation& at,
+                              const std::vector<RecordLocation>& messages) {
+  auto b = env.read(log_file_name(at.log, at.file_no), at.pos, at.len);
+  if (!b.ok()) return b.error();
+  auto rec = decode_record(b.value().data(), b.value().size());
+  if (!rec.ok()) return rec.error();
+  if (rec.value().header.kind != RecordKind::entry)
+    return make_error(Errc::corrupt, "not an entry record");
+  auto e = decode_entry(rec.value().body, rec.value().body_size);
+  if (!e.ok()) return e.error();
+  RecoveredEntry r{std::move(e.value()), messages, {}, at, true};
+  size_t appends = 0;
+  for (const auto& eff : r.entry.effects) appends += std::holds_alternative<EffAppend>(eff);
+  if (appends != messages.size()) return make_error(Errc::corrupt, "message records missing");
+  auto st = load_frames(env, &r);
+  if (!st.ok()) return st.error();
+  return encode_replicated(r.entry);
 }
 
 }  // namespace queen

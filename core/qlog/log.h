@@ -29,9 +29,18 @@ namespace queen {
 std::string log_file_name(LogId log, uint32_t file_no);
 bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no);
 
+// Where a log stood before an entry was written to it: truncating there removes the entry.
+struct LogStart {
+  LogId log;
+  uint32_t file_no = 1;
+  uint64_t size_bytes = 0;
+};
+
 struct WrittenEntry {
-  std::vector<LogId> touched;              // ascending
-  std::vector<RecordLocation> locations;   // one per EffAppend, in effect order
+  std::vector<LogId> touched;             // ascending
+  std::vector<LogStart> starts;           // one per touched log
+  RecordLocation record;                  // the full entry record (in the lowest log)
+  std::vector<RecordLocation> locations;  // one per EffAppend, in effect order
   uint64_t bytes = 0;
 };
 
@@ -43,6 +52,9 @@ class LogWriter {
   WrittenEntry write(const Entry& entry);
   // Syncs every file of `log` written since its last sync; returns how many syncs it issued.
   uint32_t sync(LogId log, const std::function<uint64_t()>& next_token);
+  // Cuts `start.log` back to where it stood (an uncommitted suffix Raft overwrote): later
+  // files are removed, the start's file truncated. Durable when it returns.
+  Status truncate_to(const LogStart& start);
 
  private:
   struct LogState {
@@ -63,6 +75,23 @@ Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid);
 struct RecoveryOptions {
   bool replay_partial_entry = false;  // mutant: replay an entry missing from a log
   uint64_t progress_every_bytes = 64u << 20;
+  // Raft: entries past the persisted commit index are complete on disk but not known to be
+  // committed; they are returned (RecoveredEntry, applied=false) instead of applied.
+  uint64_t apply_upto = UINT64_MAX;
+  size_t keep_recent_max = 0;  // also return this many of the last applied entries
+  // After each entry applied, with where its entry record and its message records lie.
+  std::function<void(const Entry&, const RecordLocation&, const std::vector<RecordLocation>&)>
+      on_replayed;
+};
+
+// An entry found complete on disk, with its appends' hashes and record locations (frames are
+// not loaded: load_frames reads them).
+struct RecoveredEntry {
+  Entry entry;
+  std::vector<RecordLocation> locations;
+  std::vector<LogStart> starts;  // unapplied ones: where each log stood before it
+  RecordLocation record;         // its entry record
+  bool applied = false;
 };
 
 struct RecoveryStats {
@@ -73,6 +102,16 @@ struct RecoveryStats {
 };
 
 Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptions& options,
-               Store* store, LogWriter* writer, RecoveryStats* stats);
+               Store* store, LogWriter* writer, RecoveryStats* stats,
+               std::vector<RecoveredEntry>* recovered = nullptr);
+
+// Reads the frames of every append of `e` back from their message records.
+Status load_frames(Env& env, RecoveredEntry* e);
+
+// Reads an entry back from its entry record and its appends' message records (one location
+// per append, in effect order): the entry as Raft replicates it (encode_replicated). Fails
+// when a record is gone or damaged.
+Result<Bytes> read_replicated(Env& env, const RecordLocation& record,
+                              const std::vector<RecordLocation>& messages);
 
 }  // namespace queen

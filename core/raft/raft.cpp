@@ -5,6 +5,9 @@
 #include "core/common/assert.h"
 
 namespace queen::raft {
+namespace {
+constexpr uint64_t kStallTicks = 3;  // ticks without progress before a follower is re-probed
+}  // namespace
 
 // ---------------------------------------------------------------------------- term runs
 
@@ -42,6 +45,7 @@ Bytes encode_message(const Message& m) {
   w.u64(m.commit.value);
   w.u8(static_cast<uint8_t>(m.reject) | (static_cast<uint8_t>(m.force) << 1));
   w.u64(m.hint.value);
+  w.u64(m.ctx);
   w.u32(static_cast<uint32_t>(m.entries.size()));
   for (const auto& e : m.entries) {
     w.u64(e.index.value);
@@ -67,6 +71,7 @@ bool decode_message(const uint8_t* data, size_t size, Message* m) {
   m->reject = flags & 1;
   m->force = flags & 2;
   m->hint = LogIndex(r.u64());
+  m->ctx = r.u64();
   uint32_t n = r.count(20);
   m->entries.clear();
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
@@ -100,7 +105,9 @@ Raft::Raft(Config config, HardState persisted, TermRuns durable_log, const LogVi
   reset_election_timer();
 }
 
-LogIndex Raft::last_index() const { return runs_.last(); }
+LogIndex Raft::last_index() const {
+  return runs_.last();
+}
 
 void Raft::set_hard_state(Term term, std::optional<NodeId> vote) {
   if (hs_.term == term && hs_.vote == vote) return;
@@ -111,8 +118,8 @@ void Raft::set_hard_state(Term term, std::optional<NodeId> vote) {
 
 void Raft::reset_election_timer() {
   election_elapsed_ = 0;
-  election_timeout_ = cfg_.election_ticks +
-                      static_cast<uint32_t>(random_(random_ctx_) % cfg_.election_ticks);
+  election_timeout_ =
+      cfg_.election_ticks + static_cast<uint32_t>(random_(random_ctx_) % cfg_.election_ticks);
 }
 
 void Raft::send(Message m) {
@@ -151,10 +158,9 @@ void Raft::become_leader() {
   role_ = Role::leader;
   leader_ = cfg_.id;
   ++stats_.leaderships;
-  ticks_since_quorum_ = 0;
   progress_.clear();
   for (NodeId v : cfg_.voters)
-    if (v != cfg_.id) progress_[v] = Progress{LogIndex(0), last_index().next(), 0, true};
+    if (v != cfg_.id) progress_[v] = Progress{LogIndex(0), last_index().next(), 0, true, 0, ticks_};
   // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
   propose(Bytes{});
 }
@@ -183,13 +189,23 @@ void Raft::campaign(bool pre) {
   }
 }
 
+uint64_t Raft::ticks_since_quorum() const {
+  if (role_ != Role::leader) return UINT64_MAX;
+  std::vector<uint64_t> acked{ticks_};
+  for (const auto& [peer, pr] : progress_) acked.push_back(pr.acked_tick);
+  std::sort(acked.begin(), acked.end(), std::greater<>());
+  uint64_t t = acked[quorum() - 1];
+  return t == 0 ? UINT64_MAX : ticks_ - t;
+}
+
 void Raft::tick() {
+  ++ticks_;
   if (role_ == Role::leader) {
-    ++ticks_since_quorum_;
     if (++heartbeat_elapsed_ >= cfg_.heartbeat_ticks) {
       heartbeat_elapsed_ = 0;
       for (const auto& [peer, pr] : progress_) send_append(peer, true);
     }
+    reprobe_stalled();
     if (++election_elapsed_ >= cfg_.election_ticks) {
       election_elapsed_ = 0;
       uint32_t active = 1;
@@ -253,11 +269,12 @@ void Raft::handle_vote_response(const Message& m) {
   }
 }
 
-void Raft::respond_append(NodeId to, LogIndex match) {
+void Raft::respond_append(NodeId to, LogIndex match, uint64_t ctx) {
   Message r;
   r.type = MsgType::append_resp;
   r.to = to;
   r.hint = match;
+  r.ctx = ctx;
   send(std::move(r));
 }
 
@@ -269,6 +286,7 @@ void Raft::handle_append(const Message& m) {
     r.to = m.from;
     r.reject = true;
     r.hint = std::min(last_index(), LogIndex(m.index.value > 0 ? m.index.value - 1 : 0));
+    r.ctx = m.ctx;
     send(std::move(r));
     return;
   }
@@ -290,9 +308,9 @@ void Raft::handle_append(const Message& m) {
   LogIndex commit = std::min(m.commit, last_new);
   if (commit > commit_) commit_ = commit;
   if (last_new <= durable_) {
-    respond_append(m.from, last_new);
+    respond_append(m.from, last_new, m.ctx);
   } else {
-    ack_pending_ = {m.from, last_new};
+    ack_pending_ = AckPending{m.from, last_new, m.ctx};
   }
 }
 
@@ -300,8 +318,8 @@ void Raft::on_persisted(LogIndex index) {
   if (index > last_index() || index <= durable_) return;
   durable_ = index;
   if (role_ == Role::leader) maybe_commit();
-  if (ack_pending_ && ack_pending_->second <= durable_) {
-    respond_append(ack_pending_->first, ack_pending_->second);
+  if (ack_pending_ && ack_pending_->match <= durable_) {
+    respond_append(ack_pending_->to, ack_pending_->match, ack_pending_->ctx);
     ack_pending_.reset();
   }
 }
@@ -311,6 +329,7 @@ void Raft::handle_append_response(const Message& m) {
   if (it == progress_.end()) return;
   Progress& pr = it->second;
   pr.active = true;
+  pr.acked_tick = std::max(pr.acked_tick, m.ctx);
   if (pr.inflight > 0) --pr.inflight;
   if (m.reject) {
     pr.next = LogIndex(std::max<uint64_t>(1, std::min(m.hint.value + 1, pr.next.value - 1)));
@@ -318,7 +337,10 @@ void Raft::handle_append_response(const Message& m) {
     send_append(m.from, false);
     return;
   }
-  if (m.hint > pr.match) pr.match = m.hint;
+  if (m.hint > pr.match) {
+    pr.match = m.hint;
+    pr.match_tick = ticks_;
+  }
   if (pr.next <= pr.match) pr.next = pr.match.next();
   maybe_commit();
   if (transfer_to_ == m.from && pr.match == last_index()) {
@@ -336,6 +358,7 @@ void Raft::send_append(NodeId to, bool heartbeat_only) {
   m.type = MsgType::append;
   m.to = to;
   m.commit = commit_;
+  m.ctx = ticks_;
   LogIndex prev(pr.next.value - 1);
   if (!heartbeat_only && pr.next <= last_index() && pr.inflight < cfg_.inflight_max) {
     m.entries = log_.entries(prev, last_index(), cfg_.append_bytes_max);
@@ -354,6 +377,19 @@ void Raft::send_append(NodeId to, bool heartbeat_only) {
   send(std::move(m));
 }
 
+// Appends lost on the way (or to a follower that restarted) leave a follower behind with its
+// next index already past them: when its match has not moved for a few ticks, replicate again
+// from its match.
+void Raft::reprobe_stalled() {
+  for (auto& [peer, pr] : progress_) {
+    if (pr.match >= last_index() || ticks_ - pr.match_tick < kStallTicks) continue;
+    pr.next = pr.match.next();
+    pr.inflight = 0;
+    pr.match_tick = ticks_;
+    send_append(peer, false);
+  }
+}
+
 void Raft::broadcast_append() {
   for (auto& [peer, pr] : progress_) send_append(peer, false);
 }
@@ -363,10 +399,7 @@ void Raft::maybe_commit() {
   for (const auto& [peer, pr] : progress_) matches.push_back(pr.match);
   std::sort(matches.begin(), matches.end(), std::greater<>());
   LogIndex n = matches[cfg_.mutant_commit_without_majority ? 0 : quorum() - 1];
-  if (n > commit_ && term_at(n) == hs_.term) {
-    commit_ = n;
-    if (role_ == Role::leader) ticks_since_quorum_ = 0;
-  }
+  if (n > commit_ && term_at(n) == hs_.term) commit_ = n;
 }
 
 std::optional<LogIndex> Raft::propose(Bytes data) {
@@ -376,6 +409,18 @@ std::optional<LogIndex> Raft::propose(Bytes data) {
   ready_.append.push_back(LogEntry{idx, hs_.term, std::move(data)});
   broadcast_append();
   return idx;
+}
+
+std::optional<NodeId> Raft::most_caught_up() const {
+  std::optional<NodeId> best;
+  LogIndex best_match;
+  for (const auto& [peer, pr] : progress_) {
+    if (!best || pr.match > best_match) {
+      best = peer;
+      best_match = pr.match;
+    }
+  }
+  return best;
 }
 
 bool Raft::transfer_leadership(NodeId to) {
@@ -395,8 +440,7 @@ bool Raft::transfer_leadership(NodeId to) {
 void Raft::step(const Message& m) {
   bool vote_kind = m.type == MsgType::vote || m.type == MsgType::pre_vote;
   if (m.term > hs_.term) {
-    bool pre_kind = m.type == MsgType::pre_vote ||
-                    (m.type == MsgType::pre_vote_resp && !m.reject);
+    bool pre_kind = m.type == MsgType::pre_vote || (m.type == MsgType::pre_vote_resp && !m.reject);
     bool in_lease = cfg_.check_quorum && leader_.has_value() && !m.force &&
                     election_elapsed_ < cfg_.election_ticks && vote_kind;
     if (in_lease && m.type == MsgType::vote) return;  // ignore: the leader is alive

@@ -56,7 +56,10 @@ struct Message {
   LogIndex commit;
   bool reject = false;
   bool force = false;  // vote after a leadership transfer: ignore the leader lease
-  LogIndex hint;  // append_resp: the follower's last index (on reject) or match (on success)
+  LogIndex hint;       // append_resp: the follower's last index (on reject) or match (on success)
+  // append: the leader's tick count when it sent it; append_resp: echoed back. A response
+  // proves the follower took the sender as leader no earlier than that tick (leader lease).
+  uint64_t ctx = 0;
   bool operator==(const Message&) const = default;
 };
 
@@ -88,8 +91,8 @@ class TermRuns {
 
 struct Config {
   NodeId id;
-  std::vector<NodeId> voters;     // including id
-  uint32_t election_ticks = 10;   // randomized in [election, 2 * election)
+  std::vector<NodeId> voters;    // including id
+  uint32_t election_ticks = 10;  // randomized in [election, 2 * election)
   uint32_t heartbeat_ticks = 1;
   bool pre_vote = true;
   bool check_quorum = true;
@@ -107,11 +110,11 @@ struct HardState {
 };
 
 struct Ready {
-  std::optional<HardState> hard_state;  // persist before sending the messages
+  std::optional<HardState> hard_state;     // persist before sending the messages
   std::optional<LogIndex> truncate_after;  // drop the log suffix after this index first
-  std::vector<LogEntry> append;         // then append these and sync them
+  std::vector<LogEntry> append;            // then append these and sync them
   std::vector<Message> messages;
-  std::optional<LogIndex> commit;       // the commit index moved here
+  std::optional<LogIndex> commit;  // the commit index moved here
   bool empty() const {
     return !hard_state && !truncate_after && append.empty() && messages.empty() && !commit;
   }
@@ -138,25 +141,33 @@ class Raft {
   void on_persisted(LogIndex index);
   // Asks `to` (a caught-up voter) to start an election now.
   bool transfer_leadership(NodeId to);
+  // Leader: the follower with the longest durable log (the best successor), if any.
+  std::optional<NodeId> most_caught_up() const;
   Ready take_ready();
 
   Role role() const { return role_; }
   Term term() const { return hs_.term; }
+  std::optional<NodeId> vote() const { return hs_.vote; }
   std::optional<NodeId> leader() const { return leader_; }
   LogIndex commit() const { return commit_; }
   NodeId id() const { return cfg_.id; }
-  // Ticks since a majority was last heard from (leader); used for the leader lease.
-  uint32_t ticks_since_quorum() const { return ticks_since_quorum_; }
+  // Leader: ticks since the latest send that a majority has answered (itself included), so a
+  // lease dated from it never outlives the followers' view of this leader. 0 on one voter.
+  uint64_t ticks_since_quorum() const;
   const Stats& stats() const { return stats_; }
   // The durable last index of this node's own log as Raft tracks it.
   LogIndex last_index() const;
+  // The term of the own log's entry at `index`, if it has one.
+  std::optional<Term> term_of(LogIndex index) const { return runs_.term_at(index); }
 
  private:
   struct Progress {
     LogIndex match;
     LogIndex next;
     uint32_t inflight = 0;
-    bool active = false;  // heard from since the last check-quorum round
+    bool active = false;      // heard from since the last check-quorum round
+    uint64_t acked_tick = 0;  // the latest send tick this follower answered in our term
+    uint64_t match_tick = 0;  // when match last moved (or the follower was last re-probed)
   };
 
   void become_follower(Term term, std::optional<NodeId> leader);
@@ -169,6 +180,7 @@ class Raft {
   void send(Message m);
   void send_append(NodeId to, bool heartbeat_only);
   void broadcast_append();
+  void reprobe_stalled();
   void maybe_commit();
   void handle_vote_request(const Message& m);
   void handle_vote_response(const Message& m);
@@ -177,7 +189,7 @@ class Raft {
   bool log_up_to_date(LogIndex index, Term term) const;
   std::optional<Term> term_at(LogIndex index) const { return runs_.term_at(index); }
   void set_hard_state(Term term, std::optional<NodeId> vote);
-  void respond_append(NodeId to, LogIndex match);
+  void respond_append(NodeId to, LogIndex match, uint64_t ctx);
 
   Config cfg_;
   HardState hs_;
@@ -187,13 +199,18 @@ class Raft {
   Role role_ = Role::follower;
   std::optional<NodeId> leader_;
   LogIndex commit_;
-  TermRuns runs_;      // the shape of the own log, written or not
-  LogIndex durable_;   // own log durable up to here
-  std::optional<std::pair<NodeId, LogIndex>> ack_pending_;  // follower: answer once durable
+  TermRuns runs_;     // the shape of the own log, written or not
+  LogIndex durable_;  // own log durable up to here
+  struct AckPending {
+    NodeId to;
+    LogIndex match;
+    uint64_t ctx = 0;
+  };
+  std::optional<AckPending> ack_pending_;  // follower: answer once durable
+  uint64_t ticks_ = 0;                     // ticks since this process started
   uint32_t election_elapsed_ = 0;
   uint32_t election_timeout_ = 0;
   uint32_t heartbeat_elapsed_ = 0;
-  uint32_t ticks_since_quorum_ = 0;
   std::set<NodeId> votes_granted_;
   std::set<NodeId> votes_rejected_;
   std::map<NodeId, Progress> progress_;

@@ -404,4 +404,41 @@ Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
   return ok_status();
 }
 
+Bytes encode_replicated(const Entry& entry) {
+  Bytes body = encode_entry(entry);
+  Bytes out;
+  ByteWriter w(&out);
+  w.u32(static_cast<uint32_t>(body.size()));
+  w.raw(body.data(), body.size());
+  for (const auto& e : entry.effects) {
+    if (const auto* a = std::get_if<EffAppend>(&e)) {
+      Bytes frames = encode_frames(*a);
+      w.u32(static_cast<uint32_t>(frames.size()));
+      w.raw(frames.data(), frames.size());
+    }
+  }
+  return out;
+}
+
+Result<Entry> decode_replicated(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
+  uint32_t len = r.u32();
+  if (!r.ok() || len > r.left()) return make_error(Errc::corrupt, "replicated entry framing");
+  auto entry = decode_entry(data + r.pos(), len);
+  if (!entry.ok()) return entry.error();
+  size_t pos = r.pos() + len;
+  for (auto& e : entry.value().effects) {
+    auto* a = std::get_if<EffAppend>(&e);
+    if (!a) continue;
+    ByteReader fr(data + pos, size - pos);
+    uint32_t flen = fr.u32();
+    if (!fr.ok() || flen > fr.left()) return make_error(Errc::corrupt, "replicated frames");
+    auto st = decode_frames(data + pos + 4, flen, a);
+    if (!st.ok()) return st.error();
+    pos += 4 + flen;
+  }
+  if (pos != size) return make_error(Errc::corrupt, "replicated entry trailing bytes");
+  return entry;
+}
+
 }  // namespace queen

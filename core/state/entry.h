@@ -171,4 +171,8 @@ Result<Entry> decode_entry(const uint8_t* data, size_t size);
 Bytes encode_frames(const EffAppend& append);
 Status decode_frames(const uint8_t* data, size_t size, EffAppend* append);
 
+// The whole entry, frames included: what Raft carries from the leader to its followers.
+Bytes encode_replicated(const Entry& entry);
+Result<Entry> decode_replicated(const uint8_t* data, size_t size);
+
 }  // namespace queen

@@ -30,6 +30,8 @@ class TimerPlanner {
   std::optional<TimerRow> lookup(const TimerKey& key, const TimerScratch* scratch) const;
   void commit(TimerScratch&& scratch, OpenEntry* open);
   void on_applied(const Entry& entry);
+  // Forgets what unapplied entries planned (a node that stopped leading).
+  void reset() { overlay_.clear(); }
   // Due timers not already being fired or rewritten, oldest first, at most kFireBatchMax;
   // each is pinned until the entry at `entry_index` applies.
   std::vector<std::pair<TimerKey, TimerRow>> take_due(int64_t now_us, uint64_t entry_index);

@@ -45,8 +45,17 @@ Status NodeDriver::start() {
       "data folder " + options_.data_dir + ": " + std::to_string(files.value().size()) + " files");
 
   env_ = std::make_unique<RealEnv>(context_, disk_, sink_, seed_from_device());
+  if (options_.payload_key) env_->set_payload_key(*options_.payload_key);
   node_ = std::make_unique<Node>(*env_, options_.node);
   env_->attach(node_.get());
+  if (options_.transport) {
+    transport_ = std::make_unique<Transport>(*options_.transport, [this](uint64_t from, Bytes m) {
+      asio::post(context_, [this, from, m = std::move(m)] { node_->on_message(from, m); });
+    });
+    Status listening = transport_->start();
+    if (!listening) return listening;
+    env_->set_peer_sender([this](uint64_t to, Bytes m) { transport_->send(to, std::move(m)); });
+  }
   work_.emplace(asio::make_work_guard(context_));
   thread_ = std::thread([this] { context_.run(); });
 
@@ -83,7 +92,19 @@ void NodeDriver::cancel(ReplyHandle handle) {
   asio::post(context_, [this, handle] { node_->on_cancel(handle); });
 }
 
+void NodeDriver::run_on_node(const std::function<void(Node&)>& fn) {
+  if (!thread_.joinable()) return;
+  std::promise<void> done;
+  auto finished = done.get_future();
+  asio::post(context_, [&] {
+    fn(*node_);
+    done.set_value();
+  });
+  finished.wait();
+}
+
 void NodeDriver::stop() {
+  if (transport_) transport_->stop();
   work_.reset();
   context_.stop();
   if (thread_.joinable()) thread_.join();

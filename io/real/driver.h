@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "core/node/config.h"
 #include "io/real/disk.h"
 #include "io/real/real_env.h"
+#include "io/real/transport.h"
 
 namespace queen {
 class Node;
@@ -38,7 +40,9 @@ struct DriverOptions {
   NodeConfig node;
   size_t commands_queued_max = 16384;  // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
   size_t open_files_max = 256;
-  int64_t test_push_delay_ms = 0;  // QUEEN_TEST_PUSH_DELAY_MS
+  int64_t test_push_delay_ms = 0;             // QUEEN_TEST_PUSH_DELAY_MS
+  std::optional<PayloadKey> payload_key;      // QUEEN_ENCRYPTION_KEY (none: no encryption)
+  std::optional<TransportOptions> transport;  // a cluster: the raft port and the peers
 };
 
 class NodeDriver {
@@ -52,6 +56,8 @@ class NodeDriver {
   // False when too many commands are already waiting for the node thread.
   bool submit(ReplyHandle handle, CommandEnvelope command);
   void cancel(ReplyHandle handle);
+  // Runs `fn` on the node thread and waits for it (reads of the node's state, e.g. on stop).
+  void run_on_node(const std::function<void(Node&)>& fn);
   // Stops the node thread, then lets the disk writer finish what is queued.
   void stop();
 
@@ -63,6 +69,7 @@ class NodeDriver {
   Disk disk_;
   std::unique_ptr<RealEnv> env_;
   std::unique_ptr<Node> node_;
+  std::unique_ptr<Transport> transport_;
   std::thread thread_;
   std::atomic<size_t> commands_queued_{0};
 };

@@ -5,18 +5,24 @@
 //
 // fatal() logs and ends the process with exit code 1: a node whose fsync failed must not go
 // on serving, and it recovers from what is durable when it starts again.
+//
+// Payloads of encrypted queues are sealed and opened with AES-256-GCM under the key given to
+// set_payload_key() (io/real/payload_cipher.h); without a key both fail, and the node refuses
+// pushes to encrypted queues rather than store them in the clear.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
 
 #include "io/env.h"
 #include "io/real/disk.h"
+#include "io/real/payload_cipher.h"
 
 namespace queen {
 class Node;
@@ -50,8 +56,20 @@ class RealEnv final : public Env {
   Status remove(const std::string& file) override;
 
   void reply(ReplyHandle handle, Reply reply) override;
+  // Peers: messages go to the cluster transport (io/real/transport.h) once one is set.
+  void send(uint64_t to_node, Bytes message) override {
+    if (peer_sender_) peer_sender_(to_node, std::move(message));
+  }
+  void set_peer_sender(std::function<void(uint64_t, Bytes)> sender) {
+    peer_sender_ = std::move(sender);
+  }
   [[noreturn]] void fatal(std::string_view reason) override;
   void log(LogLevel level, std::string_view message) override;
+
+  // Set before the node is started (not thread-safe against seal/open).
+  void set_payload_key(const PayloadKey& key) { cipher_ = std::make_unique<PayloadCipher>(key); }
+  Result<std::string> seal_payload(std::string_view plain) override;
+  Result<std::string> open_payload(std::string_view sealed) override;
 
  private:
   struct TimerSlot {
@@ -65,6 +83,8 @@ class RealEnv final : public Env {
   std::mt19937_64 rng_;
   Node* node_ = nullptr;
   std::map<TimerId, TimerSlot> timers_;
+  std::function<void(uint64_t, Bytes)> peer_sender_;
+  std::unique_ptr<PayloadCipher> cipher_;  // null: no QUEEN_ENCRYPTION_KEY
 };
 
 // The system wall clock in microseconds (also used by the edge for deadlines and ids).

@@ -34,13 +34,24 @@ void SimNetwork::schedule(int from, int to, Bytes message) {
   if (clogged_.count({from, to}) != 0) delay_us += rates_.clog_delay_us;
   ++in_flight_;
   auto shared = std::make_shared<Bytes>(std::move(message));
-  world_.after(delay_us, strf("net %d->%d len=%zu", from, to, shared->size()),
-               [this, from, to, shared] {
-                 --in_flight_;
-                 if (cut_.count({from, to}) != 0) return;  // cut while in flight
-                 if (!world_.up(to)) return;
-                 deliver_(from, to, *shared);
-               });
+  // Addressed to the receiver's current process: a restart loses what was in flight to it.
+  uint64_t incarnation = world_.incarnation(to);
+  arrive(world_.now_us() + delay_us, from, to, incarnation, std::move(shared));
+}
+
+void SimNetwork::arrive(int64_t at_us, int from, int to, uint64_t incarnation,
+                        std::shared_ptr<Bytes> message) {
+  world_.at(at_us, strf("net %d->%d len=%zu", from, to, message->size()),
+            [this, from, to, incarnation, message] {
+              if (world_.up(to) && world_.paused(to)) {  // delivered once it runs again
+                arrive(world_.resume_us(to), from, to, incarnation, message);
+                return;
+              }
+              --in_flight_;
+              if (cut_.count({from, to}) != 0) return;  // cut while in flight
+              if (!world_.up(to) || world_.incarnation(to) != incarnation) return;
+              deliver_(from, to, *message);
+            });
 }
 
 void SimNetwork::isolate(int node, int nodes) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -52,6 +53,8 @@ class SimNetwork {
 
  private:
   void schedule(int from, int to, Bytes message);
+  void arrive(int64_t at_us, int from, int to, uint64_t incarnation,
+              std::shared_ptr<Bytes> message);
 
   SimWorld& world_;
   NetFaultRates rates_;

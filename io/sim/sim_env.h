@@ -24,9 +24,13 @@ class SimEnv final : public Env {
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
   Status truncate(const std::string& file, uint64_t size_bytes) override;
   Status remove(const std::string& file) override;
+  void send(uint64_t to_node, Bytes message) override;
   void reply(ReplyHandle handle, Reply reply) override;
   void fatal(std::string_view reason) override;
   void log(LogLevel level, std::string_view message) override;
+  // A deterministic stand-in for the server's cipher (io/sim/payload_seal.h).
+  Result<std::string> seal_payload(std::string_view plain) override;
+  Result<std::string> open_payload(std::string_view sealed) override;
 
  private:
   SimWorld& world_;

@@ -33,6 +33,7 @@ void add_stats(NodeStats* into, const NodeStats& s) {
   into->checkpoints += s.checkpoints;
   into->recovered_entries += s.recovered_entries;
   into->torn_tails_cut += s.torn_tails_cut;
+  into->entries_read_back += s.entries_read_back;
 }
 
 }  // namespace
@@ -41,7 +42,11 @@ SimWorld::SimWorld(uint64_t seed, ClientNetFaults faults)
     : seed_(seed),
       client_faults_(faults),
       client_net_rng_(stream("client.net")),
-      restart_rng_(stream("restart")) {}
+      restart_rng_(stream("restart")),
+      network_(std::make_unique<SimNetwork>(
+          *this, NetFaultRates{}, [this](int from, int to, const Bytes& message) {
+            nodes_[to]->node->on_message(static_cast<uint64_t>(from) + 1, message);
+          })) {}
 
 SimWorld::~SimWorld() {
   while (!events_.empty()) {
@@ -158,6 +163,10 @@ int64_t SimWorld::node_now_us(int node) const {
   return nodes_[node]->setup.clock.local_us(now_us_);
 }
 
+int64_t SimWorld::resume_us(int node) const {
+  return nodes_[node]->paused_until_us;
+}
+
 bool SimWorld::paused(int node) const {
   return nodes_[node]->paused_until_us > now_us_;
 }
@@ -267,6 +276,13 @@ void SimWorld::violation(std::string invariant, std::string detail) {
 }
 
 // ---- the environment side ----
+
+void SimWorld::env_send(int n, uint64_t to_node, Bytes message) {
+  if (!env_live(n)) return;
+  int to = static_cast<int>(to_node) - 1;  // node k has id k + 1
+  if (to < 0 || to >= node_count() || to == n) return;
+  network_->send(n, to, std::move(message));
+}
 
 bool SimWorld::env_live(int n) const {
   return nodes_[n]->up && !nodes_[n]->dying;
@@ -402,6 +418,9 @@ Status SimEnv::truncate(const std::string& file, uint64_t size_bytes) {
 }
 Status SimEnv::remove(const std::string& file) {
   return world_.env_remove(node_, file);
+}
+void SimEnv::send(uint64_t to_node, Bytes message) {
+  world_.env_send(node_, to_node, std::move(message));
 }
 void SimEnv::reply(ReplyHandle handle, Reply reply) {
   world_.env_reply(node_, handle, std::move(reply));

@@ -29,6 +29,7 @@
 #include "core/node/node.h"
 #include "io/sim/clock.h"
 #include "io/sim/disk.h"
+#include "io/sim/network.h"
 #include "io/sim/rng.h"
 #include "io/sim/trace.h"
 
@@ -131,8 +132,11 @@ class SimWorld {
   void crash_node(int node, std::string_view reason, bool restart);
   void pause_node(int node, int64_t duration_us);
   bool paused(int node) const;
+  int64_t resume_us(int node) const;  // when a paused node runs again
   void set_disk_rates(int node, const DiskFaultRates& rates);
   void set_client_faults(const ClientNetFaults& faults) { client_faults_ = faults; }
+  // The links between nodes (node k sends as id k + 1).
+  SimNetwork& network() { return *network_; }
   // Node statistics summed over every incarnation.
   NodeStats total_stats(int node) const;
 
@@ -140,6 +144,11 @@ class SimWorld {
   // Hands a command to the node; nullopt when the node is down (connection refused).
   std::optional<ReplyHandle> submit(int node, CommandEnvelope command, ClientSink* sink);
   size_t pending_replies() const { return pending_.size(); }
+  // The node a request waits at (-1: answered, or its node crashed).
+  int pending_at(ReplyHandle handle) const {
+    auto it = pending_.find(handle);
+    return it == pending_.end() ? -1 : it->second.node;
+  }
 
   // ---- checking ----
   void violation(std::string invariant, std::string detail);
@@ -184,6 +193,7 @@ class SimWorld {
   Status env_remove(int n, const std::string& file);
   void env_reply(int n, ReplyHandle handle, Reply reply);
   void env_fatal(int n, std::string_view reason);
+  void env_send(int n, uint64_t to_node, Bytes message);
   void env_log(int n, LogLevel level, std::string_view message);
   bool env_live(int n) const;
 
@@ -202,6 +212,7 @@ class SimWorld {
   Trace trace_;
   Counters counters_;
   std::vector<Violation> violations_;
+  std::unique_ptr<SimNetwork> network_;
 };
 
 }  // namespace queen::sim

@@ -3,6 +3,7 @@
 // appended since the last completed sync, as a power cut would.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,8 +62,18 @@ class MemEnv : public Env {
     return ok_status();
   }
   void reply(ReplyHandle h, Reply r) override { replies[h] = std::move(r); }
+  std::vector<std::pair<uint64_t, Bytes>> outbox;  // messages to peers, delivered by the test
+  void send(uint64_t to, Bytes m) override { outbox.emplace_back(to, std::move(m)); }
   void fatal(std::string_view) override { fatal_called = true; }
   void log(LogLevel, std::string_view m) override { logs.emplace_back(m); }
+  // Payload sealing (core/seal/seal.h); unset, the Env's default (no key) answers.
+  std::function<Result<std::string>(std::string_view)> seal_fn, open_fn;
+  Result<std::string> seal_payload(std::string_view p) override {
+    return seal_fn ? seal_fn(p) : Env::seal_payload(p);
+  }
+  Result<std::string> open_payload(std::string_view s) override {
+    return open_fn ? open_fn(s) : Env::open_payload(s);
+  }
 
   std::vector<FileInfo> list() const {
     std::vector<FileInfo> out;

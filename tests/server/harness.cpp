@@ -167,6 +167,10 @@ uint16_t free_port() {
 
 }  // namespace
 
+uint16_t free_loopback_port() {
+  return free_port();
+}
+
 ServerProcess::ServerProcess(std::string data_dir, std::string log_path,
                              std::map<std::string, std::string> env)
     : data_dir_(std::move(data_dir)), log_path_(std::move(log_path)), env_(std::move(env)) {}
@@ -217,14 +221,15 @@ bool ServerProcess::spawn(uint16_t port) {
 bool ServerProcess::start(std::string* error) {
   constexpr int kAttemptsMax = 3;
   for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
-    if (!spawn(free_port())) {
+    if (!spawn(fixed_port_ != 0 ? fixed_port_ : free_port())) {
       *error = "fork failed";
       return false;
     }
     bool up = eventually(std::chrono::seconds(20), [&] {
       if (!running()) return true;  // exited: stop polling
       HttpClient client(port_);
-      return client.get("/health", 1000).status == 200;
+      int status = client.get("/health", 1000).status;
+      return status == 200 || (fixed_port_ != 0 && status != 0);
     });
     if (up && running()) return true;
     kill9();
@@ -239,6 +244,7 @@ bool ServerProcess::running() {
   pid_t r = ::waitpid(pid_, &status, WNOHANG);
   if (r == pid_) {
     pid_ = -1;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return false;
   }
   return true;

@@ -75,10 +75,16 @@ class ServerProcess {
   // Starts the binary on a free loopback port and waits until /health answers 200.
   // Returns false (with the log's tail in `error`) when it does not come up.
   bool start(std::string* error);
+  // A cluster member: always this port, and start() waits only for an answer on it (a node
+  // with no leader yet answers /health 503).
+  void fix_port(uint16_t port) { fixed_port_ = port; }
   void kill9();
   // SIGTERM and wait for exit; returns the exit code (-1 when it had to be killed).
   int stop();
   bool running();
+  // How the last process exited, once running() or stop() saw it go: its exit code, or
+  // 128 + the signal that ended it; -1 while none has been seen to exit.
+  int exit_code() const { return exit_code_; }
   uint16_t port() const { return port_; }
   std::string log_tail(size_t bytes = 4000) const;
 
@@ -90,7 +96,12 @@ class ServerProcess {
   std::map<std::string, std::string> env_;
   pid_t pid_ = -1;
   uint16_t port_ = 0;
+  uint16_t fixed_port_ = 0;
+  int exit_code_ = -1;
 };
+
+// A loopback port nobody listens on at the moment of the call.
+uint16_t free_loopback_port();
 
 // Calls `probe` until it returns true or `timeout` passes; true when it did.
 bool eventually(std::chrono::milliseconds timeout, const std::function<bool()>& probe);

@@ -1,0 +1,82 @@
+// The Raft transport between the nodes of a cluster: plain HTTP/1.1 on the raft port
+// (QUEEN_RAFT_LISTEN), one thread of its own.
+//
+// Sending: one long-lived connection per peer. Messages queue per peer and go out in batches,
+// one POST /raft/messages in flight per peer, body = repeated (u32 length, message bytes),
+// headers x-queen-raft-from (the sender's node id) and x-queen-raft-token. A batch that
+// cannot be delivered is dropped (Raft tolerates lost messages and resends) and the connection
+// is opened again after a back-off of reconnect_ms_min doubling to reconnect_ms_max.
+//
+// Receiving: the token is compared in constant time after the header and before the body is
+// read; a wrong or missing token is answered 401 and the connection closed. Every message of
+// an accepted batch is handed to `deliver(from, bytes)` on the transport thread, in order.
+//
+// Limits: queued_bytes_max per peer (past it, new messages to that peer are dropped and
+// counted), batch_bytes_max per request sent, body_bytes_max per request received.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+
+namespace queen::real {
+
+struct PeerAddress {
+  uint64_t id = 0;
+  std::string host;
+  uint16_t port = 0;
+};
+
+struct TransportOptions {
+  uint64_t self_id = 1;
+  std::string listen_host = "0.0.0.0";
+  uint16_t listen_port = 7400;
+  std::vector<PeerAddress> peers;  // the other voters
+  std::string token;               // QUEEN_RAFT_TOKEN ("" = none required)
+  uint64_t queued_bytes_max = 64ull << 20;
+  uint64_t batch_bytes_max = 8ull << 20;
+  uint64_t body_bytes_max = 256ull << 20;
+  int64_t reconnect_ms_min = 50;
+  int64_t reconnect_ms_max = 1000;
+  int64_t io_timeout_ms = 5000;
+};
+
+struct TransportStats {
+  std::atomic<uint64_t> sent{0};
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> dropped{0};  // queue full or batch lost on a broken connection
+  std::atomic<uint64_t> refused{0};  // requests with a wrong token
+};
+
+// True when a and b are equal, in time that depends only on their lengths.
+bool tokens_equal(const std::string& a, const std::string& b);
+
+class Transport {
+ public:
+  using Deliver = std::function<void(uint64_t from, Bytes message)>;
+
+  Transport(TransportOptions options, Deliver deliver);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // Binds the raft port and starts the transport thread; an error names the address.
+  Status start();
+  // From any thread: queues `message` for peer `to` (dropped when `to` is unknown).
+  void send(uint64_t to, Bytes message);
+  void stop();
+  uint16_t bound_port() const;
+  const TransportStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace queen::real

@@ -1,0 +1,121 @@
+#include "server/cluster_config.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace queen::server {
+namespace {
+
+std::optional<int64_t> to_i64(std::string_view text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+bool split_host_port(std::string_view text, std::string* host, uint16_t* port) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  auto p = to_i64(text.substr(colon + 1));
+  if (!p || *p <= 0 || *p > 65535) return false;
+  *host = std::string(text.substr(0, colon));
+  *port = static_cast<uint16_t>(*p);
+  return true;
+}
+
+Result<int64_t> positive(const Lookup& lookup, const std::string& name, int64_t fallback) {
+  auto text = lookup(name);
+  if (!text || text->empty()) return fallback;
+  auto v = to_i64(*text);
+  if (!v || *v <= 0)
+    return make_error(Errc::bad_request, name + "=" + *text + " is not a positive integer");
+  return *v;
+}
+
+}  // namespace
+
+Result<std::vector<PeerSpec>> parse_peers(const std::string& text) {
+  std::vector<PeerSpec> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view item(text.data() + pos,
+                          (comma == std::string::npos ? text.size() : comma) - pos);
+    pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    auto bad = [&](const char* why) {
+      return make_error(Errc::bad_request, "QUEEN_RAFT_PEERS: '" + std::string(item) + "' " + why +
+                                               " (expected id=raft_host:port/http_host:port)");
+    };
+    size_t eq = item.find('=');
+    size_t slash = item.find('/');
+    if (eq == std::string_view::npos || slash == std::string_view::npos || slash < eq)
+      return bad("is malformed");
+    auto id = to_i64(item.substr(0, eq));
+    if (!id || *id <= 0) return bad("has no positive node id");
+    PeerSpec p;
+    p.id = static_cast<uint64_t>(*id);
+    if (!split_host_port(item.substr(eq + 1, slash - eq - 1), &p.raft_host, &p.raft_port))
+      return bad("has a bad raft address");
+    if (!split_host_port(item.substr(slash + 1), &p.http_host, &p.http_port))
+      return bad("has a bad http address");
+    for (const auto& q : out)
+      if (q.id == p.id) return bad("repeats a node id");
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, NodeConfig* node) {
+  ClusterConfig c;
+  auto id = positive(lookup, "QUEEN_RAFT_NODE_ID", 1);
+  if (!id.ok()) return id.error();
+  c.node_id = static_cast<uint64_t>(id.value());
+  node->node_id = c.node_id;
+  auto peers_text = lookup("QUEEN_RAFT_PEERS");
+  if (peers_text && !peers_text->empty()) {
+    auto peers = parse_peers(*peers_text);
+    if (!peers.ok()) return peers.error();
+    c.peers = std::move(peers.value());
+  }
+  bool cluster = c.peers.size() > 1;
+  auto election = positive(lookup, "QUEEN_RAFT_ELECTION_MS", cluster ? 1000 : 150);
+  auto heartbeat = positive(lookup, "QUEEN_RAFT_HEARTBEAT_MS", cluster ? 100 : 50);
+  auto lease = positive(lookup, "QUEEN_CONSUME_LEADER_LEASE_MS", 400);
+  auto skew = positive(lookup, "QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500);
+  for (const auto* r : {&election, &heartbeat, &lease, &skew})
+    if (!r->ok()) return r->error();
+  node->raft_election_ms = election.value();
+  node->raft_heartbeat_ms = heartbeat.value();
+  node->leader_lease_ms = lease.value();
+  node->max_clock_skew_ms = skew.value();
+  if (!cluster) return std::optional<ClusterConfig>();
+  const PeerSpec* self = c.find(c.node_id);
+  if (!self) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_RAFT_PEERS does not list this node (QUEEN_RAFT_NODE_ID=" +
+                          std::to_string(c.node_id) + ")");
+  }
+  if (node->raft_heartbeat_ms * 2 > node->raft_election_ms) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_RAFT_HEARTBEAT_MS must be at most half of QUEEN_RAFT_ELECTION_MS");
+  }
+  if (node->leader_lease_ms >= node->raft_election_ms) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_CONSUME_LEADER_LEASE_MS must be below QUEEN_RAFT_ELECTION_MS: a "
+                      "deposed leader must stop serving pops before another can be elected");
+  }
+  c.listen_host = "0.0.0.0";
+  c.listen_port = self->raft_port;
+  if (auto listen = lookup("QUEEN_RAFT_LISTEN"); listen && !listen->empty()) {
+    if (!split_host_port(*listen, &c.listen_host, &c.listen_port))
+      return make_error(Errc::bad_request, "QUEEN_RAFT_LISTEN=" + *listen + " is not host:port");
+  }
+  if (auto token = lookup("QUEEN_RAFT_TOKEN")) c.token = *token;
+  node->voters.clear();
+  for (const auto& p : c.peers) node->voters.push_back(p.id);
+  return std::optional<ClusterConfig>(std::move(c));
+}
+
+}  // namespace queen::server

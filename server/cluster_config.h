@@ -1,0 +1,50 @@
+// The cluster's configuration: QUEEN_RAFT_NODE_ID, QUEEN_RAFT_PEERS, QUEEN_RAFT_LISTEN,
+// QUEEN_RAFT_TOKEN, QUEEN_RAFT_ELECTION_MS, QUEEN_RAFT_HEARTBEAT_MS, and the consumption
+// engine's QUEEN_CONSUME_LEADER_LEASE_MS and QUEEN_RAFT_MAX_CLOCK_SKEW_MS.
+//
+// QUEEN_RAFT_PEERS lists every voter, this node included: `id=raft_host:port/http_host:port`
+// separated by commas, e.g. `1=127.0.0.1:7401/127.0.0.1:6641,2=...`. No peers (or only this
+// node): a single node, as without the variable. Errors name the variable and the entry.
+// The leader lease must be shorter than the election timeout, or a deposed leader could still
+// be serving pops when its successor starts to.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/node/config.h"
+
+namespace queen::server {
+
+struct PeerSpec {
+  uint64_t id = 0;
+  std::string raft_host;
+  uint16_t raft_port = 0;
+  std::string http_host;
+  uint16_t http_port = 0;
+};
+
+struct ClusterConfig {
+  uint64_t node_id = 1;
+  std::vector<PeerSpec> peers;  // every voter, this node included, by id
+  std::string listen_host = "0.0.0.0";
+  uint16_t listen_port = 0;
+  std::string token;
+  const PeerSpec* find(uint64_t id) const {
+    for (const auto& p : peers)
+      if (p.id == id) return &p;
+    return nullptr;
+  }
+};
+
+using Lookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// Fills node's Raft fields; nullopt (and node untouched but for timers) on a single node.
+Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, NodeConfig* node);
+Result<std::vector<PeerSpec>> parse_peers(const std::string& text);
+
+}  // namespace queen::server

@@ -1,0 +1,58 @@
+#include "server/forwarder.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace queen::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+asio::awaitable<std::optional<ForwardResponse>> exchange(asio::any_io_executor executor,
+                                                         HttpAddress to, ForwardRequest request,
+                                                         int64_t timeout_ms) {
+  beast::error_code ec;
+  tcp::resolver resolver(executor);
+  auto where = co_await resolver.async_resolve(to.host, std::to_string(to.port),
+                                               asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  beast::tcp_stream stream(executor);
+  stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  co_await stream.async_connect(where, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  request.keep_alive(false);
+  request.prepare_payload();
+  co_await http::async_write(stream, request, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  beast::flat_buffer buffer;
+  ForwardResponse response;
+  co_await http::async_read(stream, buffer, response,
+                            asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  co_return response;
+}
+
+}  // namespace
+
+void forward_request(asio::any_io_executor executor, const HttpAddress& to, ForwardRequest request,
+                     int64_t timeout_ms, std::function<void(std::optional<ForwardResponse>)> done) {
+  asio::co_spawn(
+      executor, exchange(executor, to, std::move(request), timeout_ms),
+      [done = std::move(done)](std::exception_ptr e, std::optional<ForwardResponse> response) {
+        done(e ? std::nullopt : std::move(response));
+      });
+}
+
+}  // namespace queen::server

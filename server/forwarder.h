@@ -1,0 +1,44 @@
+// Forwarding at the edge of a follower: a request the node answers "503 retry, the leader is
+// node N" is sent on, as it came, to N's HTTP address (the whole request: the reference's
+// client-offload-off mode), and N's answer is the client's answer. A forwarded request carries
+// x-queen-forwarded and is never forwarded again, so a leader change in between ends in the
+// 503 the client retries on. One connection per forwarded request, bounded by timeout_ms; a
+// leader that cannot be reached leaves the follower's own 503 as the answer.
+#pragma once
+
+#include <utility>  // before Asio (Boost 1.74)
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/beast/http.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace queen::server {
+
+constexpr const char* kForwardedHeader = "x-queen-forwarded";
+
+struct HttpAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+
+struct ForwardOptions {
+  uint64_t self_id = 0;
+  std::map<uint64_t, HttpAddress> nodes;  // every voter's HTTP address, by node id
+  int64_t timeout_ms = 30000;
+};
+
+using ForwardRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using ForwardResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// Sends `request` to `to` and calls `done` (on `executor`) with its answer, or nullopt when
+// it could not be had.
+void forward_request(boost::asio::any_io_executor executor, const HttpAddress& to,
+                     ForwardRequest request, int64_t timeout_ms,
+                     std::function<void(std::optional<ForwardResponse>)> done);
+
+}  // namespace queen::server

@@ -1,0 +1,386 @@
+// A Raft cluster of nodes on in-memory environments: replication and commit at a majority of
+// durable copies, answers from the leader only, leader changes (crash, isolation) that keep
+// every answered push and cut what never committed, followers that restart and catch up, a
+// new leader that waits before serving consumption and honours leases granted before it. Also
+// the pieces underneath: the replicated entry codec, the hard-state slots, log truncation and
+// recovery that holds back entries past the persisted commit.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/node/hard_state.h"
+#include "core/qlog/log.h"
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+NodeConfig cluster_config(int nodes) {
+  NodeConfig c;
+  for (int i = 1; i <= nodes; ++i) c.voters.push_back(static_cast<uint64_t>(i));
+  c.raft_heartbeat_ms = 10;
+  c.raft_election_ms = 100;
+  c.leader_lease_ms = 80;
+  c.max_clock_skew_ms = 50;
+  c.checkpoint_ms = 5;
+  return c;
+}
+
+class TestCluster {
+ public:
+  explicit TestCluster(int n) : cfg_(cluster_config(n)) {
+    for (int i = 0; i < n; ++i) {
+      envs_.push_back(std::make_unique<MemEnv>());
+      envs_.back()->rng = 1000 + static_cast<uint64_t>(i);
+      nodes_.emplace_back();
+      start(i);
+    }
+  }
+
+  void start(int i) {
+    NodeConfig c = cfg_;
+    c.node_id = static_cast<uint64_t>(i) + 1;
+    envs_[i]->timers.clear();
+    nodes_[i] = std::make_unique<Node>(*envs_[i], c);
+    envs_[i]->node = nodes_[i].get();
+    ASSERT_TRUE(nodes_[i]->start(envs_[i]->list()).ok());
+  }
+
+  // Power cut: the node's unsynced bytes, timers and messages are gone.
+  void crash(int i) {
+    nodes_[i].reset();
+    envs_[i]->node = nullptr;
+    envs_[i]->crash();
+    envs_[i]->outbox.clear();
+  }
+  bool up(int i) const { return nodes_[i] != nullptr; }
+
+  void isolate(int i) { isolated_.insert(i); }
+  void heal() { isolated_.clear(); }
+
+  // Advances every clock by `ms` in 1 ms steps; messages arrive within the step they were sent.
+  void run_ms(int64_t ms) {
+    for (int64_t t = 0; t < ms; ++t) {
+      for (size_t i = 0; i < envs_.size(); ++i) {
+        envs_[i]->now += 1000;
+        if (up(static_cast<int>(i))) envs_[i]->run();
+      }
+      deliver();
+    }
+  }
+
+  // Runs until `cond` holds, at most `ms` of simulated time.
+  bool run_until(int64_t ms, const std::function<bool()>& cond) {
+    for (int64_t t = 0; t < ms; ++t) {
+      if (cond()) return true;
+      run_ms(1);
+    }
+    return cond();
+  }
+
+  int leader() const {
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i] && nodes_[i]->raft_view().writable) return static_cast<int>(i);
+    return -1;
+  }
+
+  ReplyHandle send(int i, Command c) {
+    ReplyHandle h = ++next_handle_;
+    nodes_[i]->on_command(h, CommandEnvelope{RequestId{}, envs_[i]->now / 1000 + 30000, c});
+    return h;
+  }
+
+  std::optional<Reply> take(int i, ReplyHandle h) {
+    auto it = envs_[i]->replies.find(h);
+    if (it == envs_[i]->replies.end()) return std::nullopt;
+    Reply r = std::move(it->second);
+    envs_[i]->replies.erase(it);
+    return r;
+  }
+
+  PushCmd push_cmd(const std::string& txn) {
+    PushCmd c;
+    PushItem it;
+    it.queue = "q";
+    it.partition = "p";
+    it.transaction_id = txn;
+    it.txn_hash = hash_of(txn);
+    it.message_id = make_uuid_v7(envs_[0]->now / 1000, ++ids_, 7);
+    it.payload = "\"" + txn + "\"";
+    c.items.push_back(it);
+    return c;
+  }
+
+  // Pushes through node i and runs until it answers; the reply.
+  std::optional<Reply> push(int i, const std::string& txn, int64_t within_ms = 500) {
+    ReplyHandle h = send(i, push_cmd(txn));
+    std::optional<Reply> r;
+    run_until(within_ms, [&] { return (r = take(i, h)).has_value(); });
+    return r;
+  }
+
+  Node& node(int i) { return *nodes_[i]; }
+  MemEnv& env(int i) { return *envs_[i]; }
+
+  // Every live node applied the same entries as far as the most advanced one.
+  bool converged() const {
+    std::set<std::pair<uint64_t, uint64_t>> seen;
+    for (const auto& n : nodes_)
+      if (n) seen.insert({n->raft_view().applied, n->raft_view().applied_chain});
+    return seen.size() == 1;
+  }
+
+  std::vector<std::string> payloads(int i) {
+    std::vector<std::string> out;
+    const PartitionState* p = nodes_[i]->store().partition("q", "p");
+    if (!p) return out;
+    auto msgs = nodes_[i]->read_messages(p->id, Offset(0), 1000);
+    if (msgs.ok())
+      for (const auto& m : msgs.value()) out.push_back(m.payload);
+    return out;
+  }
+
+ private:
+  void deliver() {
+    for (int round = 0; round < 100; ++round) {
+      bool any = false;
+      for (size_t from = 0; from < envs_.size(); ++from) {
+        auto out = std::move(envs_[from]->outbox);
+        envs_[from]->outbox.clear();
+        for (auto& [to_id, bytes] : out) {
+          int to = static_cast<int>(to_id) - 1;
+          if (!up(static_cast<int>(from)) || !up(to)) continue;
+          if (isolated_.count(static_cast<int>(from)) || isolated_.count(to)) continue;
+          nodes_[to]->on_message(from + 1, bytes);
+          any = true;
+        }
+      }
+      if (!any) return;
+    }
+  }
+
+  NodeConfig cfg_;
+  std::vector<std::unique_ptr<MemEnv>> envs_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::set<int> isolated_;
+  ReplyHandle next_handle_ = 0;
+  uint64_t ids_ = 0;
+};
+
+template <class T>
+const T* as(const std::optional<Reply>& r) {
+  return r ? std::get_if<T>(&r->body) : nullptr;
+}
+
+TEST(Cluster, ElectsOneLeaderAndEveryNodeAppliesAnAnsweredPush) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  auto r = c.push(l, "a");
+  ASSERT_NE(as<PushReply>(r), nullptr);
+  EXPECT_EQ(as<PushReply>(r)->results.at(0).offset, Offset(0));
+  ASSERT_TRUE(c.run_until(500, [&] { return c.converged(); }));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.payloads(i), std::vector<std::string>{"\"a\""});
+}
+
+TEST(Cluster, FollowerAnswers503RetryNamingTheLeader) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  auto r = c.push(f, "a", 5);
+  const auto* e = as<ErrorReply>(r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->http_status, 503);
+  EXPECT_EQ(e->code, "retry");
+  EXPECT_EQ(e->leader, static_cast<uint64_t>(l) + 1);
+  EXPECT_GE(e->retry_after_s, 1);
+}
+
+TEST(Cluster, PushIsAnsweredOnlyOnceAMajorityHasItDurable) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  for (int i = 0; i < 3; ++i)
+    if (i != l) c.env(i).hold_syncs = true;  // the followers write but never finish a sync
+  ReplyHandle h = c.send(l, c.push_cmd("a"));
+  c.run_ms(300);
+  EXPECT_FALSE(c.take(l, h).has_value()) << "answered with only the leader's copy durable";
+  c.env((l + 1) % 3).hold_syncs = false;  // one follower's copy lands: a majority of three
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(300, [&] { return (r = c.take(l, h)).has_value(); }));
+  EXPECT_NE(as<PushReply>(r), nullptr);
+}
+
+TEST(Cluster, LeaderCrashElectsAnotherThatKeepsEveryAnsweredPush) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  for (const char* t : {"a", "b", "c"}) ASSERT_NE(as<PushReply>(c.push(l, t)), nullptr);
+  c.crash(l);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0; }));
+  int l2 = c.leader();
+  EXPECT_NE(l2, l);
+  EXPECT_EQ(c.payloads(l2), (std::vector<std::string>{"\"a\"", "\"b\"", "\"c\""}));
+  auto r = c.push(l2, "d");
+  ASSERT_NE(as<PushReply>(r), nullptr);
+  EXPECT_EQ(as<PushReply>(r)->results.at(0).offset, Offset(3));
+  // The old leader restarts, recovers only what it knew committed, and catches up.
+  c.start(l);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.converged(); }));
+  EXPECT_EQ(c.payloads(l).size(), 4u);
+}
+
+TEST(Cluster, IsolatedLeaderCannotCommitAndItsUnansweredWriteIsCut) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  ASSERT_NE(as<PushReply>(c.push(l, "a")), nullptr);
+  c.isolate(l);
+  ReplyHandle lost = c.send(l, c.push_cmd("never"));
+  int l2 = -1;
+  ASSERT_TRUE(c.run_until(3000, [&] {
+    for (int i = 0; i < 3; ++i)
+      if (i != l && c.node(i).raft_view().writable) l2 = i;
+    return l2 >= 0;
+  }));
+  ASSERT_NE(as<PushReply>(c.push(l2, "b")), nullptr);
+  EXPECT_FALSE(c.take(l, lost).has_value());
+  c.heal();
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(3000, [&] { return (r = c.take(l, lost)).has_value(); }));
+  const auto* e = as<ErrorReply>(r);
+  ASSERT_NE(e, nullptr) << "a write cut by the new leader must not be answered 201";
+  EXPECT_EQ(e->http_status, 503);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.converged(); }));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(c.payloads(i), (std::vector<std::string>{"\"a\"", "\"b\""}));
+}
+
+TEST(Cluster, NewLeaderServesPopsOnlyAfterItsWaitAndHonoursEarlierLeases) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  ASSERT_NE(as<PushReply>(c.push(l, "a")), nullptr);
+  ASSERT_TRUE(c.run_until(200, [&] {
+    PopCmd probe;
+    probe.queue = "none";
+    probe.group = "g";
+    ReplyHandle h = c.send(l, probe);
+    c.run_ms(1);
+    auto r = c.take(l, h);
+    return r && !as<ErrorReply>(r);
+  }));
+  PopCmd pop;
+  pop.queue = "q";
+  pop.group = "g";
+  pop.batch = 1;
+  pop.lease_time_s = 30;
+  pop.subscription_mode = SubscriptionMode::all;
+  ReplyHandle h = c.send(l, pop);
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(300, [&] { return (r = c.take(l, h)).has_value(); }));
+  ASSERT_NE(as<PopReply>(r), nullptr);
+  ASSERT_EQ(as<PopReply>(r)->messages.size(), 1u);
+  c.crash(l);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0; }));
+  int l2 = c.leader();
+  // Right after taking over, consumption waits a checkpoint interval plus the clock skew.
+  auto early = c.take(l2, c.send(l2, pop));
+  ASSERT_NE(as<ErrorReply>(early), nullptr);
+  EXPECT_EQ(as<ErrorReply>(early)->code, "retry");
+  c.run_ms(100);
+  // The lease granted by the old leader was committed with its checkpoint: still held.
+  ReplyHandle again = c.send(l2, pop);
+  ASSERT_TRUE(c.run_until(300, [&] { return (r = c.take(l2, again)).has_value(); }));
+  ASSERT_NE(as<PopReply>(r), nullptr);
+  EXPECT_TRUE(as<PopReply>(r)->messages.empty());
+}
+
+// ---------------------------------------------------------------------------- pieces
+
+TEST(ReplicatedEntry, RoundTripCarriesFramesAndHashes) {
+  Entry e;
+  e.index = LogIndex(7);
+  e.term = Term(3);
+  e.now_us = 123456;
+  EffAppend a;
+  a.pid = PartitionId(2);
+  a.queue = QueueId(1);
+  a.base = Offset(10);
+  a.count = 2;
+  a.hashes = {hash_of("x"), hash_of("y")};
+  a.frames = {MessageFrame{Uuid{}, "x", "", "\"px\""}, MessageFrame{Uuid{}, "y", "t", "\"py\""}};
+  e.effects.push_back(EffCreatePartition{PartitionId(2), QueueId(1), "p"});
+  e.effects.push_back(a);
+  Bytes b = encode_replicated(e);
+  auto d = decode_replicated(b.data(), b.size());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.value(), e);
+  b.pop_back();
+  EXPECT_FALSE(decode_replicated(b.data(), b.size()).ok());
+}
+
+TEST(HardState, LoadsTheNewestIntactSlot) {
+  MemEnv env;
+  EXPECT_EQ(load_hard_state(env, env.list()).value().term, Term(0));
+  PersistedState s1{1, Term(4), NodeId(2), LogIndex(9)};
+  PersistedState s2{2, Term(5), std::nullopt, LogIndex(11)};
+  env.append(hard_state_file(1), encode_hard_state(s1));
+  env.append(hard_state_file(2), encode_hard_state(s2));
+  auto got = load_hard_state(env, env.list()).value();
+  EXPECT_EQ(got.term, Term(5));
+  EXPECT_FALSE(got.vote.has_value());
+  EXPECT_EQ(got.commit, LogIndex(11));
+  env.files[hard_state_file(2)].resize(10);  // torn while being rewritten
+  got = load_hard_state(env, env.list()).value();
+  EXPECT_EQ(got.term, Term(4));
+  EXPECT_EQ(got.vote, NodeId(2));
+}
+
+TEST(LogWriter, TruncateToCutsAnEntryAndEverythingAfterIt) {
+  MemEnv env;
+  LogWriter w(env, 1 << 20);
+  std::vector<WrittenEntry> written;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    Entry e;
+    e.index = LogIndex(i);
+    e.term = Term(1);
+    e.now_us = static_cast<int64_t>(i);
+    written.push_back(w.write(e));
+  }
+  ASSERT_TRUE(w.truncate_to(written[1].starts.at(0)).ok());
+  Store store;
+  LogWriter w2(env, 1 << 20);
+  RecoveryStats rs;
+  ASSERT_TRUE(recover(env, env.list(), RecoveryOptions{}, &store, &w2, &rs).ok());
+  EXPECT_EQ(store.applied(), LogIndex(1));
+}
+
+TEST(Recovery, EntriesPastThePersistedCommitAreHeldBackNotApplied) {
+  MemEnv env;
+  LogWriter w(env, 1 << 20);
+  for (uint64_t i = 1; i <= 3; ++i) {
+    Entry e;
+    e.index = LogIndex(i);
+    e.term = Term(i);
+    e.now_us = static_cast<int64_t>(i);
+    w.write(e);
+  }
+  Store store;
+  LogWriter w2(env, 1 << 20);
+  RecoveryStats rs;
+  RecoveryOptions opt;
+  opt.apply_upto = 1;
+  std::vector<RecoveredEntry> held;
+  ASSERT_TRUE(recover(env, env.list(), opt, &store, &w2, &rs, &held).ok());
+  EXPECT_EQ(store.applied(), LogIndex(1));
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].entry.index, LogIndex(2));
+  EXPECT_EQ(held[1].entry.term, Term(3));
+  EXPECT_FALSE(held[0].applied);
+  EXPECT_FALSE(held[0].starts.empty());
+}
+
+}  // namespace
+}  // namespace queen::testing
