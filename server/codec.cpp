@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/json_writer.h"
+#include "server/observability.h"
 
 namespace queen::server {
 
@@ -1732,6 +1733,18 @@ void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
   w.end_object();
 }
 
+// Answered 200 whether or not the message was there, as the reference does.
+HttpAnswer render_message_delete(const MessageDeleteReply& r) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("success").boolean(r.deleted);
+  w.key("partitionId").string(std::to_string(r.partition_id.value));
+  w.key("transactionId").string(utf8_lossy(r.transaction_id));
+  w.key("message").string(r.deleted ? "Message deleted successfully" : "Message not found");
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
 HttpAnswer render_messages(const MessagesReply& reply, RenderAs as) {
   JsonWriter w;
   if (as == RenderAs::message_get) {
@@ -2327,6 +2340,27 @@ Parsed parse_message_get(const std::string& partition_id, const std::string& tra
   return p;
 }
 
+Parsed parse_message_delete(const std::string& partition_id, const std::string& transaction_id,
+                            const EdgeSettings& settings, IdSource& ids) {
+  bool digits = partition_id.find_first_not_of("0123456789") == std::string::npos;
+  auto pid = digits ? parse_u64(partition_id) : std::nullopt;
+  if (!pid) return bad_request("partitionId must be a string of decimal digits");
+  if (transaction_id.size() > kTransactionIdBytesMax)
+    return bad_request("transactionId longer than " + std::to_string(kTransactionIdBytesMax));
+  MessageDeleteCmd cmd{PartitionId(*pid), transaction_id, hash_transaction_id(transaction_id)};
+  return to_node(ids, settings.stmt_timeout_ms, cmd);
+}
+
+Parsed parse_queue_rollup(RenderAs as, const EdgeSettings& settings, IdSource& ids) {
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, QueueListCmd{});
+  p.render = as;
+  return p;
+}
+
+Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids) {
+  return to_node(ids, settings.stmt_timeout_ms, MetricsCmd{});
+}
+
 // ---------- public: rendering ----------
 
 HttpAnswer render_reply(const Reply& reply, RenderAs as) {
@@ -2340,7 +2374,15 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
   if (const auto* g = std::get_if<GroupsReply>(&reply.body)) return render_groups(*g, as);
   if (const auto* g = std::get_if<GroupChangeReply>(&reply.body)) return render_group_change(*g);
   if (const auto* d = std::get_if<DlqReplayReply>(&reply.body)) return render_dlq_replay(*d);
-  if (const auto* q = std::get_if<QueuesReply>(&reply.body)) return render_queues(*q);
+  if (const auto* q = std::get_if<QueuesReply>(&reply.body)) {
+    if (as == RenderAs::namespaces || as == RenderAs::tasks)
+      return render_queue_rollup(*q, as == RenderAs::tasks);
+    return render_queues(*q);
+  }
+  if (const auto* m = std::get_if<MetricsReply>(&reply.body)) return render_metrics(*m);
+  if (const auto* d = std::get_if<MessageDeleteReply>(&reply.body)) {
+    return render_message_delete(*d);
+  }
   if (const auto* m = std::get_if<MessagesReply>(&reply.body)) return render_messages(*m, as);
   JsonWriter w;
   unsigned status = 200;

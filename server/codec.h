@@ -59,7 +59,14 @@ struct HttpAnswer {
 };
 
 // How a reply is rendered when its type alone does not say (a single-key KV route).
-enum class RenderAs : uint8_t { standard, kv_single, group_details, message_get };
+enum class RenderAs : uint8_t {
+  standard,
+  kv_single,
+  group_details,
+  message_get,
+  namespaces,  // the queue list rolled up by namespace
+  tasks,       // the queue list rolled up by task
+};
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
 struct Parsed {
@@ -128,6 +135,13 @@ Parsed parse_message_browse(const QueryParams& query, const EdgeSettings& settin
 // GET /api/v1/messages/:partitionId/:transactionId (rendered with RenderAs::message_get).
 Parsed parse_message_get(const std::string& partition_id, const std::string& transaction_id,
                          const EdgeSettings& settings, IdSource& ids);
+// DELETE /api/v1/messages/:partitionId/:transactionId
+Parsed parse_message_delete(const std::string& partition_id, const std::string& transaction_id,
+                            const EdgeSettings& settings, IdSource& ids);
+// GET /api/v1/resources/namespaces and /tasks: the queue list rendered `as` its roll-up.
+Parsed parse_queue_rollup(RenderAs as, const EdgeSettings& settings, IdSource& ids);
+// GET /metrics/prometheus (rendered by server/observability.h).
+Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids);
 
 HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
 // {"error": message, "code": code} with `status`.

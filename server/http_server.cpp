@@ -455,7 +455,12 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(answer.status), req.version());
     add_common_headers(*res);
-    if (!answer.body.empty()) res->set(http::field::content_type, content_type);
+    if (!answer.content_type.empty()) {  // an answer that is not JSON (e.g. Prometheus text)
+      res->set(http::field::content_type, answer.content_type);
+      res->set(http::field::cache_control, "no-cache");
+    } else if (!answer.body.empty()) {
+      res->set(http::field::content_type, content_type);
+    }
     if (!answer.etag.empty()) res->set(http::field::etag, answer.etag);
     if (answer.retry_after_s > 0) {
       res->set(http::field::retry_after, std::to_string(answer.retry_after_s));

@@ -137,6 +137,21 @@ std::optional<Parsed> route_admin(std::string_view method, std::string_view path
       }
       return no_route(method, path);
     }
+    if (path == "/api/v1/resources/namespaces") {
+      return parse_queue_rollup(RenderAs::namespaces, settings, ids);
+    }
+    if (path == "/api/v1/resources/tasks") {
+      return parse_queue_rollup(RenderAs::tasks, settings, ids);
+    }
+  }
+  if (method == "DELETE") {
+    if (auto s = segments_after(path, "/api/v1/messages", &bad)) {
+      if (bad) return undecodable();
+      if (s->size() == 2 && !(*s)[0].empty() && !(*s)[1].empty()) {
+        return parse_message_delete((*s)[0], (*s)[1], settings, ids);
+      }
+      return no_route(method, path);
+    }
   }
   if (method == "POST" && starts_with(path, kDlqPrefix) &&
       path.size() > kDlqPrefix.size() + kReplaySuffix.size() &&
@@ -190,6 +205,7 @@ Parsed route_request(std::string_view method, std::string_view target, std::stri
 
   if (method == "GET") {
     if (path == "/health") return parse_health(settings, ids);
+    if (path == "/metrics/prometheus") return parse_metrics(settings, ids);
     if (path.substr(0, kPopPrefix.size()) == kPopPrefix) {
       return route_pop(method, path, *query, settings, ids);
     }

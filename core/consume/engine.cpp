@@ -215,9 +215,20 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
     advance_cursor(row);
   }
   std::vector<Offset> offsets;
+  bool skipped_deleted = false;
   for (Offset o = row.next; o < p.next_offset && offsets.size() < *budget; o = o.next()) {
     if (qo.delayed_processing_s > 0 && visible_at_us(p, o) > now_us) break;
-    if (!is_done(row.state_of(o))) offsets.push_back(o);
+    if (is_done(row.state_of(o))) continue;
+    if (p.is_deleted(o)) {
+      row.set_state(o, MsgState::acked);  // never delivered again; the cursor passes it
+      skipped_deleted = true;
+      continue;
+    }
+    offsets.push_back(o);
+  }
+  if (skipped_deleted) {
+    advance_cursor(row);
+    mark_dirty(group, p.id);
   }
   if (offsets.empty()) return;
   size_t first_msg = res->reply.messages.size();

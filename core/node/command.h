@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/node/metrics.h"
 #include "core/state/queue_options.h"
 
 namespace queen {
@@ -34,8 +35,8 @@ struct PushCmd {
 enum class SubscriptionMode : uint8_t { all = 0, new_only = 1, from_time = 2 };
 
 struct PopCmd {
-  std::string queue;      // empty: a discovery pop over the queues of `ns` (and `task`)
-  std::string ns, task;   // discovery pop filter
+  std::string queue;     // empty: a discovery pop over the queues of `ns` (and `task`)
+  std::string ns, task;  // discovery pop filter
   std::optional<std::string> partition;  // the .../partition/:partition route
   std::string group = "__QUEUE_MODE__";
   uint32_t batch = 1;
@@ -238,11 +239,19 @@ struct MessageBrowseCmd {
   int64_t from_us = 0, to_us = 0;  // 0: unbounded
 };
 
-using Command = std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd,
-                             KvCmd, LockCmd, TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd,
-                             GroupListCmd, GroupDetailsCmd, GroupDeleteCmd, SeekCmd,
-                             SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
-                             QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd>;
+// Deletes the (first live) message of the partition with this transactionId: a logged effect
+// (EffMessageDelete), so every node applies it and recovery replays it.
+struct MessageDeleteCmd {
+  PartitionId partition_id;
+  std::string transaction_id;
+  Hash128 txn_hash;
+};
+
+using Command =
+    std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd, KvCmd, LockCmd,
+                 TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd, GroupListCmd, GroupDetailsCmd,
+                 GroupDeleteCmd, SeekCmd, SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
+                 QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd>;
 
 struct CommandEnvelope {
   RequestId request_id;
@@ -540,10 +549,17 @@ struct MessagesReply {
   bool found = false;
 };
 
+struct MessageDeleteReply {
+  bool deleted = false;  // false: no live message with that transactionId in the partition
+  PartitionId partition_id;
+  std::string transaction_id;
+};
+
 struct Reply {
   std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
                KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply, LeaseExtendReply,
-               GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply>
+               GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply,
+               MetricsReply, MessageDeleteReply>
       body;
 };
 

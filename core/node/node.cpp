@@ -172,6 +172,7 @@ struct NodeImpl {
   LockPlanner locks;
   TimerPlanner timers;
   NodeStats stats;
+  TrafficCounters traffic;  // answers by kind, for /metrics/prometheus
   bool serving = false;
   bool stopped = false;
 
@@ -312,6 +313,7 @@ struct NodeImpl {
       if (auto* pop = std::get_if<PopReply>(&p.reply.body)) engine.hand_back(*pop);
       return;
     }
+    count_answer(p.reply);
     env.reply(p.handle, std::move(p.reply));
   }
 
@@ -978,6 +980,122 @@ struct NodeImpl {
     }
     if (auto* x = std::get_if<MessageGetCmd>(&c)) return send(Parked{h, Reply{message(*x)}});
     if (auto* x = std::get_if<MessageBrowseCmd>(&c)) return send(Parked{h, Reply{browse(*x)}});
+    if (auto* x = std::get_if<MessageDeleteCmd>(&c)) return delete_message(h, *x);
+  }
+
+  // The first message of the partition with this transactionId that is not deleted.
+  std::optional<Offset> live_message(const PartitionState& p, const Hash128& txn_hash) const {
+    for (Offset from(0);;) {
+      auto o = p.find_hash(txn_hash, from, p.next_offset);
+      if (!o || !p.is_deleted(*o)) return o;
+      from = o->next();
+    }
+  }
+
+  // Whether a delete of this message is planned but not applied yet (a second one answers
+  // "not found", as it will once the first applies). Deletes are rare: a scan will do.
+  bool delete_planned(PartitionId pid, Offset o) const {
+    auto in = [&](const Entry& e) {
+      return std::any_of(e.effects.begin(), e.effects.end(), [&](const Effect& eff) {
+        const auto* d = std::get_if<EffMessageDelete>(&eff);
+        return d && d->pid == pid && d->offset == o;
+      });
+    };
+    if (in(open.entry)) return true;
+    for (const Entry& e : sealed)
+      if (in(e)) return true;
+    for (const auto& [index, f] : inflight)
+      if (in(f.entry)) return true;
+    return false;
+  }
+
+  void delete_message(ReplyHandle h, const MessageDeleteCmd& cmd) {
+    MessageDeleteReply reply{false, cmd.partition_id, cmd.transaction_id};
+    const PartitionState* p = store.partition(cmd.partition_id);
+    std::optional<Offset> o = p ? live_message(*p, cmd.txn_hash) : std::nullopt;
+    if (!o || delete_planned(p->id, *o)) return send(Parked{h, Reply{std::move(reply)}});
+    open.entry.effects.push_back(EffMessageDelete{p->queue, p->id, *o});
+    ++open.commands;
+    reply.deleted = true;
+    park_planned(h, Reply{std::move(reply)});
+  }
+
+  // Counts an answer leaving the node thread, by kind (TrafficCounters).
+  void count_answer(const Reply& r) {
+    TrafficCounters& t = traffic;
+    if (const auto* e = std::get_if<ErrorReply>(&r.body)) {
+      ++t.errors[e->code];
+    } else if (const auto* push = std::get_if<PushReply>(&r.body)) {
+      if (push->refused) {
+        ++t.errors[push->refused->code];
+        return;
+      }
+      ++t.push_requests;
+      for (const PushResult& x : push->results) {
+        if (x.status == PushStatus::queued) ++t.push_queued;
+        if (x.status == PushStatus::duplicate) ++t.push_duplicates;
+        if (x.status == PushStatus::error) ++t.push_failed;
+      }
+    } else if (const auto* pop = std::get_if<PopReply>(&r.body)) {
+      ++(pop->messages.empty() ? t.pop_empty : t.pop_delivered);
+      t.pop_messages += pop->messages.size();
+    } else if (const auto* ack = std::get_if<AckReply>(&r.body)) {
+      for (const AckResult& a : ack->results) ++(a.success ? t.ack_success : t.ack_failed);
+    } else if (const auto* txn = std::get_if<TxnReply>(&r.body)) {
+      ++(txn->success ? t.txn_committed : t.txn_rolled_back);
+    } else if (const auto* del = std::get_if<MessageDeleteReply>(&r.body)) {
+      t.messages_deleted += del->deleted ? 1 : 0;
+    }
+  }
+
+  // Answered on any node (like /health): a follower reports its own view and no group lag.
+  MetricsReply metrics(const Node::RaftView& v, int64_t now_us) {
+    MetricsReply m;
+    m.node_id = config.node_id;
+    m.role = v.role;
+    m.leader = v.leader;
+    m.term = v.term;
+    m.commit_index = v.commit;
+    m.applied_index = v.applied;
+    m.last_index = v.last_index;
+    m.writable = v.writable;
+    m.inflight_entries = inflight.size() + sealed.size();
+    m.entries_committed = stats.entries_committed;
+    m.syncs = stats.syncs;
+    m.checkpoints = stats.checkpoints;
+    m.lease_expiries = engine.stats().lease_expiries;
+    m.redeliveries = engine.stats().redeliveries;
+    m.dlq_moves = engine.stats().dlq_moves;
+    m.entries_read_back = stats.entries_read_back;
+    m.recovered_entries = stats.recovered_entries;
+    m.torn_tails_cut = stats.torn_tails_cut;
+    m.traffic = traffic;
+    for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
+      QueueMetrics qm;
+      qm.queue = q.name;
+      qm.ns = q.options.ns;
+      qm.task = q.options.task;
+      qm.partitions = q.partition_count;
+      qm.messages = q.messages;
+      qm.depth = q.pending;
+      qm.dlq = q.dlq;
+      if (const QueueState* qs = store.queue(q.id))
+        for (const auto& named : qs->partitions)
+          qm.deleted += store.partition(named.second)->deleted.size();
+      m.queues.push_back(std::move(qm));
+    }
+    std::sort(m.queues.begin(), m.queues.end(),
+              [](const QueueMetrics& a, const QueueMetrics& b) { return a.queue < b.queue; });
+    m.groups_known = v.writable;
+    if (m.groups_known) {
+      for (const GroupView& g : engine.groups("", now_us).groups)
+        m.groups.push_back(GroupLagMetrics{g.queue, g.group, g.total_lag, g.max_time_lag_s,
+                                           g.partitions_with_lag});
+      std::sort(m.groups.begin(), m.groups.end(), [](const auto& a, const auto& b) {
+        return a.queue != b.queue ? a.queue < b.queue : a.group < b.group;
+      });
+    }
+    return m;
   }
 
   void replay_dlq(ReplyHandle h, const DlqReplayCmd& cmd) {
@@ -1026,7 +1144,8 @@ struct NodeImpl {
         const PartitionState& p = *store.partition(pid);
         v.messages += p.next_offset.value;
         const CursorRow* row = store.cursor("__QUEUE_MODE__", pid);
-        v.pending += p.next_offset.value - (row ? std::min(row->next, p.next_offset).value : 0);
+        Offset consumed = row ? std::min(row->next, p.next_offset) : Offset(0);
+        v.pending += p.next_offset.value - consumed.value - p.deleted_in(consumed, p.next_offset);
         if (!only.empty()) v.partitions.emplace_back(name, p.next_offset.value);
       }
       if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
@@ -1039,7 +1158,7 @@ struct NodeImpl {
     MessagesReply reply;
     const PartitionState* p = store.partition(cmd.partition_id);
     if (!p) return reply;
-    auto o = p->find_hash(cmd.txn_hash, Offset(0), p->next_offset);
+    auto o = live_message(*p, cmd.txn_hash);
     if (!o) return reply;
     auto msgs = read(p->id, *o, 1);
     if (msgs.ok() && !msgs.value().empty()) {
@@ -1064,8 +1183,12 @@ struct NodeImpl {
         for (auto r = p.rows.rbegin(); r != p.rows.rend() && taken < cmd.limit; ++r) {
           if (cmd.to_us && r->created_us > cmd.to_us) continue;
           if (cmd.from_us && r->created_us < cmd.from_us) break;
-          for (uint32_t i = r->count; i-- > 0 && taken < cmd.limit; ++taken)
-            found.push_back({r->created_us, {pid, Offset(r->base.value + i)}});
+          for (uint32_t i = r->count; i-- > 0 && taken < cmd.limit;) {
+            Offset o(r->base.value + i);
+            if (p.is_deleted(o)) continue;
+            found.push_back({r->created_us, {pid, o}});
+            ++taken;
+          }
         }
       }
     }
@@ -1163,7 +1286,8 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.env.reply(h, error_reply(503, "retry", "the node is not serving yet", 1));
     return;
   }
-  if (n.cluster && !std::holds_alternative<HealthCmd>(c.command)) {
+  if (n.cluster && !std::holds_alternative<HealthCmd>(c.command) &&
+      !std::holds_alternative<MetricsCmd>(c.command)) {
     if (!n.cluster->writable) {
       n.env.reply(h, n.not_serving_reply());
       return;
@@ -1189,7 +1313,8 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       std::holds_alternative<LockCmd>(c.command) || std::holds_alternative<TimerCmd>(c.command) ||
       std::holds_alternative<TxnCmd>(c.command) ||
       std::holds_alternative<DlqReplayCmd>(c.command) ||
-      std::holds_alternative<QueueDeleteCmd>(c.command);
+      std::holds_alternative<QueueDeleteCmd>(c.command) ||
+      std::holds_alternative<MessageDeleteCmd>(c.command);
   if (logged && n.answer_known(h, c.request_id)) {
     n.after_event();
     return;
@@ -1226,6 +1351,8 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
         n.store.queues().size(),
         n.store.partitions().size()};
     n.env.reply(h, Reply{r});
+  } else if (std::holds_alternative<MetricsCmd>(c.command)) {
+    n.send(Parked{h, Reply{n.metrics(raft_view(), n.env.now_us())}});
   } else if (auto* dq = std::get_if<DlqQueryCmd>(&c.command)) {
     n.env.reply(h, Reply{n.dlq(*dq)});
   } else if (auto* kv = std::get_if<KvCmd>(&c.command)) {

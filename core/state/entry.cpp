@@ -19,6 +19,7 @@ enum class EffTag : uint8_t {
   cursor_delete = 13,
   group_meta_delete = 14,
   delete_queue = 15,
+  message_delete = 16,
 };
 
 void put_options(ByteWriter& w, const QueueOptions& o) {
@@ -210,6 +211,12 @@ struct EffectWriter {
     w.u8(static_cast<uint8_t>(EffTag::delete_queue));
     w.u64(e.id.value);
   }
+  void operator()(const EffMessageDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::message_delete));
+    w.u64(e.queue.value);
+    w.u64(e.pid.value);
+    w.u64(e.offset.value);
+  }
 };
 
 bool get_effect(ByteReader& r, Effect* out) {
@@ -336,6 +343,14 @@ bool get_effect(ByteReader& r, Effect* out) {
     }
     case EffTag::delete_queue: {
       *out = EffDeleteQueue{QueueId(r.u64())};
+      return true;
+    }
+    case EffTag::message_delete: {
+      EffMessageDelete e;
+      e.queue = QueueId(r.u64());
+      e.pid = PartitionId(r.u64());
+      e.offset = Offset(r.u64());
+      *out = e;
       return true;
     }
   }

@@ -150,10 +150,20 @@ struct EffDeleteQueue {
   bool operator==(const EffDeleteQueue&) const = default;
 };
 
+// Marks one message deleted: no group is delivered it again (a live batch holding it can
+// still be acked), reads no longer return it, its dead letters go. Its offset stays taken
+// and its transactionId stays in the dedup window. Applying it twice changes nothing.
+struct EffMessageDelete {
+  QueueId queue;
+  PartitionId pid;
+  Offset offset;
+  bool operator==(const EffMessageDelete&) const = default;
+};
+
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
                             EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
                             EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
-                            EffDeleteQueue>;
+                            EffDeleteQueue, EffMessageDelete>;
 
 struct Entry {
   LogIndex index;

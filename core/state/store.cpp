@@ -44,6 +44,13 @@ std::optional<Offset> PartitionState::find_hash(const Hash128& h, Offset from, O
   return std::nullopt;
 }
 
+uint64_t PartitionState::deleted_in(Offset from, Offset to) const {
+  if (!(from < to)) return 0;
+  auto lo = std::lower_bound(deleted.begin(), deleted.end(), from);
+  auto hi = std::lower_bound(lo, deleted.end(), to);
+  return static_cast<uint64_t>(hi - lo);
+}
+
 Offset PartitionState::first_at_or_after(int64_t us) const {
   auto it = std::lower_bound(rows.begin(), rows.end(), us,
                              [](const AppendRow& r, int64_t v) { return r.created_us < v; });
@@ -83,6 +90,20 @@ const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
     }
   }
   return nullptr;
+}
+
+void Store::delete_message(const EffMessageDelete& e) {
+  auto pit = partitions_.find(e.pid);
+  if (pit == partitions_.end()) return;  // its queue went first
+  PartitionState& p = pit->second;
+  if (!(e.offset < p.next_offset)) return;
+  auto at = std::lower_bound(p.deleted.begin(), p.deleted.end(), e.offset);
+  if (at != p.deleted.end() && *at == e.offset) return;
+  p.deleted.insert(at, e.offset);
+  if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
+    std::erase_if(dit->second,
+                  [&](const DlqEntry& d) { return d.pid == e.pid && d.offset == e.offset; });
+  }
 }
 
 void Store::delete_queue(QueueId id) {
@@ -161,8 +182,12 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
     } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
-      dlq_[e->queue].push_back(DlqEntry{++dlq_ids_, e->pid, e->group, e->offset, e->error,
-                                        e->retry_count, entry.now_us});
+      auto pit = partitions_.find(e->pid);
+      bool gone = pit != partitions_.end() && pit->second.is_deleted(e->offset);
+      ++dlq_ids_;  // spent even for a deleted message, which gets no dead letter
+      if (!gone)
+        dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,
+                                          e->retry_count, entry.now_us});
     } else if (auto* e = std::get_if<EffDlqRemove>(&eff)) {
       auto it = dlq_.find(e->queue);
       if (it != dlq_.end())
@@ -173,6 +198,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       groups_.erase(GroupKey{e->group, e->queue});
     } else if (auto* e = std::get_if<EffDeleteQueue>(&eff)) {
       delete_queue(e->id);
+    } else if (auto* e = std::get_if<EffMessageDelete>(&eff)) {
+      delete_message(*e);
     } else if (auto* e = std::get_if<EffKvPut>(&eff)) {
       KvKey key{e->ns, e->key};
       if (auto it = kv_.find(key); it != kv_.end() && it->second.expires_us != 0)

@@ -1,10 +1,11 @@
 // The committed state of one node: queues, partitions with their append rows (offset
-// ranges, creation time, transactionId hashes and where the payloads lie in the queue log),
-// committed cursor rows, subscription metadata and dead letters. Apply is a pure function of
-// (store, entry): no clock, no randomness, ordered containers only, so every node that
-// applies the same entries holds the same store.
+// ranges, creation time, transactionId hashes and where the payloads lie in the queue log)
+// and deleted messages, committed cursor rows, subscription metadata and dead letters.
+// Apply is a pure function of (store, entry): no clock, no randomness, ordered containers
+// only, so every node that applies the same entries holds the same store.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,8 +43,12 @@ struct PartitionState {
   Offset next_offset;  // one past the last message
   int64_t created_us = 0;
   std::vector<AppendRow> rows;  // by base offset
+  std::vector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
 
   const AppendRow* row_of(Offset o) const;
+  bool is_deleted(Offset o) const { return std::binary_search(deleted.begin(), deleted.end(), o); }
+  // Deleted messages in [from, to).
+  uint64_t deleted_in(Offset from, Offset to) const;
   // The first offset in [from, to) whose hash is `h`, if any.
   std::optional<Offset> find_hash(const Hash128& h, Offset from, Offset to) const;
   // The first offset whose append was created at or after `us`.
@@ -119,6 +124,7 @@ class Store {
 
  private:
   void delete_queue(QueueId id);
+  void delete_message(const EffMessageDelete& e);
 
   LogIndex applied_;
   int64_t last_now_us_ = 0;

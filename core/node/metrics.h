@@ -1,0 +1,84 @@
+// The metrics of one node, as the node thread answers a MetricsCmd: its place in the Raft
+// cluster, counters since the process started, gauges read from the applied store (queue
+// depth, dead letters) and, on a leader, the consumption engine's group lag.
+//
+// Contract: one snapshot taken on the node thread between two events, so its figures agree
+// with each other. Counters only grow while the process lives and start at zero with it.
+// Every list is ordered by name, so the same state renders the same bytes. Nothing here
+// reads a clock: the edge adds the process figures (uptime, memory, CPU).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace queen {
+
+struct MetricsCmd {};
+
+// What the node answered, counted as the answers leave the node thread (an answer to a client
+// that went away is not counted).
+struct TrafficCounters {
+  uint64_t push_requests = 0;
+  uint64_t push_queued = 0;      // messages stored
+  uint64_t push_duplicates = 0;  // messages answered with their original offset
+  uint64_t push_failed = 0;      // items answered with status error
+  uint64_t pop_delivered = 0;    // pops answered with messages
+  uint64_t pop_empty = 0;        // pops answered with none
+  uint64_t pop_messages = 0;     // messages handed out by pops
+  uint64_t ack_success = 0;      // acks answered success:true (any status)
+  uint64_t ack_failed = 0;       // acks answered success:false
+  uint64_t txn_committed = 0;
+  uint64_t txn_rolled_back = 0;
+  uint64_t messages_deleted = 0;
+  std::map<std::string, uint64_t> errors;  // error answers by code (a small closed set)
+};
+
+struct QueueMetrics {
+  std::string queue;
+  std::string ns, task;
+  uint32_t partitions = 0;
+  uint64_t messages = 0;  // appended since the queue was created
+  uint64_t depth = 0;     // not yet consumed by queue mode (__QUEUE_MODE__), deleted excluded
+  uint64_t dlq = 0;       // dead letters
+  uint64_t deleted = 0;   // messages deleted by DELETE /api/v1/messages/...
+};
+
+struct GroupLagMetrics {
+  std::string queue;
+  std::string group;
+  uint64_t lag_messages = 0;  // not yet consumed by the group, over its partitions
+  int64_t lag_seconds = 0;    // age of the oldest message the group has not consumed
+  uint32_t partitions_with_lag = 0;
+};
+
+struct MetricsReply {
+  uint64_t node_id = 0;
+  std::string role;  // leader, follower, pre_candidate, candidate
+  uint64_t leader = 0;
+  uint64_t term = 0;
+  uint64_t commit_index = 0;
+  uint64_t applied_index = 0;
+  uint64_t last_index = 0;
+  bool writable = false;          // plans commands (a leader that applied an entry of its term)
+  uint64_t inflight_entries = 0;  // written or proposed, not yet applied
+
+  // Since the process started.
+  uint64_t entries_committed = 0;
+  uint64_t syncs = 0;
+  uint64_t checkpoints = 0;
+  uint64_t lease_expiries = 0;
+  uint64_t redeliveries = 0;
+  uint64_t dlq_moves = 0;
+  uint64_t entries_read_back = 0;
+  uint64_t recovered_entries = 0;  // replayed at start
+  uint64_t torn_tails_cut = 0;     // at start
+  TrafficCounters traffic;
+
+  std::vector<QueueMetrics> queues;     // by queue name
+  bool groups_known = false;            // the engine is live only on a writable leader
+  std::vector<GroupLagMetrics> groups;  // by queue, then group
+};
+
+}  // namespace queen

@@ -1,0 +1,28 @@
+// What operators read: the Prometheus text exposition of a node's MetricsReply
+// (GET /metrics/prometheus) and the roll-ups of the queue list by namespace and by task
+// (GET /api/v1/resources/namespaces and /tasks).
+//
+// Contract:
+// - The exposition is format 0.0.4: every family has one # HELP and one # TYPE line followed
+//   by its samples; counters end in _total; every other line is `name{labels} value`, label
+//   values escaped (backslash, quote, newline) and made valid UTF-8. Families come in a fixed
+//   order and samples in the reply's order (by name), so the same state renders the same text.
+// - The node's figures come from the reply; this module adds only process figures read at
+//   render time (uptime, resident memory, CPU time).
+// - Roll-ups group queues by their `namespace` / `task` option, sorted by name; queues without
+//   one are left out.
+#pragma once
+
+#include "core/node/command.h"
+#include "server/codec.h"
+
+namespace queen::server {
+
+// The text/plain answer for /metrics/prometheus.
+HttpAnswer render_metrics(const MetricsReply& reply);
+
+// {"namespaces":[{namespace, queues, partitions, messages:{total, pending}}]} or, by task,
+// {"tasks":[{task, queues, partitions, messages:{total, pending}}]}.
+HttpAnswer render_queue_rollup(const QueuesReply& reply, bool by_task);
+
+}  // namespace queen::server

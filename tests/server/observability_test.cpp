@@ -1,0 +1,403 @@
+// Integration tests of what operators read, against the real `queen` binary: the Prometheus
+// exposition (well formed, and its series following pushes, pops, acks and dead letters),
+// the namespace and task roll-ups of the queue list, message deletion, and on a 3-node
+// cluster a follower's own metrics and a delete applied by every node.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "server/observability.h"
+#include "tests/server/api_helpers.h"
+#include "tests/server/harness.h"
+#include "tests/server/shared_node.h"
+
+namespace queen::test {
+namespace {
+
+using std::chrono::seconds;
+
+// One scrape, checked line by line against the text exposition format.
+struct Scrape {
+  std::map<std::string, std::string> types;  // family -> counter | gauge | ...
+  std::map<std::string, double> samples;     // `name{labels}` as written -> value
+  std::vector<std::string> problems;
+
+  std::optional<double> value(const std::string& series) const {
+    auto it = samples.find(series);
+    if (it == samples.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+Scrape parse_exposition(const std::string& text) {
+  static const std::regex kHelp(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$)");
+  static const std::regex kType(
+      R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
+  static const std::string kName = "[a-zA-Z_:][a-zA-Z0-9_:]*";
+  static const std::string kLabel = R"([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")";
+  static const std::string kValue = R"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[+-]Inf|NaN)";
+  static const std::regex kSample("^(" + kName + ")((?:\\{" + kLabel + "(?:," + kLabel +
+                                  ")*\\})?) (" + kValue + ")$");
+  Scrape s;
+  std::set<std::string> helped;
+  std::string current;  // the family whose samples may follow
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    std::string at = "line " + std::to_string(n) + ": " + line;
+    std::smatch m;
+    if (std::regex_match(line, m, kHelp)) {
+      if (!helped.insert(m[1]).second) s.problems.push_back("second HELP, " + at);
+      current.clear();
+    } else if (std::regex_match(line, m, kType)) {
+      std::string family = m[1];
+      if (!helped.contains(family)) s.problems.push_back("TYPE before HELP, " + at);
+      if (!s.types.emplace(family, m[2]).second) s.problems.push_back("second TYPE, " + at);
+      if (m[2] == "counter" && !family.ends_with("_total"))
+        s.problems.push_back("counter not ending in _total, " + at);
+      current = family;
+    } else if (std::regex_match(line, m, kSample)) {
+      if (m[1] != current) s.problems.push_back("sample outside its family, " + at);
+      std::string series = m[1].str() + m[2].str();
+      if (!s.samples.emplace(series, std::stod(m[3])).second)
+        s.problems.push_back("series twice, " + at);
+    } else {
+      s.problems.push_back("not exposition text, " + at);
+    }
+  }
+  return s;
+}
+
+std::string series(const std::string& name, const std::string& labels = "") {
+  return labels.empty() ? name : name + "{" + labels + "}";
+}
+
+class ObservabilityTest : public SharedNodeTest {
+ protected:
+  static std::string name(const std::string& suffix = "") { return unique_name(suffix); }
+
+  Scrape scrape() {
+    HttpResult r = client_->get("/metrics/prometheus");
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    EXPECT_EQ(r.header("cache-control"), "no-cache");
+    Scrape s = parse_exposition(r.body);
+    for (const std::string& p : s.problems) ADD_FAILURE() << p;
+    return s;
+  }
+
+  double value_of(const std::string& series_name) {
+    return scrape().value(series_name).value_or(-1);
+  }
+
+  // Polls the exposition until `series_name` reads `want` (10 s at most).
+  bool reads(const std::string& series_name, double want, double* last) {
+    return eventually(seconds(10), [&] {
+      *last = value_of(series_name);
+      return *last == want;
+    });
+  }
+
+  json pop_one(const std::string& queue) {
+    HttpResult r = pop(*client_, {.queue = queue});
+    EXPECT_EQ(r.status, 200) << r.body;
+    json messages = r.body_json()["messages"];
+    EXPECT_EQ(messages.size(), 1u) << r.body;
+    return messages.empty() ? json() : messages[0];
+  }
+};
+
+TEST_F(ObservabilityTest, PrometheusTextIsWellFormed) {
+  ASSERT_EQ(push(*client_, {{name(), "", "", 1}}).status, 201);
+  HttpResult r = client_->get("/metrics/prometheus");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_FALSE(r.body.empty());
+  EXPECT_EQ(r.body.back(), '\n');
+  Scrape s = parse_exposition(r.body);
+  EXPECT_TRUE(s.problems.empty()) << s.problems.front();
+  EXPECT_EQ(s.types["queen_raft_role"], "gauge");
+  EXPECT_EQ(s.types["queen_raft_entries_committed_total"], "counter");
+  EXPECT_EQ(s.types["queen_queue_depth"], "gauge");
+  EXPECT_EQ(s.value(series("queen_raft_role", R"(role="leader")")), 1);
+  EXPECT_EQ(s.value(series("queen_raft_role", R"(role="follower")")), 0);
+  EXPECT_GE(s.value(series("queen_raft_term")).value_or(0), 1);
+  double commit = s.value(series("queen_raft_index", R"(kind="commit")")).value_or(0);
+  double applied = s.value(series("queen_raft_index", R"(kind="applied")")).value_or(0);
+  EXPECT_GE(applied, 1);
+  EXPECT_GE(commit, applied);
+  EXPECT_GE(s.value(series("queen_raft_entries_committed_total")).value_or(0), 1);
+  EXPECT_GE(s.value(series("queen_raft_fsyncs_total")).value_or(0), 1);
+  EXPECT_GT(s.value(series("queen_uptime_seconds")).value_or(0), 0);
+  EXPECT_EQ(s.value(series("queen_queue_depth", "queue=\"" + name() + "\"")), 1);
+  // A scrape is not a client command: it leaves the traffic counters alone.
+  double pops = s.value(series("queen_pop_messages_total")).value_or(-1);
+  EXPECT_EQ(scrape().value(series("queen_pop_messages_total")), pops);
+}
+
+TEST_F(ObservabilityTest, LabelValuesAreEscaped) {
+  std::string q = name("-\"quoted\\slash");
+  ASSERT_EQ(push(*client_, {{q, "", "", 1}}).status, 201);
+  Scrape s = scrape();
+  EXPECT_EQ(s.value(series("queen_queue_depth", "queue=\"" + name("-\\\"quoted\\\\slash") + "\"")),
+            1);
+}
+
+TEST_F(ObservabilityTest, SeriesFollowPushPopAckAndDeadLetters) {
+  std::string q = name();
+  std::string depth = series("queen_queue_depth", "queue=\"" + q + "\"");
+  std::string lag =
+      series("queen_consumer_group_lag_messages", "queue=\"" + q + "\",group=\"__QUEUE_MODE__\"");
+  Scrape before = scrape();
+  ASSERT_EQ(push(*client_, {{q, "", "a", 1}, {q, "", "b", 2}, {q, "", "c", 3}}).status, 201);
+  double last = 0;
+  EXPECT_TRUE(reads(depth, 3, &last)) << last;
+  Scrape pushed = scrape();
+  EXPECT_EQ(pushed.value(series("queen_queue_messages_total", "queue=\"" + q + "\"")), 3);
+  EXPECT_EQ(pushed.value(series("queen_push_messages_total", R"(status="queued")")).value_or(0) -
+                before.value(series("queen_push_messages_total", R"(status="queued")")).value_or(0),
+            3);
+  EXPECT_EQ(pushed.value(series("queen_push_requests_total")).value_or(0) -
+                before.value(series("queen_push_requests_total")).value_or(0),
+            1);
+  EXPECT_GT(pushed.value(series("queen_raft_entries_committed_total")).value_or(0),
+            before.value(series("queen_raft_entries_committed_total")).value_or(0));
+
+  json m = pop_one(q);
+  ASSERT_EQ(ack(*client_, m, "completed").status, 200);
+  EXPECT_TRUE(reads(depth, 2, &last)) << last;
+  EXPECT_TRUE(reads(lag, 2, &last)) << last;
+  Scrape acked = scrape();
+  EXPECT_EQ(acked.value(series("queen_pop_messages_total")).value_or(0) -
+                pushed.value(series("queen_pop_messages_total")).value_or(0),
+            1);
+  EXPECT_EQ(
+      acked.value(series("queen_pop_requests_total", R"(result="delivered")")).value_or(0) -
+          pushed.value(series("queen_pop_requests_total", R"(result="delivered")")).value_or(0),
+      1);
+  EXPECT_EQ(acked.value(series("queen_ack_total", R"(result="success")")).value_or(0) -
+                pushed.value(series("queen_ack_total", R"(result="success")")).value_or(0),
+            1);
+  EXPECT_GT(acked.value(series("queen_consume_checkpoints_total")).value_or(0),
+            pushed.value(series("queen_consume_checkpoints_total")).value_or(0));
+
+  json poison = pop_one(q);
+  ASSERT_EQ(ack(*client_, poison, "dlq").status, 200);
+  EXPECT_TRUE(reads(series("queen_dlq_depth_by_queue", "queue=\"" + q + "\""), 1, &last)) << last;
+  EXPECT_TRUE(reads(depth, 1, &last)) << last;
+  Scrape dead = scrape();
+  EXPECT_GE(dead.value(series("queen_dlq_depth", R"(scope="cluster")")).value_or(0), 1);
+  EXPECT_EQ(dead.value(series("queen_consume_dlq_moves_total")).value_or(0) -
+                acked.value(series("queen_consume_dlq_moves_total")).value_or(0),
+            1);
+}
+
+TEST_F(ObservabilityTest, NamespacesAndTasksListTheConfiguredQueues) {
+  std::string ns = name("-ns");
+  std::string task_a = name("-task-a"), task_b = name("-task-b");
+  std::string q1 = name("-q1"), q2 = name("-q2");
+  for (const auto& [q, task] : {std::pair{q1, task_a}, std::pair{q2, task_b}}) {
+    HttpResult c = client_->post(
+        "/api/v1/configure",
+        {{"queue", q}, {"namespace", ns}, {"task", task}, {"options", json::object()}});
+    ASSERT_EQ(c.status, 200) << c.body;
+  }
+  ASSERT_EQ(push(*client_, {{q1, "", "", 1}, {q1, "", "", 2}}).status, 201);
+  std::string pushed_ns = name("push"), pushed_task = name("job");
+  ASSERT_EQ(push(*client_, {{pushed_ns + "." + pushed_task + ".orders", "", "", 1}}).status, 201);
+
+  HttpResult r = client_->get("/api/v1/resources/namespaces");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json list = r.body_json()["namespaces"];
+  ASSERT_TRUE(list.is_array()) << r.body;
+  std::map<std::string, json> by_name;
+  std::vector<std::string> order;
+  for (const json& e : list) {
+    order.push_back(e["namespace"]);
+    by_name[e["namespace"]] = e;
+  }
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << r.body;
+  ASSERT_TRUE(by_name.contains(ns)) << r.body;
+  EXPECT_EQ(by_name[ns]["queues"], 2);
+  EXPECT_EQ(by_name[ns]["partitions"], 2);  // configure creates the Default partition
+  EXPECT_EQ(by_name[ns]["messages"]["total"], 2);
+  EXPECT_EQ(by_name[ns]["messages"]["pending"], 2);
+  ASSERT_TRUE(by_name.contains(pushed_ns)) << r.body;
+  EXPECT_EQ(by_name[pushed_ns]["queues"], 1);
+
+  HttpResult t = client_->get("/api/v1/resources/tasks");
+  ASSERT_EQ(t.status, 200) << t.body;
+  std::map<std::string, json> tasks;
+  json task_list = t.body_json()["tasks"];
+  for (const json& e : task_list) tasks[e["task"]] = e;
+  ASSERT_TRUE(tasks.contains(task_a)) << t.body;
+  ASSERT_TRUE(tasks.contains(task_b)) << t.body;
+  ASSERT_TRUE(tasks.contains(pushed_task)) << t.body;
+  EXPECT_EQ(tasks[task_a]["queues"], 1);
+  EXPECT_EQ(tasks[task_a]["partitions"], 1);
+  EXPECT_EQ(tasks[task_a]["messages"]["total"], 2);
+  EXPECT_EQ(tasks[task_b]["messages"]["total"], 0);
+  EXPECT_EQ(tasks[pushed_task]["messages"]["pending"], 1);
+
+  ASSERT_EQ(pop_one(q1)["data"], 1);
+  EXPECT_TRUE(eventually(seconds(10), [&] {
+    json l = client_->get("/api/v1/resources/tasks").body_json()["tasks"];
+    for (const json& e : l)
+      if (e["task"] == task_a) return e["messages"]["pending"] == 2;  // leased, not acked
+    return false;
+  }));
+}
+
+TEST_F(ObservabilityTest, DeletedMessageIsNeverDeliveredNorRead) {
+  std::string q = name();
+  HttpResult p = push(*client_, {{q, "", "m-1", 1}, {q, "", "m-2", 2}, {q, "", "m-3", 3}});
+  ASSERT_EQ(p.status, 201) << p.body;
+  std::string pid = p.body_json()[0]["partitionId"];
+
+  HttpResult del = client_->request("DELETE", "/api/v1/messages/" + pid + "/m-2");
+  ASSERT_EQ(del.status, 200) << del.body;
+  EXPECT_EQ(del.body_json(), json({{"success", true},
+                                   {"partitionId", pid},
+                                   {"transactionId", "m-2"},
+                                   {"message", "Message deleted successfully"}}));
+  HttpResult again = client_->request("DELETE", "/api/v1/messages/" + pid + "/m-2");
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.body_json()["success"], false);
+  EXPECT_EQ(again.body_json()["message"], "Message not found");
+
+  EXPECT_EQ(client_->get("/api/v1/messages/" + pid + "/m-2").status, 404);
+  EXPECT_EQ(client_->get("/api/v1/messages/" + pid + "/m-3").status, 200);
+  json listed = client_->get("/api/v1/messages?queue=" + q).body_json()["messages"];
+  ASSERT_EQ(listed.size(), 2u) << listed.dump();
+  EXPECT_EQ(listed[0]["transactionId"], "m-3");
+  EXPECT_EQ(listed[1]["transactionId"], "m-1");
+
+  for (const std::string group : {"", "other"}) {
+    HttpResult r =
+        pop(*client_, {.queue = q, .group = group, .batch = 10, .subscription_mode = "all"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    json messages = r.body_json()["messages"];
+    ASSERT_EQ(messages.size(), 2u) << r.body;
+    EXPECT_EQ(messages[0]["transactionId"], "m-1");
+    EXPECT_EQ(messages[1]["transactionId"], "m-3");
+  }
+  Scrape s = scrape();
+  EXPECT_EQ(s.value(series("queen_queue_messages_deleted_total", "queue=\"" + q + "\"")), 1);
+  EXPECT_EQ(s.value(series("queen_queue_depth", "queue=\"" + q + "\"")), 2);  // leased
+
+  EXPECT_EQ(client_->request("DELETE", "/api/v1/messages/x/m-1").status, 400);
+  EXPECT_EQ(client_->request("DELETE", "/api/v1/messages/" + pid).status, 404);
+  EXPECT_EQ(client_->request("DELETE", "/api/v1/messages").status, 404);
+}
+
+TEST(ObservabilityRender, EveryFamilyOnceAndTheAnswerIsPlainText) {
+  MetricsReply m;
+  m.role = "candidate";
+  m.term = 7;
+  m.traffic.errors = {{"no_leader", 2}, {"timeout", 1}};
+  m.queues.push_back(QueueMetrics{"a\nb", "ns", "t", 2, 10, 4, 1, 0});
+  m.groups_known = true;
+  m.groups.push_back(GroupLagMetrics{"a\nb", "g\"1", 4, 30, 2});
+  server::HttpAnswer a = server::render_metrics(m);
+  EXPECT_EQ(a.status, 200u);
+  EXPECT_EQ(a.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  Scrape s = parse_exposition(a.body);
+  EXPECT_TRUE(s.problems.empty()) << s.problems.front();
+  EXPECT_EQ(s.value(series("queen_raft_role", R"(role="candidate")")), 1);
+  EXPECT_EQ(s.value(series("queen_raft_term")), 7);
+  EXPECT_EQ(s.value(series("queen_errors_total", R"(code="no_leader")")), 2);
+  EXPECT_EQ(s.value(series("queen_queue_depth", R"(queue="a\nb")")), 4);
+  EXPECT_EQ(s.value(series("queen_dlq_depth", R"(scope="cluster")")), 1);
+  EXPECT_EQ(s.value(series("queen_consumer_group_lag_seconds", R"(queue="a\nb",group="g\"1")")),
+            30);
+}
+
+// Three real nodes: a follower answers /metrics/prometheus itself (its own role and applied
+// state), and a delete sent to a follower reaches the leader and is applied by every node.
+TEST(ObservabilityClusterTest, FollowersReportTheirOwnMetricsAndEveryNodeAppliesADelete) {
+  constexpr int kNodes = 3;
+  TempDir dir;
+  uint16_t http[kNodes], raft[kNodes];
+  std::string peers;
+  for (int i = 0; i < kNodes; ++i) {
+    http[i] = free_loopback_port();
+    raft[i] = free_loopback_port();
+    if (!peers.empty()) peers += ",";
+    peers += std::to_string(i + 1) + "=127.0.0.1:" + std::to_string(raft[i]) +
+             "/127.0.0.1:" + std::to_string(http[i]);
+  }
+  std::unique_ptr<ServerProcess> nodes[kNodes];
+  for (int i = 0; i < kNodes; ++i) {
+    std::string n = std::to_string(i + 1);
+    nodes[i] =
+        std::make_unique<ServerProcess>(dir.path() + "/n" + n, dir.path() + "/n" + n + ".log",
+                                        std::map<std::string, std::string>{
+                                            {"QUEEN_RAFT_NODE_ID", n},
+                                            {"QUEEN_RAFT_PEERS", peers},
+                                            {"QUEEN_RAFT_ELECTION_MS", "600"},
+                                            {"QUEEN_RAFT_HEARTBEAT_MS", "50"},
+                                        });
+    nodes[i]->fix_port(http[i]);
+  }
+  for (auto& node : nodes) {
+    std::string error;
+    ASSERT_TRUE(node->start(&error)) << error;
+  }
+  auto metrics_of = [&](int i) {
+    HttpClient c(http[i]);
+    HttpResult r = c.get("/metrics/prometheus", 2000);
+    return r.status == 200 ? parse_exposition(r.body) : Scrape{};
+  };
+  int leader = -1;
+  ASSERT_TRUE(eventually(seconds(15), [&] {
+    for (int i = 0; i < kNodes; ++i) {
+      json h = HttpClient(http[i]).get("/health", 1000).body_json();
+      if (h.is_object() && h["raft"]["role"] == "leader" && h["status"] == "healthy") leader = i;
+    }
+    return leader >= 0;
+  }));
+  int follower = (leader + 1) % kNodes;
+
+  HttpClient to_follower(http[follower]);
+  HttpResult p =
+      to_follower.post("/api/v1/push", push_body({{"cq", "", "m-1", 1}, {"cq", "", "m-2", 2}}));
+  ASSERT_EQ(p.status, 201) << p.body;
+  std::string pid = p.body_json()[0]["partitionId"];
+  std::string depth = series("queen_queue_depth", R"(queue="cq")");
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_TRUE(eventually(seconds(10), [&] { return metrics_of(i).value(depth) == 2; }))
+        << "node " << i + 1;
+  }
+  Scrape f = metrics_of(follower);
+  EXPECT_TRUE(f.problems.empty());
+  EXPECT_EQ(f.value(series("queen_raft_role", R"(role="follower")")), 1);
+  EXPECT_EQ(f.value(series("queen_raft_role", R"(role="leader")")), 0);
+  EXPECT_EQ(f.value(series("queen_raft_leader")), leader + 1);
+  EXPECT_EQ(f.value(series("queen_raft_node_id")), follower + 1);
+  EXPECT_EQ(f.value(series("queen_raft_writable")), 0);
+  EXPECT_EQ(metrics_of(leader).value(series("queen_raft_role", R"(role="leader")")), 1);
+
+  HttpResult del = to_follower.request("DELETE", "/api/v1/messages/" + pid + "/m-1");
+  ASSERT_EQ(del.status, 200) << del.body;
+  EXPECT_EQ(del.body_json()["success"], true) << del.body;
+  std::string deleted = series("queen_queue_messages_deleted_total", R"(queue="cq")");
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_TRUE(eventually(seconds(10),
+                           [&] {
+                             Scrape s = metrics_of(i);
+                             return s.value(deleted) == 1 && s.value(depth) == 1;
+                           }))
+        << "node " << i + 1;
+  }
+}
+
+}  // namespace
+}  // namespace queen::test
