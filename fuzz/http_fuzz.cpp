@@ -29,7 +29,7 @@ void route(const http::request<http::string_body>& req) {
   auto target = req.target();
   std::string_view m(method.data(), method.size());
   std::string_view t(target.data(), target.size());
-  (void)server::grows_storage(m, t);
+  (void)server::grows_storage(m, t, req.body());
   server::EdgeSettings settings;
   fuzz::FixedIds ids;
   fuzz::check_parsed(server::route_request(m, t, req.body(), settings, ids));

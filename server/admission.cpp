@@ -1,5 +1,7 @@
 #include "server/admission.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/statvfs.h>
 
 #include <charconv>
@@ -105,12 +107,50 @@ bool at_or_below(std::string_view path, std::string_view base) {
 
 }  // namespace
 
-bool grows_storage(std::string_view method, std::string_view target) {
+namespace {
+
+bool kv_writes(const nlohmann::json& ops) {
+  if (!ops.is_array()) return !ops.is_null();
+  for (const auto& op : ops) {
+    std::string kind = op.is_object() ? op.value("op", std::string()) : std::string();
+    if (kind != "get" && kind != "getMany" && kind != "getPrefix" && kind != "check" &&
+        kind != "delete")
+      return true;
+  }
+  return false;
+}
+
+bool timer_schedules(const nlohmann::json& ops) {
+  if (!ops.is_array()) return !ops.is_null();
+  for (const auto& op : ops)
+    if (!op.is_object() || op.value("op", std::string()) != "cancel") return true;
+  return false;
+}
+
+bool txn_grows(const nlohmann::json& body) {
+  const auto& ops = body.contains("operations") ? body["operations"] : nlohmann::json();
+  if (!ops.is_null() && !ops.is_array()) return true;
+  if (ops.is_array())
+    for (const auto& op : ops)
+      if (!op.is_object() || op.value("type", std::string()) != "ack") return true;
+  return kv_writes(body.value("kv", nlohmann::json())) ||
+         timer_schedules(body.value("timers", nlohmann::json()));
+}
+
+}  // namespace
+
+bool grows_storage(std::string_view method, std::string_view target, std::string_view body) {
   std::string_view path = target.substr(0, target.find('?'));
   if (method == "PUT") return at_or_below(path, "/api/v1/kv");
   if (method != "POST") return false;
-  return path == "/api/v1/push" || path == "/api/v1/transaction" || path == "/api/v1/timers" ||
-         at_or_below(path, "/api/v1/kv");
+  if (path == "/api/v1/push") return true;
+  bool kv = at_or_below(path, "/api/v1/kv");
+  if (!kv && path != "/api/v1/transaction" && path != "/api/v1/timers") return false;
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (!doc.is_object()) return true;
+  if (path == "/api/v1/transaction") return txn_grows(doc);
+  const auto& ops = doc.contains("operations") ? doc["operations"] : nlohmann::json();
+  return path == "/api/v1/timers" ? timer_schedules(ops) : kv_writes(ops);
 }
 
 }  // namespace queen::server

@@ -82,7 +82,9 @@ class DiskGate {
 };
 
 // True for the requests the disk gate refuses: pushes, KV writes, timer schedules and
-// transactions (the writes that grow storage). Acks, deletes, pops and reads pass.
-bool grows_storage(std::string_view method, std::string_view target);
+// transactions that push, write KV or schedule a timer (the writes that grow storage). Acks,
+// deletes, pops and reads pass, also when sent as POST bodies (KV gets and checks, timer
+// cancels, an ack-only transaction). A body that does not parse is judged by its route.
+bool grows_storage(std::string_view method, std::string_view target, std::string_view body);
 
 }  // namespace queen::server

@@ -400,7 +400,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       }
     }
     if (shared_->disk.full() && grows_storage(std::string_view(method.data(), method.size()),
-                                              std::string_view(target.data(), target.size()))) {
+                                              std::string_view(target.data(), target.size()),
+                                              req.body())) {
       release_body(front);
       return write_answer(
           error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),

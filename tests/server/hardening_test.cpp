@@ -316,10 +316,20 @@ TEST(Hardening, DiskGateRefusesGrowingWritesAndKeepsAcksAndPops) {
       << full.status << full.body;
   EXPECT_EQ(full.body_json()["code"], "storage_full");
   EXPECT_TRUE(full.body_json()["error"].is_string());
-  EXPECT_EQ(client.post("/api/v1/transaction", json{{"operations", json::array()}}).status, 507);
-  EXPECT_EQ(client.post("/api/v1/timers", json{{"operations", json::array()}}).status, 507);
-  EXPECT_EQ(client.post("/api/v1/kv", json{{"operations", json::array()}}).status, 507);
+  json push_op = {{"type", "push"}, {"items", {{{"queue", "disk"}, {"payload", 1}}}}};
+  EXPECT_EQ(client.post("/api/v1/transaction", json{{"operations", {push_op}}}).status, 507);
+  json schedule = {{"op", "schedule"}, {"queue", "disk"}, {"timerKey", "t"}, {"delayMs", 10}};
+  EXPECT_EQ(client.post("/api/v1/timers", json{{"operations", {schedule}}}).status, 507);
+  json put = {{"op", "put"}, {"ns", "n"}, {"key", "k"}, {"value", 1}, {"forever", true}};
+  EXPECT_EQ(client.post("/api/v1/kv", json{{"operations", {put}}}).status, 507);
   EXPECT_EQ(client.request("PUT", "/api/v1/kv/ns/key", "{}").status, 507);
+  // Reads and deletes sent as POST bodies pass the gate.
+  json get = {{"op", "get"}, {"ns", "n"}, {"key", "k"}};
+  HttpResult read = client.post("/api/v1/kv", json{{"operations", {get}}});
+  EXPECT_EQ(read.status, 200) << read.body;
+  json cancel = {{"op", "cancel"}, {"queue", "disk"}, {"timerKey", "t"}};
+  HttpResult cancelled = client.post("/api/v1/timers", json{{"operations", {cancel}}});
+  EXPECT_NE(cancelled.status, 507) << cancelled.body;
   // Pops, acks and reads are served.
   HttpResult popped = pop(client, {.queue = "disk", .batch = 1});
   ASSERT_EQ(popped.status, 200) << popped.body;
