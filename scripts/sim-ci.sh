@@ -96,13 +96,16 @@ for nodes in 3 5; do
   terms=$(counter raft_terms "$csummary")
   [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
 done
-for m in commit-without-majority vote-twice; do
-  mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
+for m in commit-without-majority vote-twice no-foreign-lease-grace; do
+  mseeds=$mutant_seeds
+  # A lease overlap needs a leader change, skewed clocks and a lease in flight at once.
+  [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1-200}
+  mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mseeds" --quiet --stop-at-first \
     --expect-violation 2>&1)
   if [[ $? -eq 0 ]]; then
     echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
   else
-    fail "mutant $m not caught in 3-node seeds $mutant_seeds"
+    fail "mutant $m not caught in 3-node seeds $mseeds"
     tail -n 5 <<<"$mout"
   fi
 done

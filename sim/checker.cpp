@@ -291,7 +291,22 @@ void Checker::check_new_lease(const std::string& group, PartitionId pid, const P
   }
   int64_t lease_us = params_.work.lease_time_s * 1'000'000;
   g.leases.push_back(Lease{r.lease_id, info.submit_seq, world_.seq(),
-                           info.submit_clock_us + lease_us, node_clock_us + lease_us});
+                           info.submit_clock_us + lease_us - lease_slack_us(false),
+                           node_clock_us + lease_us + lease_slack_us(true)});
+}
+
+int64_t Checker::lease_clock_us(int node) const {
+  return params_.nodes > 1 ? world_.now_us() : world_.node_now_us(node);
+}
+
+// A cluster's leases are timed by the granting leader's clock and judged on simulated time:
+// allow for the clocks' drift over a lease and, at the late end, for a new leader holding a
+// lease granted by another node one skew bound past its expiry (plus the clocks' offsets).
+int64_t Checker::lease_slack_us(bool late) const {
+  if (params_.nodes <= 1) return 0;
+  int64_t lease_us = params_.work.lease_time_s * 1'000'000;
+  int64_t drift_us = lease_us * kDriftPpmMax / 1'000'000 + 1000;
+  return late ? drift_us + 2 * params_.node.max_clock_skew_ms * 1000 : drift_us;
 }
 
 bool Checker::possibly_released(const GroupPartition& g, const Lease& l,
@@ -309,7 +324,7 @@ bool Checker::possibly_released(const GroupPartition& g, const Lease& l,
 void Checker::ack_submitted(ReplyHandle h, const AckCmd& cmd, const AckContext& ctx) {
   AckInfo& info = acks_[h];
   info.submit_seq = world_.seq();
-  info.submit_clock_us = world_.node_now_us(0);
+  info.submit_clock_us = lease_clock_us(0);
   for (const AckItem& it : cmd.items) {
     GpKey key{it.group, it.partition_id.value};
     GroupPartition& g = gps_[key];
@@ -427,7 +442,7 @@ void Checker::txn_submitted(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd,
   ++t.submits;
   AckInfo& info = txn_acks_[h];
   info.submit_seq = world_.seq();
-  info.submit_clock_us = world_.node_now_us(0);
+  info.submit_clock_us = lease_clock_us(0);
   for (const TxnOperation& op : cmd.operations) {
     if (op.is_ack) {
       GpKey key{op.ack.group, op.ack.partition_id.value};

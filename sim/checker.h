@@ -85,6 +85,9 @@ class Checker {
   // and a leader change, which loses the leader's in-memory request-id outcomes like a restart.
   void set_reference(int node) { reference_ = node; }
   void leader_changed() { ++starts_; }
+  // The clock leases are judged by: the node's own on one node, simulated time in a cluster.
+  int64_t lease_clock_us(int node) const;
+  static constexpr int64_t kDriftPpmMax = 200;
 
   uint64_t pushes_answered() const { return pushes_answered_; }
   uint64_t pops_answered() const { return pops_answered_; }
@@ -170,6 +173,7 @@ class Checker {
   void check_new_lease(const std::string& group, PartitionId pid, const PopReply& r,
                        const PopInfo& info, int64_t node_clock_us);
   bool possibly_released(const GroupPartition& g, const Lease& l, uint64_t before_seq) const;
+  int64_t lease_slack_us(bool late) const;
   void check_ack_item(const AckItem& item, const AckResult& res, Offset offset, bool bogus,
                       const AckInfo& info);
   void check_stale_lease_ack(const AckItem& item, const AckResult& res, const AckInfo& info);

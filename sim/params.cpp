@@ -72,13 +72,25 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;
   c.mutants.commit_without_majority = mutant == Mutant::commit_without_majority;
   c.mutants.vote_twice = mutant == Mutant::vote_twice;
+  c.mutants.no_foreign_lease_grace = mutant == Mutant::no_foreign_lease_grace;
   return c;
 }
 
 // A cluster's own faults, drawn after everything else so single-node seeds keep their worlds.
-// Clock skew is off for now: the lease checks compare times on the clients' current node.
+// Clocks: each node its own offset and drift, any two within QUEEN_RAFT_MAX_CLOCK_SKEW_MS.
 void choose_cluster(Rng& rng, RunParams* p) {
-  p->faults.clock = ClockModel{};
+  // Every clock within half the skew bound of simulated time: any two within the bound.
+  int64_t half_us = p->node.max_clock_skew_ms * 1000 / 2;
+  bool skewed = rng.per_mille(700);
+  for (int n = 0; n < p->nodes; ++n) {
+    ClockModel c;
+    c.max_skew_us = half_us;
+    if (skewed) {
+      c.offset_us = rng.range(-half_us, half_us);
+      c.drift_ppm = rng.range(-100, 100);
+    }
+    p->node_clocks.push_back(c);
+  }
   p->net.delay_us_min = rng.range(50, 500);
   p->net.delay_us_max = p->net.delay_us_min + rng.range(100, 20'000);
   p->net.drop_per_mille = rng.per_mille(500) ? static_cast<uint32_t>(rng.range(1, 50)) : 0;
@@ -103,6 +115,7 @@ std::optional<Mutant> parse_mutant(std::string_view name) {
   if (name == "replay-partial-entry") return Mutant::replay_partial_entry;
   if (name == "commit-without-majority") return Mutant::commit_without_majority;
   if (name == "vote-twice") return Mutant::vote_twice;
+  if (name == "no-foreign-lease-grace") return Mutant::no_foreign_lease_grace;
   return std::nullopt;
 }
 
@@ -120,6 +133,8 @@ const char* mutant_name(Mutant m) {
       return "commit-without-majority";
     case Mutant::vote_twice:
       return "vote-twice";
+    case Mutant::no_foreign_lease_grace:
+      return "no-foreign-lease-grace";
   }
   return "?";
 }
@@ -138,6 +153,8 @@ const char* mutant_invariant(Mutant m) {
       return "2";  // nodes apply different entries at one index
     case Mutant::vote_twice:
       return "2";  // two leaders in one term
+    case Mutant::no_foreign_lease_grace:
+      return "5";  // a lease of the old leader handed out again by the new one's clock
   }
   return "";
 }
@@ -210,10 +227,12 @@ std::string RunParams::describe() const {
   if (nodes > 1) {
     s += strf(
         " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "
-        "partition_per_100k_events=%u raft_cache_bytes_max=%llu",
+        "partition_per_100k_events=%u raft_cache_bytes_max=%llu clock_offsets_ms=",
         (long long)net.delay_us_min, (long long)net.delay_us_max, net.drop_per_mille,
         net.dup_per_mille, partition_per_100k_events,
         (unsigned long long)node.raft_cache_bytes_max);
+    for (const ClockModel& c : node_clocks)
+      s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
   }
   return s;
 }

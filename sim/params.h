@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/node/config.h"
 #include "io/sim/clock.h"
@@ -24,6 +25,7 @@ enum class Mutant {
   replay_partial_entry,
   commit_without_majority,
   vote_twice,
+  no_foreign_lease_grace,
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);
@@ -82,6 +84,7 @@ struct RunParams {
   int nodes = 1;
   Mutant mutant = Mutant::none;
   NetFaultRates net;                       // cluster: the links between nodes
+  std::vector<ClockModel> node_clocks;     // cluster: each node's clock, within the skew bound
   uint32_t partition_per_100k_events = 0;  // cluster: one node cut off for a while
   FaultParams faults;
   WorkloadParams work;

@@ -55,6 +55,7 @@ class Run {
     s.restart_delay_us_min = p_.faults.restart_delay_ms_min * 1000;
     s.restart_delay_us_max = p_.faults.restart_delay_ms_max * 1000;
     for (int n = 0; n < p_.nodes; ++n) {
+      if (!p_.node_clocks.empty()) s.clock = p_.node_clocks[n];
       s.config.node_id = static_cast<uint64_t>(n) + 1;
       s.config.voters.clear();
       if (p_.nodes > 1)

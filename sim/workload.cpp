@@ -190,14 +190,14 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       break;
     case Kind::pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
-                            world_.node_now_us(target_), lost);
+                            checker_.lease_clock_us(target_), lost);
       break;
     case Kind::ack:
       checker_.ack_answered(h, std::get<AckCmd>(r.envelope.command), r.ack, reply, lost);
       break;
     case Kind::worker_pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
-                            world_.node_now_us(target_), lost);
+                            checker_.lease_clock_us(target_), lost);
       break;
     case Kind::txn:
       checker_.txn_answered(h, r.push_attempt, std::get<TxnCmd>(r.envelope.command), reply,
@@ -377,7 +377,7 @@ void Workload::consume(int c) {
   cmd.wait = rng.per_mille(w.wait_per_mille);
   cmd.subscription_mode = SubscriptionMode::all;
   int64_t timeout_ms = cmd.wait ? rng.range(100, w.pop_wait_ms_max) : w.request_timeout_ms;
-  int64_t clock_us = world_.node_now_us(target_);
+  int64_t clock_us = checker_.lease_clock_us(target_);
   std::optional<ReplyHandle> h = submit(Kind::pop, c, envelope(cmd, timeout_ms), timeout_ms * 1000);
   if (!h) {
     retry_later(Kind::pop, c);
@@ -503,7 +503,7 @@ void Workload::work(int w) {
   cmd.wait = wk.rng.per_mille(300);
   cmd.subscription_mode = SubscriptionMode::all;
   int64_t timeout_ms = cmd.wait ? wk.rng.range(100, 1000) : params_.work.request_timeout_ms;
-  int64_t clock_us = world_.node_now_us(target_);
+  int64_t clock_us = checker_.lease_clock_us(target_);
   std::optional<ReplyHandle> h =
       submit(Kind::worker_pop, w, envelope(cmd, timeout_ms), timeout_ms * 1000);
   if (!h) {

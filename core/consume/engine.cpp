@@ -45,10 +45,11 @@ void Engine::reset() {
   woken_.clear();
 }
 
-void Engine::load() {
+void Engine::load(int64_t foreign_lease_grace_us) {
   rows_ = store_.cursors();
   metas_ = store_.groups();
-  for (const auto& [key, row] : rows_) {
+  for (auto& [key, row] : rows_) {
+    if (row.lease_expires_us != 0) row.lease_expires_us += foreign_lease_grace_us;
     if (row.lease_expires_us != 0) expiries_.insert({row.lease_expires_us, key});
     if (const PartitionState* p = store_.partition(key.pid))
       groups_of_queue_[p->queue].insert(key.group);

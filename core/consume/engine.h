@@ -62,7 +62,10 @@ class Engine {
       : env_(env), store_(store), config_(config) {}
 
   // Takes the committed cursor rows and subscriptions as the live state (after recovery).
-  void load();
+  // Loads the committed cursor rows. A lease timed by another node's clock is held
+  // `foreign_lease_grace_us` past its expiry (the clock-skew bound), so no lease it granted
+  // is handed out again early by this node's clock.
+  void load(int64_t foreign_lease_grace_us = 0);
   // Forgets everything in memory (a node that stopped leading); load() starts it again.
   void reset();
 

@@ -15,6 +15,7 @@ struct Mutants {
   bool replay_partial_entry = false;     // recovery replays an entry missing from a log
   bool commit_without_majority = false;  // Raft commits what only the leader holds
   bool vote_twice = false;               // Raft grants a second vote in one term
+  bool no_foreign_lease_grace = false;   // a new leader trusts its clock with old leases
 };
 
 struct NodeConfig {

@@ -200,7 +200,7 @@ struct NodeImpl {
   std::set<std::pair<int64_t, uint64_t>> poll_deadlines;
   uint64_t poll_seq = 0;
 
-  std::unique_ptr<Cluster> cluster;           // null on a single node
+  std::unique_ptr<Cluster> cluster;  // null on a single node
   // Cluster: where entry i's records lie (at [i - 1]), to read it back for a follower.
   struct EntryRecords {
     RecordLocation record;
@@ -508,7 +508,7 @@ struct NodeImpl {
     kv.reset();
     timers.reset();
     engine.reset();
-    engine.load();
+    engine.load(config.mutants.no_foreign_lease_grace ? 0 : config.max_clock_skew_ms * 1000);
     open = OpenEntry{};
     last_sealed = last_written = c.raft->last_index().value;
     open.entry.index = LogIndex(last_sealed + 1);
