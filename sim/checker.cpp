@@ -85,29 +85,14 @@ void Checker::check_request_outcome(const RequestId& rid, const PushReply& r) {
       params_.node.request_id_window_ms * 1000 - kRequestWindowMarginUs) {
     return;  // past (or too near the end of) the window: a fresh outcome is allowed
   }
+  // Push outcomes are logged with their entry (EffRequestOutcome), so a retry within the
+  // window gets the first answer also after a restart or a leader change: no excuse here.
   bool same = first.reply.results.size() == r.results.size();
   for (size_t i = 0; same && i < r.results.size(); ++i) {
     const PushResult& a = first.reply.results[i];
     const PushResult& b = r.results[i];
     same = a.status == b.status && a.message_id == b.message_id &&
            a.partition_id == b.partition_id && a.offset == b.offset;
-  }
-  if (!same && first.starts != starts_) {
-    // The node restarted since its first answer. It keeps request-id outcomes in memory only
-    // (core/node/node.cpp `outcomes`), so the retry is planned afresh and dedup answers it:
-    // nothing is applied twice, but the status says `duplicate` where the first said `queued`.
-    // Accepted (and counted) only when every item names the first answer's message and place.
-    bool same_places = first.reply.results.size() == r.results.size();
-    for (size_t i = 0; same_places && i < r.results.size(); ++i) {
-      const PushResult& a = first.reply.results[i];
-      const PushResult& b = r.results[i];
-      same_places = b.status == PushStatus::duplicate && a.message_id == b.message_id &&
-                    a.partition_id == b.partition_id && a.offset == b.offset;
-    }
-    if (same_places) {
-      world_.count("request_outcome_forgotten");
-      return;
-    }
   }
   if (!same) {
     const PushResult* a = first.reply.results.empty() ? nullptr : &first.reply.results[0];

@@ -12,6 +12,7 @@
 #include "core/kv/kv.h"
 #include "core/kv/locks.h"
 #include "core/node/hard_state.h"
+#include "core/node/outcome.h"
 #include "core/planner/planner.h"
 #include "core/qlog/log.h"
 #include "core/raft/raft.h"
@@ -509,6 +510,7 @@ struct NodeImpl {
     timers.reset();
     engine.reset();
     engine.load(config.mutants.no_foreign_lease_grace ? 0 : config.max_clock_skew_ms * 1000);
+    load_outcomes();
     open = OpenEntry{};
     last_sealed = last_written = c.raft->last_index().value;
     open.entry.index = LogIndex(last_sealed + 1);
@@ -649,15 +651,41 @@ struct NodeImpl {
     int64_t now_ms = env.now_ms();
     outcomes[current_request] = Outcome{index, r, now_ms};
     outcome_order.emplace_back(now_ms, current_request);
+    // Logged with the entry that carries the command, so it outlives this process and this
+    // node's leadership (a command that planned nothing new has no entry of its own).
+    if (open.empty() || index != open.entry.index.value) return;
+    std::string bytes = encode_outcome(r);
+    if (bytes.empty()) return;
+    int64_t keep_until_us = env.now_us() + config.request_id_window_ms * 1000;
+    open.entry.effects.push_back(EffRequestOutcome{current_request, keep_until_us, bytes});
+  }
+
+  // The outcomes the store holds (committed) replace what memory had: after a restart, or
+  // when this node starts to lead.
+  void load_outcomes() {
+    outcomes.clear();
+    outcome_order.clear();
+    std::vector<std::pair<int64_t, RequestId>> order;
+    for (const auto& [id, stored] : store.request_outcomes()) {
+      auto reply = decode_outcome(stored.reply);
+      if (!reply) continue;
+      int64_t at_ms = stored.keep_until_us / 1000 - config.request_id_window_ms;
+      outcomes[id] = Outcome{stored.index, std::move(*reply), at_ms};
+      order.emplace_back(at_ms, id);
+    }
+    std::sort(order.begin(), order.end());
+    outcome_order.assign(order.begin(), order.end());
   }
 
   // A retry under a request id already planned gets the first outcome, once it commits.
-  bool answer_known(ReplyHandle h, const RequestId& id) {
+  bool answer_known(ReplyHandle h, const RequestId& id, const Command& retried) {
     if (id.is_nil()) return false;
     expire_outcomes(env.now_ms());
     auto it = outcomes.find(id);
     if (it == outcomes.end()) return false;
-    park_at(it->second.index, h, it->second.reply);
+    Reply reply = it->second.reply;
+    if (const auto* push = std::get_if<PushCmd>(&retried)) fill_outcome_names(*push, &reply);
+    park_at(it->second.index, h, std::move(reply));
     send_answers();
     return true;
   }
@@ -1275,6 +1303,7 @@ Status Node::start(const std::vector<FileInfo>& files) {
   n.commit = n.last_sealed = n.last_written = n.store.applied().value;
   n.open.entry.index = LogIndex(n.commit + 1);
   n.engine.load();
+  n.load_outcomes();
   n.serving = true;
   n.after_event();
   return ok_status();
@@ -1315,7 +1344,7 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       std::holds_alternative<DlqReplayCmd>(c.command) ||
       std::holds_alternative<QueueDeleteCmd>(c.command) ||
       std::holds_alternative<MessageDeleteCmd>(c.command);
-  if (logged && n.answer_known(h, c.request_id)) {
+  if (logged && n.answer_known(h, c.request_id, c.command)) {
     n.after_event();
     return;
   }

@@ -20,6 +20,7 @@ enum class EffTag : uint8_t {
   group_meta_delete = 14,
   delete_queue = 15,
   message_delete = 16,
+  request_outcome = 17,
 };
 
 void put_options(ByteWriter& w, const QueueOptions& o) {
@@ -217,6 +218,12 @@ struct EffectWriter {
     w.u64(e.pid.value);
     w.u64(e.offset.value);
   }
+  void operator()(const EffRequestOutcome& e) {
+    w.u8(static_cast<uint8_t>(EffTag::request_outcome));
+    w.uuid(e.id);
+    w.i64(e.keep_until_us);
+    w.str(e.reply);
+  }
 };
 
 bool get_effect(ByteReader& r, Effect* out) {
@@ -351,6 +358,14 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.pid = PartitionId(r.u64());
       e.offset = Offset(r.u64());
       *out = e;
+      return true;
+    }
+    case EffTag::request_outcome: {
+      EffRequestOutcome e;
+      e.id = r.uuid();
+      e.keep_until_us = r.i64();
+      e.reply = r.str();
+      *out = std::move(e);
       return true;
     }
   }

@@ -160,10 +160,20 @@ struct EffMessageDelete {
   bool operator==(const EffMessageDelete&) const = default;
 };
 
+// A command's answer under its request id, kept until keep_until_us (the request-id window),
+// so that a retry under the same id gets the same answer from whichever node leads later, and
+// after a restart. `reply` is opaque here (core/node/outcome.h encodes it).
+struct EffRequestOutcome {
+  Uuid id;
+  int64_t keep_until_us = 0;
+  std::string reply;
+  bool operator==(const EffRequestOutcome&) const = default;
+};
+
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
                             EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
                             EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
-                            EffDeleteQueue, EffMessageDelete>;
+                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome>;
 
 struct Entry {
   LogIndex index;

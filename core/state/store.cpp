@@ -200,6 +200,14 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       delete_queue(e->id);
     } else if (auto* e = std::get_if<EffMessageDelete>(&eff)) {
       delete_message(*e);
+    } else if (auto* e = std::get_if<EffRequestOutcome>(&eff)) {
+      if (auto it = outcomes_.find(e->id); it != outcomes_.end()) {
+        outcome_expiry_.erase({it->second.keep_until_us, e->id});
+        outcome_bytes_ -= it->second.reply.size();
+      }
+      outcomes_[e->id] = StoredOutcome{entry.index.value, e->keep_until_us, e->reply};
+      outcome_expiry_.insert({e->keep_until_us, e->id});
+      outcome_bytes_ += e->reply.size();
     } else if (auto* e = std::get_if<EffKvPut>(&eff)) {
       KvKey key{e->ns, e->key};
       if (auto it = kv_.find(key); it != kv_.end() && it->second.expires_us != 0)
@@ -229,6 +237,13 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
   }
   applied_ = entry.index;
   last_now_us_ = std::max(last_now_us_, entry.now_us);
+  while (!outcome_expiry_.empty() && (outcome_expiry_.begin()->first < last_now_us_ ||
+                                      outcome_bytes_ > kRequestOutcomeBytesMax)) {
+    auto it = outcomes_.find(outcome_expiry_.begin()->second);
+    outcome_bytes_ -= it->second.reply.size();
+    outcomes_.erase(it);
+    outcome_expiry_.erase(outcome_expiry_.begin());
+  }
 }
 
 }  // namespace queen

@@ -122,13 +122,23 @@ class Store {
   // Timers by due time.
   const std::set<std::pair<int64_t, TimerKey>>& timers_due() const { return timers_due_; }
 
+  // Answers recorded under request ids (EffRequestOutcome), until their keep_until_us passes
+  // an applied entry's clock; past kRequestOutcomeBytesMax the oldest go first.
+  static constexpr uint64_t kRequestOutcomeBytesMax = 64ull << 20;
+  struct StoredOutcome {
+    uint64_t index = 0;  // the entry that recorded it
+    int64_t keep_until_us = 0;
+    std::string reply;
+  };
+  const std::map<Uuid, StoredOutcome>& request_outcomes() const { return outcomes_; }
+
  private:
   void delete_queue(QueueId id);
   void delete_message(const EffMessageDelete& e);
 
   LogIndex applied_;
   int64_t last_now_us_ = 0;
-  uint64_t queue_ids_ = 0;      // ids minted so far (never reused)
+  uint64_t queue_ids_ = 0;  // ids minted so far (never reused)
   uint64_t partition_ids_ = 0;
   uint64_t dlq_ids_ = 0;
   std::map<std::string, QueueId> queue_names_;
@@ -142,6 +152,9 @@ class Store {
   std::set<std::pair<int64_t, KvKey>> kv_expiries_;
   std::map<TimerKey, TimerRow> timers_;
   std::set<std::pair<int64_t, TimerKey>> timers_due_;
+  std::map<Uuid, StoredOutcome> outcomes_;
+  std::set<std::pair<int64_t, Uuid>> outcome_expiry_;
+  uint64_t outcome_bytes_ = 0;
 };
 
 }  // namespace queen

@@ -84,9 +84,9 @@ class TestCluster {
     return -1;
   }
 
-  ReplyHandle send(int i, Command c) {
+  ReplyHandle send(int i, Command c, RequestId request = {}) {
     ReplyHandle h = ++next_handle_;
-    nodes_[i]->on_command(h, CommandEnvelope{RequestId{}, envs_[i]->now / 1000 + 30000, c});
+    nodes_[i]->on_command(h, CommandEnvelope{request, envs_[i]->now / 1000 + 30000, c});
     return h;
   }
 
@@ -295,6 +295,33 @@ TEST(Cluster, NewLeaderServesPopsOnlyAfterItsWaitAndHonoursEarlierLeases) {
   ASSERT_TRUE(c.run_until(300, [&] { return (r = c.take(l2, again)).has_value(); }));
   ASSERT_NE(as<PopReply>(r), nullptr);
   EXPECT_TRUE(as<PopReply>(r)->messages.empty());
+}
+
+TEST(Cluster, ARetryUnderTheSameRequestIdGetsTheFirstAnswerFromTheNextLeader) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  ASSERT_NE(as<PushReply>(c.push(l, "before")), nullptr);
+  RequestId request = make_uuid_v7(1, 2, 3);
+  ReplyHandle h = c.send(l, c.push_cmd("once"), request);
+  std::optional<Reply> first;
+  ASSERT_TRUE(c.run_until(500, [&] { return (first = c.take(l, h)).has_value(); }));
+  ASSERT_NE(as<PushReply>(first), nullptr);
+  ASSERT_TRUE(c.run_until(500, [&] { return c.converged(); }));
+  c.crash(l);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0; }));
+  int l2 = c.leader();
+  // The same request again (new message ids, as a client's resend would mint at the edge).
+  ReplyHandle again = c.send(l2, c.push_cmd("once"), request);
+  std::optional<Reply> second;
+  ASSERT_TRUE(c.run_until(500, [&] { return (second = c.take(l2, again)).has_value(); }));
+  const PushReply* a = as<PushReply>(first);
+  const PushReply* b = as<PushReply>(second);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->results.at(0).status, PushStatus::queued) << "the recorded outcome, not a dedup";
+  EXPECT_EQ(b->results.at(0).message_id, a->results.at(0).message_id);
+  EXPECT_EQ(b->results.at(0).offset, a->results.at(0).offset);
+  EXPECT_EQ(c.payloads(l2).size(), 2u);
 }
 
 // ---------------------------------------------------------------------------- pieces

@@ -104,8 +104,7 @@ TEST(Recovery, LogsRollAtTheSegmentSize) {
   auto msgs = h.node().read_messages(h.node().store().partition("q", "p")->id, Offset(0), 100);
   ASSERT_TRUE(msgs.ok());
   ASSERT_EQ(msgs.value().size(), 20u);
-  for (int i = 0; i < 20; ++i)
-    EXPECT_EQ(msgs.value()[i].transaction_id, "m" + std::to_string(i));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(msgs.value()[i].transaction_id, "m" + std::to_string(i));
 }
 
 TEST(Recovery, ReportsProgressForALargeLog) {
@@ -118,6 +117,30 @@ TEST(Recovery, ReportsProgressForALargeLog) {
   ASSERT_FALSE(h.env.logs.empty());
   EXPECT_NE(h.env.logs.front().find("recovery: scanning"), std::string::npos);
   EXPECT_NE(h.env.logs.back().find("replayed"), std::string::npos);
+}
+
+TEST(Recovery, ARequestIdRetriedAfterARestartGetsTheRecordedAnswer) {
+  Harness h;
+  RequestId request = make_uuid_v7(1, 2, 3);
+  auto send = [&](const std::string& txn) {
+    ReplyHandle handle = 1000 + h.env.replies.size() + h.env.now % 1000;
+    h.node().on_command(
+        handle, CommandEnvelope{request, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {txn})});
+    h.env.run();
+    h.env.advance_ms(10);
+    auto r = h.take(handle);
+    QUEEN_ASSERT(r.has_value(), "no reply");
+    return std::get<PushReply>(r->body);
+  };
+  PushReply first = send("a");
+  h.env.crash();
+  h.restart();
+  PushReply again = send("a");
+  ASSERT_EQ(again.results.size(), 1u);
+  EXPECT_EQ(again.results[0].status, PushStatus::queued);
+  EXPECT_EQ(again.results[0].message_id, first.results[0].message_id);
+  EXPECT_EQ(again.results[0].offset, first.results[0].offset);
+  EXPECT_EQ(h.node().store().partition("q", "p")->next_offset, Offset(1));
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// The binary form of a command's answer kept under its request id (EffRequestOutcome), so a
+// retry under that id is answered the same after a restart or a leader change. Push answers
+// are kept; other kinds encode to nothing and stay in the leader's memory only.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/node/command.h"
+
+namespace queen {
+
+// Empty when the reply's kind is not kept. A push result keeps its status, message id,
+// partition id and offset (33 bytes); the names come back from the retried command.
+std::string encode_outcome(const Reply& reply);
+std::optional<Reply> decode_outcome(const std::string& bytes);
+// Fills the names a decoded push outcome left out from the command retried under its id.
+void fill_outcome_names(const PushCmd& retried, Reply* reply);
+
+}  // namespace queen
