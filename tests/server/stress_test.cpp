@@ -192,7 +192,12 @@ TEST(Stress, SixtyFourClientsUnderAdmissionPressure) {
   EXPECT_GT(tally.answered.size(), 0u);
   EXPECT_TRUE(tally.unexpected.empty()) << tally.unexpected.front();
   EXPECT_EQ(tally.transport_errors.load(), 0);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine: the RSS cannot return to idle.
+  (void)settled;
+#else
   EXPECT_TRUE(settled) << "RSS " << after_kb << " kB, idle " << idle_kb << " kB";
+#endif
 }
 
 }  // namespace
