@@ -7,7 +7,9 @@
 #      regression seeds;
 #   3. proofs/check.sh: the SPIN models and their mutants;
 #   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang build in build-fuzz/);
-#   5. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
+#   5. scripts/sanitize.sh tsan: the multi-threaded server tests under ThreadSanitizer (its
+#      own build in build-tsan/; any report fails the run);
+#   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -26,6 +28,8 @@ fi
 bash proofs/check.sh
 step "fuzz"
 bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-15}"
+step "sanitizers: the multi-threaded server tests under TSan"
+bash scripts/sanitize.sh tsan
 step "bench smoke"
 bash bench/run.sh smoke
 step "done"
