@@ -4,6 +4,8 @@
 # A long run: scripts/fuzz.sh 3600. Targets: the qlog record and entry decoders, the Raft
 # message decoder, the recovery scan, HTTP parsing and routing (http_fuzz) and every JSON
 # command parser of the edge (json_fuzz).
+# The same tree holds the core tests and the simulator under ASan+UBSan (scripts/sanitize.sh
+# asan-core runs them); `scripts/fuzz.sh --build-only` builds the tree and runs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
@@ -15,7 +17,8 @@ if ((${#need[@]})); then
 fi
 cmake -S . -B build-fuzz -G Ninja -DQUEEN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build build-fuzz -j2
+cmake --build build-fuzz -j"${QUEEN_JOBS:-2}"
+[[ "$seconds" == "--build-only" ]] && exit 0
 for target in record_fuzz raft_message_fuzz recovery_fuzz http_fuzz json_fuzz; do
   work=$(mktemp -d)
   cp fuzz/corpus/$target/* "$work"/

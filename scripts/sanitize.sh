@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds and runs the tests under the sanitizers:
-#   build-asan/ (gcc, -DQUEEN_SANITIZE=address,undefined): the core tests, the server tests
-#     (their `queen` child processes are sanitized too) and `queen-sim --seeds 1-50 --quiet`;
-#   build-tsan/ (gcc, -DQUEEN_SANITIZE=thread): the multi-threaded server tests.
+#   asan: build-asan/ (gcc, -DQUEEN_SANITIZE=address,undefined): the core tests, the server
+#     tests (their `queen` child processes are sanitized too) and 50 simulator seeds. Long:
+#     about 45 minutes on 2 cores.
+#   asan-core: build-fuzz/ (clang, ASan+UBSan, the tree scripts/fuzz.sh also uses): the core
+#     unit and property tests and a bounded simulator run of 1, 3 and 5 nodes. CI runs this.
+#   tsan: build-tsan/ (gcc, -DQUEEN_SANITIZE=thread): the multi-threaded server tests.
 # Every sanitized process, children included, writes its reports under a reports folder;
 # any report, or any failing run, fails the script. Prints the wall time it took.
 #
-# usage: scripts/sanitize.sh [asan|tsan|all]
+# usage: scripts/sanitize.sh [asan|asan-core|tsan|ci|all]   (ci = asan-core, then tsan)
 #   QUEEN_SANITIZE_ROOT  where build-asan/ and build-tsan/ go (default: the repository)
 #   QUEEN_JOBS           parallel compile jobs (default 2)
 set -uo pipefail
@@ -63,6 +66,21 @@ asan() {
   check_reports ubsan
 }
 
+asan_core() {
+  local dir=build-fuzz
+  QUEEN_JOBS=$jobs bash scripts/fuzz.sh --build-only >"$reports/build-fuzz.log" 2>&1 ||
+    { fail "asan-core build"; grep -E 'error|FAILED' "$reports/build-fuzz.log" | head -n 20; return; }
+  export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1"
+  run asan-core "$dir/tests/queen_core_tests"
+  run asan-sim1 "$dir/sim/queen-sim" --seeds 1-50 --quiet
+  run asan-sim3 "$dir/sim/queen-sim" --nodes 3 --seeds 1-20 --quiet
+  run asan-sim5 "$dir/sim/queen-sim" --nodes 5 --seeds 1-5 --quiet
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  check_reports asan
+  check_reports ubsan
+}
+
 tsan() {
   local dir=$root/build-tsan
   configure_and_build "$dir" thread queen_server_tests || { fail "tsan build"; return; }
@@ -75,9 +93,11 @@ tsan() {
 reports=$(mktemp -d /tmp/queen-sanitize-XXXXXX)
 case "$mode" in
   asan) asan ;;
+  asan-core) asan_core ;;
   tsan) tsan ;;
+  ci) asan_core; tsan ;;
   all) asan; tsan ;;
-  *) echo "usage: scripts/sanitize.sh [asan|tsan|all]"; exit 2 ;;
+  *) echo "usage: scripts/sanitize.sh [asan|asan-core|tsan|ci|all]"; exit 2 ;;
 esac
 elapsed=$(($(date +%s) - start))
 echo "sanitize: $mode took ${elapsed}s wall time (reports and outputs in $reports)"

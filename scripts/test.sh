@@ -6,9 +6,11 @@
 #   2. scripts/sim-ci.sh: 300 simulator seeds twice (determinism), every mutant, the
 #      regression seeds;
 #   3. proofs/check.sh: the SPIN models and their mutants;
-#   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang build in build-fuzz/);
-#   5. scripts/sanitize.sh tsan: the multi-threaded server tests under ThreadSanitizer (its
-#      own build in build-tsan/; any report fails the run);
+#   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang ASan+UBSan build in
+#      build-fuzz/);
+#   5. scripts/sanitize.sh ci: from that same build, the core unit and property tests and a
+#      bounded simulator run (1, 3 and 5 nodes) under ASan+UBSan; then the multi-threaded
+#      server tests under ThreadSanitizer (build-tsan/). Any sanitizer report fails the run;
 #   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +30,8 @@ fi
 bash proofs/check.sh
 step "fuzz"
 bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-15}"
-step "sanitizers: the multi-threaded server tests under TSan"
-bash scripts/sanitize.sh tsan
+step "sanitizers: core tests and simulator under ASan+UBSan, server tests under TSan"
+bash scripts/sanitize.sh ci
 step "bench smoke"
 bash bench/run.sh smoke
 step "done"
