@@ -13,38 +13,68 @@ namespace queen::server {
 
 // ---------- admission ----------
 
-std::optional<uint64_t> Admission::acquire(uint64_t permit, Granted granted) {
+std::optional<uint64_t> Admission::acquire(AdmitPermit permit, Granted granted) {
   std::lock_guard lock(mutex_);
-  if (waiters_.empty() && in_use_ + permit <= budget_) {
-    in_use_ += permit;
+  Holder& holder = holders_[permit.source];
+  if (waiting_ == 0 && in_use_ + permit.bytes <= budget_) {
+    in_use_ += permit.bytes;
+    holder.in_use += permit.bytes;
     return std::nullopt;
   }
   uint64_t ticket = next_ticket_++;
-  waiters_.push_back(Waiter{ticket, permit, std::move(granted)});
+  holder.waiters.push_back(Waiter{ticket, permit.bytes, std::move(granted)});
+  waiting_++;
   return ticket;
 }
 
 bool Admission::withdraw(uint64_t ticket) {
   std::lock_guard lock(mutex_);
-  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-    if (it->ticket != ticket) continue;
-    waiters_.erase(it);
-    return true;
+  for (auto h = holders_.begin(); h != holders_.end(); ++h) {
+    auto& waiters = h->second.waiters;
+    for (auto it = waiters.begin(); it != waiters.end(); ++it) {
+      if (it->ticket != ticket) continue;
+      waiters.erase(it);
+      waiting_--;
+      forget_if_idle_locked(h);
+      return true;
+    }
   }
   return false;
 }
 
-void Admission::release(uint64_t permit) {
-  if (permit == 0) return;
+std::optional<Admission::Granted> Admission::grant_next_locked() {
+  auto next = holders_.end();
+  for (auto h = holders_.begin(); h != holders_.end(); ++h) {
+    if (h->second.waiters.empty()) continue;
+    if (next == holders_.end() || h->second.in_use < next->second.in_use) next = h;
+  }
+  if (next == holders_.end()) return std::nullopt;
+  Waiter& head = next->second.waiters.front();
+  if (in_use_ + head.bytes > budget_) return std::nullopt;
+  in_use_ += head.bytes;
+  next->second.in_use += head.bytes;
+  Granted granted = std::move(head.granted);
+  next->second.waiters.pop_front();
+  waiting_--;
+  return granted;
+}
+
+void Admission::forget_if_idle_locked(std::map<AdmitSource, Holder>::iterator it) {
+  if (it->second.in_use == 0 && it->second.waiters.empty()) holders_.erase(it);
+}
+
+void Admission::release(AdmitPermit permit) {
+  if (permit.bytes == 0) return;
   std::vector<Granted> ready;
   {
     std::lock_guard lock(mutex_);
-    in_use_ -= std::min(permit, in_use_);
-    while (!waiters_.empty() && in_use_ + waiters_.front().permit <= budget_) {
-      in_use_ += waiters_.front().permit;
-      ready.push_back(std::move(waiters_.front().granted));
-      waiters_.pop_front();
+    in_use_ -= std::min(permit.bytes, in_use_);
+    auto it = holders_.find(permit.source);
+    if (it != holders_.end()) {
+      it->second.in_use -= std::min(permit.bytes, it->second.in_use);
+      forget_if_idle_locked(it);
     }
+    while (auto granted = grant_next_locked()) ready.push_back(std::move(*granted));
   }
   for (auto& g : ready) g();
 }
@@ -54,9 +84,15 @@ uint64_t Admission::in_use() const {
   return in_use_;
 }
 
+uint64_t Admission::in_use_by(AdmitSource source) const {
+  std::lock_guard lock(mutex_);
+  auto it = holders_.find(source);
+  return it == holders_.end() ? 0 : it->second.in_use;
+}
+
 size_t Admission::waiting() const {
   std::lock_guard lock(mutex_);
-  return waiters_.size();
+  return waiting_;
 }
 
 // ---------- disk gate ----------

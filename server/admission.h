@@ -4,9 +4,14 @@
 //
 // Contract:
 // - Admission: a request takes min(bytes, budget) bytes of the budget before its body is
-//   read and gives them back once its answer is sent (or its connection dies). Waiters are
-//   granted in arrival order; a waiter that gives up (its hold elapsed) takes nothing. A
-//   budget of 0 turns admission off: every acquire is granted at once.
+//   read and gives them back once its answer is sent (or its connection dies). A budget of 0
+//   turns admission off: every acquire is granted at once.
+// - Fair share: every permit names its source, the node's own clients (kLocalClients) or the
+//   peer a request was forwarded from. While requests wait, room that frees up goes to the
+//   waiting source holding the fewest bytes (ties: the lowest source), first come first
+//   served within a source. So under contention each source converges to an equal share of
+//   the budget, and a follower forwarding a flood cannot starve the leader's own clients (or
+//   another follower's). A waiter that gives up (its hold elapsed) takes nothing.
 // - DiskGate: full() turns on when the measured use is at or above high_pct and off again
 //   only once it is below low_pct. The measurement is statvfs of the data folder, or, when a
 //   test names a file, the integer percentage written in that file.
@@ -17,11 +22,21 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 
 namespace queen::server {
+
+// Who a permit is held for: 0 for the node's own clients, else the forwarding peer's node id.
+using AdmitSource = uint64_t;
+constexpr AdmitSource kLocalClients = 0;
+
+struct AdmitPermit {
+  uint64_t bytes = 0;
+  AdmitSource source = kLocalClients;
+};
 
 class Admission {
  public:
@@ -30,30 +45,43 @@ class Admission {
   explicit Admission(uint64_t budget_bytes) : budget_(budget_bytes) {}
 
   bool enabled() const { return budget_ > 0; }
-  // The bytes a request of `bytes` takes: at most the whole budget.
-  uint64_t permit_for(uint64_t bytes) const { return bytes < budget_ ? bytes : budget_; }
-  // Takes `permit` bytes now (nullopt) or queues the request and returns its ticket;
-  // `granted` then runs, on the thread that released room, once the bytes are taken.
-  std::optional<uint64_t> acquire(uint64_t permit, Granted granted);
+  // The permit a request of `bytes` from `source` takes: at most the whole budget.
+  AdmitPermit permit_for(uint64_t bytes, AdmitSource source = kLocalClients) const {
+    return AdmitPermit{bytes < budget_ ? bytes : budget_, source};
+  }
+  // Takes the permit now (nullopt) or queues the request and returns its ticket; `granted`
+  // then runs, on the thread that released room, once the bytes are taken.
+  std::optional<uint64_t> acquire(AdmitPermit permit, Granted granted);
   // The queued request gives up: true when it was still queued (so nothing was taken).
   bool withdraw(uint64_t ticket);
-  void release(uint64_t permit);
+  void release(AdmitPermit permit);
 
   uint64_t in_use() const;
+  uint64_t in_use_by(AdmitSource source) const;
   size_t waiting() const;
 
  private:
   struct Waiter {
     uint64_t ticket;
-    uint64_t permit;
+    uint64_t bytes;
     Granted granted;
   };
+  struct Holder {
+    uint64_t in_use = 0;
+    std::deque<Waiter> waiters;  // arrival order
+  };
+
+  // The next waiter to grant (its bytes taken), or nullopt: the head of the waiting source
+  // holding the fewest bytes, if it fits.
+  std::optional<Granted> grant_next_locked();
+  void forget_if_idle_locked(std::map<AdmitSource, Holder>::iterator it);
 
   const uint64_t budget_;
   mutable std::mutex mutex_;
   uint64_t in_use_ = 0;
+  size_t waiting_ = 0;
   uint64_t next_ticket_ = 1;
-  std::deque<Waiter> waiters_;  // arrival order
+  std::map<AdmitSource, Holder> holders_;  // sources holding bytes or waiting
 };
 
 struct DiskGateOptions {

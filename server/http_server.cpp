@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -94,7 +95,7 @@ struct Pending {
   http::request<http::string_body> request;
   std::optional<HttpAnswer> refusal;  // 413 / 400 / 429 before the body; the connection closes
   bool refusal_json = false;
-  uint64_t permit = 0;  // admission bytes held until the answer is written
+  AdmitPermit permit;  // admission bytes held until the answer is written
 };
 
 using std::chrono::milliseconds;
@@ -132,9 +133,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   ~Session() override {
     cancel_held();
-    uint64_t permits = reading_permit_;
-    for (const Pending& p : pending_) permits += p.permit;
-    shared_->admission.release(permits);
+    shared_->admission.release(reading_permit_);
+    for (const Pending& p : pending_) shared_->admission.release(p.permit);
     shared_->connections.fetch_sub(1);
   }
 
@@ -170,40 +170,46 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     return forward_to(e->leader, std::move(copy), fallback, until, kForwardAttemptsMax);
   }
 
+  void on_forwarded(std::optional<ForwardResponse> res, uint64_t leader,
+                    std::shared_ptr<ForwardRequest> request, std::shared_ptr<HttpAnswer> fallback,
+                    std::chrono::steady_clock::time_point until, int attempts_left) {
+    if (closed_) return;
+    if (!res) return write_answer(*fallback, "application/json");
+    if (res->result_int() == 503 && attempts_left > 1) {
+      auto body = nlohmann::json::parse(res->body(), nullptr, false);
+      uint64_t next =
+          body.is_object() && body.contains("leader") && body["leader"].is_number_unsigned()
+              ? body["leader"].get<uint64_t>()
+              : 0;
+      if (next != 0 && next != leader &&
+          forward_to(next, request, fallback, until, attempts_left - 1))
+        return;
+    }
+    HttpAnswer a(res->result_int(), std::move(res->body()));
+    auto retry = (*res)[http::field::retry_after];
+    if (!retry.empty()) a.retry_after_s = std::atoi(std::string(retry).c_str());
+    a.etag = std::string((*res)[http::field::etag]);
+    std::string type((*res)[http::field::content_type]);
+    write_answer(a, type.empty() ? "application/json" : type.c_str());
+  }
+
   // One attempt; a leader that answers "503 retry, the leader is now M" (it lost leadership
   // meanwhile) gets the request sent on to M, until the attempts or the deadline run out.
   bool forward_to(uint64_t leader, std::shared_ptr<ForwardRequest> request,
-                  std::shared_ptr<HttpAnswer> fallback,
-                  std::chrono::steady_clock::time_point until, int attempts_left) {
+                  std::shared_ptr<HttpAnswer> fallback, std::chrono::steady_clock::time_point until,
+                  int attempts_left) {
     const auto& fwd = *shared_->options.forward;
     auto to = fwd.nodes.find(leader);
     if (to == fwd.nodes.end() || leader == fwd.self_id) return false;
-    int64_t left_ms = std::chrono::duration_cast<milliseconds>(
-                          until - std::chrono::steady_clock::now()).count();
+    int64_t left_ms =
+        std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()).count();
     if (left_ms <= 0) return false;
-    forward_request(
-        stream_.get_executor(), to->second, *request, left_ms,
-        [self = shared_from_this(), request, fallback, until, attempts_left,
-         leader](std::optional<ForwardResponse> res) {
-          if (self->closed_) return;
-          if (!res) return self->write_answer(*fallback, "application/json");
-          if (res->result_int() == 503 && attempts_left > 1) {
-            auto body = nlohmann::json::parse(res->body(), nullptr, false);
-            uint64_t next = body.is_object() && body.contains("leader") &&
-                                    body["leader"].is_number_unsigned()
-                                ? body["leader"].get<uint64_t>()
-                                : 0;
-            if (next != 0 && next != leader &&
-                self->forward_to(next, request, fallback, until, attempts_left - 1))
-              return;
-          }
-          HttpAnswer a(res->result_int(), std::move(res->body()));
-          auto retry = (*res)[http::field::retry_after];
-          if (!retry.empty()) a.retry_after_s = std::atoi(std::string(retry).c_str());
-          a.etag = std::string((*res)[http::field::etag]);
-          std::string type((*res)[http::field::content_type]);
-          self->write_answer(a, type.empty() ? "application/json" : type.c_str());
-        });
+    forward_request(stream_.get_executor(), to->second, *request, left_ms,
+                    [self = shared_from_this(), request, fallback, until, attempts_left,
+                     leader](std::optional<ForwardResponse> res) {
+                      self->on_forwarded(std::move(res), leader, request, fallback, until,
+                                         attempts_left);
+                    });
     return true;
   }
 
@@ -258,7 +264,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     uint64_t bytes =
         parser_->content_length().value_or(parser_->chunked() ? kChunkedPermitBytes : 0);
     if (!admission.enabled() || bytes == 0) return after_admitted();
-    uint64_t permit = admission.permit_for(bytes);
+    AdmitPermit permit = admission.permit_for(bytes, admit_source());
     auto ticket = admission.acquire(permit, [self = shared_from_this(), permit] {
       asio::post(self->stream_.get_executor(), [self, permit] { self->on_admitted(permit); });
     });
@@ -274,7 +280,19 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     });
   }
 
-  void on_admitted(uint64_t permit) {
+  // Whose share a request takes: the peer that forwarded it, or this node's clients.
+  AdmitSource admit_source() const {
+    const auto& fwd = shared_->options.forward;
+    auto header = parser_->get()[kForwardedHeader];
+    if (!fwd || header.empty()) return kLocalClients;
+    uint64_t id = 0;
+    auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), id);
+    bool peer = ec == std::errc() && end == header.data() + header.size() && id != fwd->self_id &&
+                fwd->nodes.count(id) > 0;
+    return peer ? id : kLocalClients;
+  }
+
+  void on_admitted(AdmitPermit permit) {
     admit_ticket_.reset();
     hold_timer_.cancel();
     reading_permit_ = permit;
@@ -322,7 +340,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   void on_read(beast::error_code ec) {
     reading_ = false;
-    uint64_t permit = std::exchange(reading_permit_, 0);
+    AdmitPermit permit = std::exchange(reading_permit_, AdmitPermit{});
     if (ec == http::error::body_limit) {
       refuse(plain_answer(413, "Payload Too Large"), false, permit);
     } else if (ec == http::error::header_limit) {
@@ -347,7 +365,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   // The request cannot be read on: answer it in turn, then close the connection.
-  void refuse(HttpAnswer answer, bool json, uint64_t permit = 0) {
+  void refuse(HttpAnswer answer, bool json, AdmitPermit permit = {}) {
     read_closed_ = true;
     Pending p;
     p.request.version(11);
@@ -399,9 +417,9 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         return write_answer(*denied, "application/json");
       }
     }
-    if (shared_->disk.full() && grows_storage(std::string_view(method.data(), method.size()),
-                                              std::string_view(target.data(), target.size()),
-                                              req.body())) {
+    if (shared_->disk.full() &&
+        grows_storage(std::string_view(method.data(), method.size()),
+                      std::string_view(target.data(), target.size()), req.body())) {
       release_body(front);
       return write_answer(
           error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),
@@ -523,7 +541,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   asio::steady_timer hold_timer_;         // the admission hold of the request being read
   asio::steady_timer deadline_timer_;     // the deadline of the request held at the node
   std::optional<uint64_t> admit_ticket_;  // waiting for admission
-  uint64_t reading_permit_ = 0;           // admission bytes of the request being read
+  AdmitPermit reading_permit_;            // admission bytes of the request being read
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<Pending> pending_;  // read, not yet answered; the front is being answered
