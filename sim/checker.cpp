@@ -471,10 +471,10 @@ void Checker::txn_answered(ReplyHandle h, uint64_t attempt, const TxnCmd& cmd, c
     auto [fit, fresh] = txn_first_answer_.try_emplace(request_id, *r, starts_);
     if (!fresh &&
         (fit->second.first.success != r->success || fit->second.first.reason != r->reason)) {
-      if (fit->second.second != starts_) {
-        // Outcomes are kept in memory only: after a restart a retry is planned afresh (and
-        // rolled back, its ack already applied or its output a duplicate).
-        world_.count("request_outcome_forgotten");
+      if (fit->second.second != starts_ && !fit->second.first.success) {
+        // A rollback logs nothing, so its outcome is not kept past a restart or a leader
+        // change: a retry is planned afresh. A commit's outcome is logged with its entry.
+        world_.count("txn_rollback_replanned");
       } else {
         fail(kInv3, strf("transaction request %s retried: first answered success=%d %s, now "
                          "success=%d %s",

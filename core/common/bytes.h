@@ -51,6 +51,8 @@ class ByteReader {
   explicit ByteReader(const Bytes& b) : p_(b.data()), n_(b.size()) {}
   bool ok() const { return ok_; }
   size_t left() const { return ok_ ? n_ - pos_ : 0; }
+  // Marks the input bad (a decoder found a value out of range): every later read fails.
+  void invalidate() { ok_ = false; }
   size_t pos() const { return pos_; }
   uint8_t u8() {
     uint8_t v = 0;

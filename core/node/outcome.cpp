@@ -6,17 +6,215 @@ namespace queen {
 namespace {
 
 constexpr uint8_t kPushOutcome = 1;
+constexpr uint8_t kTxnOutcome = 2;
+constexpr uint8_t kKvOutcome = 3;
+constexpr uint8_t kLockOutcome = 4;
+constexpr uint8_t kTimerOutcome = 5;
 
-}  // namespace
+// One walk over a reply's fields serves both directions: Put writes each field, Get reads it
+// back in place. A list's minimum element size (what count() bounds a corrupt count by) is
+// the size of its element with every string and list empty. Enums are checked against their
+// last value so a corrupt byte fails decoding.
+struct Put {
+  ByteWriter w;
+  void u32(uint32_t& v) { w.u32(v); }
+  void u64(uint64_t& v) { w.u64(v); }
+  void i64(int64_t& v) { w.i64(v); }
+  void flag(bool& v) { w.u8(v ? 1 : 0); }
+  void str(std::string& v) { w.str(v); }
+  void uuid(Uuid& v) { w.uuid(v); }
+  template <class E>
+  void enumeration(E& v, E) {
+    w.u8(static_cast<uint8_t>(v));
+  }
+  template <class T, class F>
+  void list(std::vector<T>& v, size_t, F each) {
+    w.u32(static_cast<uint32_t>(v.size()));
+    for (T& x : v) each(*this, x);
+  }
+};
 
-std::string encode_outcome(const Reply& reply) {
-  const auto* push = std::get_if<PushReply>(&reply.body);
-  if (!push || push->refused) return {};
+struct Get {
+  ByteReader r;
+  void u32(uint32_t& v) { v = r.u32(); }
+  void u64(uint64_t& v) { v = r.u64(); }
+  void i64(int64_t& v) { v = r.i64(); }
+  void flag(bool& v) { v = r.u8() != 0; }
+  void str(std::string& v) { v = r.str(); }
+  void uuid(Uuid& v) { v = r.uuid(); }
+  template <class E>
+  void enumeration(E& v, E last) {
+    uint8_t b = r.u8();
+    if (b > static_cast<uint8_t>(last)) {
+      r.invalidate();
+      b = 0;
+    }
+    v = static_cast<E>(b);
+  }
+  template <class T, class F>
+  void list(std::vector<T>& v, size_t min_elem_bytes, F each) {
+    uint32_t n = r.count(min_elem_bytes);
+    v.resize(n);
+    for (T& x : v) each(*this, x);
+  }
+};
+
+template <class C>
+void walk(C& c, std::string& s) {
+  c.str(s);
+}
+
+template <class C>
+void walk(C& c, PushResult& x) {
+  c.u32(x.index);
+  c.enumeration(x.status, PushStatus::error);
+  c.uuid(x.message_id);
+  c.str(x.transaction_id);
+  c.str(x.queue);
+  c.str(x.partition);
+  c.u64(x.partition_id.value);
+  c.u64(x.offset.value);
+  c.str(x.error);
+}
+
+template <class C>
+void walk(C& c, AckResult& x) {
+  c.u32(x.index);
+  c.str(x.transaction_id);
+  c.flag(x.success);
+  c.str(x.error);
+  c.flag(x.lease_released);
+  c.flag(x.dlq);
+  c.flag(x.noop);
+  c.str(x.queue);
+  c.str(x.partition);
+}
+
+template <class C>
+void walk(C& c, KvRowView& x) {
+  c.str(x.key);
+  c.str(x.value);
+  c.u64(x.version);
+  c.i64(x.expires_us);
+  c.i64(x.updated_us);
+}
+
+template <class C>
+void walk(C& c, KvResult& x) {
+  c.u32(x.index);
+  c.enumeration(x.op, KvOpKind::check);
+  c.flag(x.applied);
+  c.str(x.reason);
+  c.flag(x.found);
+  walk(c, x.row);
+  c.list(x.rows, 32, [](C& c, KvRowView& row) { walk(c, row); });
+  c.list(x.missing, 4, [](C& c, std::string& m) { walk(c, m); });
+  c.flag(x.truncated);
+  c.str(x.next_after);
+}
+
+template <class C>
+void walk(C& c, TimerResult& x) {
+  c.u32(x.index);
+  c.flag(x.ok);
+  c.str(x.status);
+  c.str(x.queue);
+  c.str(x.timer_key);
+  c.str(x.txn);
+  c.uuid(x.message_id);
+  c.i64(x.deliver_at_us);
+}
+
+template <class C>
+void walk(C& c, LockHolder& x) {
+  c.u32(x.slot);
+  c.str(x.owner);
+  c.u64(x.token);
+  c.i64(x.expires_us);
+}
+
+template <class C>
+void walk(C& c, LockResult& x) {
+  c.u32(x.index);
+  c.enumeration(x.op, LockOpKind::get);
+  c.flag(x.ok);
+  c.flag(x.already);
+  c.str(x.reason);
+  c.str(x.name);
+  c.u32(x.slot);
+  c.u64(x.token);
+  c.str(x.owner);
+  c.i64(x.expires_us);
+  c.list(x.holders, 24, [](C& c, LockHolder& h) { walk(c, h); });
+}
+
+template <class C>
+void walk(C& c, TxnResult& x) {
+  c.u32(x.index);
+  c.enumeration(x.type, TxnResultType::position);
+  c.u32(x.op_index);
+  c.flag(x.success);
+  walk(c, x.ack);
+  c.list(x.pushes, 53, [](C& c, PushResult& p) { walk(c, p); });
+  walk(c, x.kv);
+  walk(c, x.timer);
+}
+
+template <class C>
+void walk(C& c, TxnReply& x) {
+  c.uuid(x.transaction_id);
+  c.flag(x.success);
+  c.str(x.reason);
+  c.str(x.error);
+  c.list(x.results, 40, [](C& c, TxnResult& r) { walk(c, r); });
+  c.u32(x.failed_index);
+  c.str(x.kv_reason);
+  walk(c, x.failed_row);
+}
+
+template <class C>
+void walk(C& c, KvReply& x) {
+  c.flag(x.ok);
+  c.list(x.results, 40, [](C& c, KvResult& r) { walk(c, r); });
+  c.u32(x.failed_index);
+  c.str(x.kv_reason);
+  walk(c, x.failed_row);
+}
+
+template <class C>
+void walk(C& c, LockReply& x) {
+  c.list(x.results, 40, [](C& c, LockResult& r) { walk(c, r); });
+}
+
+template <class C>
+void walk(C& c, TimerReply& x) {
+  c.list(x.results, 40, [](C& c, TimerResult& r) { walk(c, r); });
+}
+
+template <class R>
+std::string put_tagged(uint8_t tag, R reply) {  // a copy: the walk takes its fields by reference
+  Bytes out;
+  Put put{ByteWriter(&out)};
+  put.w.u8(tag);
+  walk(put, reply);
+  return std::string(out.begin(), out.end());
+}
+
+template <class R>
+std::optional<Reply> get_tagged(ByteReader r) {
+  Get get{r};
+  R reply;
+  walk(get, reply);
+  if (!get.r.ok() || get.r.left() != 0) return std::nullopt;
+  return Reply{std::move(reply)};
+}
+
+std::string encode_push(const PushReply& push) {
   Bytes out;
   ByteWriter w(&out);
   w.u8(kPushOutcome);
-  w.u32(static_cast<uint32_t>(push->results.size()));
-  for (const PushResult& r : push->results) {
+  w.u32(static_cast<uint32_t>(push.results.size()));
+  for (const PushResult& r : push.results) {
     w.u8(static_cast<uint8_t>(r.status));
     w.uuid(r.message_id);
     w.u64(r.partition_id.value);
@@ -26,9 +224,7 @@ std::string encode_outcome(const Reply& reply) {
   return std::string(out.begin(), out.end());
 }
 
-std::optional<Reply> decode_outcome(const std::string& bytes) {
-  ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  if (r.u8() != kPushOutcome) return std::nullopt;
+std::optional<Reply> decode_push(ByteReader r) {
   PushReply push;
   uint32_t n = r.count(33);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
@@ -45,6 +241,38 @@ std::optional<Reply> decode_outcome(const std::string& bytes) {
   }
   if (!r.ok() || r.left() != 0) return std::nullopt;
   return Reply{std::move(push)};
+}
+
+}  // namespace
+
+std::string encode_outcome(const Reply& reply) {
+  if (const auto* push = std::get_if<PushReply>(&reply.body))
+    return push->refused ? std::string() : encode_push(*push);
+  if (const auto* txn = std::get_if<TxnReply>(&reply.body)) return put_tagged(kTxnOutcome, *txn);
+  if (const auto* kv = std::get_if<KvReply>(&reply.body)) return put_tagged(kKvOutcome, *kv);
+  if (const auto* lock = std::get_if<LockReply>(&reply.body))
+    return put_tagged(kLockOutcome, *lock);
+  if (const auto* timer = std::get_if<TimerReply>(&reply.body))
+    return put_tagged(kTimerOutcome, *timer);
+  return {};
+}
+
+std::optional<Reply> decode_outcome(const std::string& bytes) {
+  ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  switch (r.u8()) {
+    case kPushOutcome:
+      return decode_push(r);
+    case kTxnOutcome:
+      return get_tagged<TxnReply>(r);
+    case kKvOutcome:
+      return get_tagged<KvReply>(r);
+    case kLockOutcome:
+      return get_tagged<LockReply>(r);
+    case kTimerOutcome:
+      return get_tagged<TimerReply>(r);
+    default:
+      return std::nullopt;
+  }
 }
 
 void fill_outcome_names(const PushCmd& retried, Reply* reply) {

@@ -1,6 +1,7 @@
 // The binary form of a command's answer kept under its request id (EffRequestOutcome), so a
-// retry under that id is answered the same after a restart or a leader change. Push answers
-// are kept; other kinds encode to nothing and stay in the leader's memory only.
+// retry under that id is answered the same after a restart or a leader change. Push,
+// transaction, KV, lock and timer answers are kept; other kinds encode to nothing and stay in
+// the leader's memory only (they are idempotent: configure, deletes, DLQ replay).
 #pragma once
 
 #include <optional>
@@ -11,7 +12,8 @@
 namespace queen {
 
 // Empty when the reply's kind is not kept. A push result keeps its status, message id,
-// partition id and offset (33 bytes); the names come back from the retried command.
+// partition id and offset (33 bytes); the names come back from the retried command. The
+// other kinds keep every field of their reply.
 std::string encode_outcome(const Reply& reply);
 std::optional<Reply> decode_outcome(const std::string& bytes);
 // Fills the names a decoded push outcome left out from the command retried under its id.

@@ -143,5 +143,38 @@ TEST(Recovery, ARequestIdRetriedAfterARestartGetsTheRecordedAnswer) {
   EXPECT_EQ(h.node().store().partition("q", "p")->next_offset, Offset(1));
 }
 
+// A KV incr is not idempotent: a retry planned afresh would count twice. Its logged outcome
+// answers the retry after a restart with the first value and version, and counts once.
+TEST(Recovery, AKvIncrRetriedAfterARestartGetsTheRecordedAnswerAndCountsOnce) {
+  Harness h;
+  RequestId request = make_uuid_v7(4, 5, 6);
+  KvOp inc;
+  inc.op = KvOpKind::incr;
+  inc.ns = "counters";
+  inc.key = "visits";
+  inc.forever = true;
+  auto send = [&](const RequestId& id) {
+    ReplyHandle handle = 2000 + h.env.replies.size() + h.env.now % 1000;
+    h.node().on_command(handle, CommandEnvelope{id, h.env.now / 1000 + 30000, KvCmd{{inc}}});
+    h.env.run();
+    h.env.advance_ms(10);
+    auto r = h.take(handle);
+    QUEEN_ASSERT(r.has_value(), "no reply");
+    return std::get<KvReply>(r->body);
+  };
+  KvReply first = send(request);
+  ASSERT_EQ(first.results.size(), 1u);
+  ASSERT_TRUE(first.results[0].applied);
+  EXPECT_EQ(first.results[0].row.value, "1");
+  h.env.crash();
+  h.restart();
+  KvReply again = send(request);
+  ASSERT_EQ(again.results.size(), 1u);
+  EXPECT_EQ(again.results[0].row.value, "1");
+  EXPECT_EQ(again.results[0].row.version, first.results[0].row.version);
+  // A new request id counts again: the counter moved once for the first id.
+  EXPECT_EQ(send(make_uuid_v7(4, 5, 7)).results[0].row.value, "2");
+}
+
 }  // namespace
 }  // namespace queen::testing
