@@ -26,6 +26,9 @@ struct PushItem {
   Uuid message_id;             // UUIDv7 minted at the edge
   std::string payload;         // compact JSON text, stored as sent
   std::string trace_id;        // optional
+  // The payload is sealed already (a timer's, sealed when it was scheduled): never sealed
+  // twice. Set only by the node, never by the edge.
+  bool payload_sealed = false;
 };
 
 struct PushCmd {

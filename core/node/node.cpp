@@ -854,9 +854,10 @@ struct NodeImpl {
   }
 
   void handle_timers(ReplyHandle h, const TimerCmd& cmd) {
-    if (auto refused = planner.seal_refusal({}, cmd.ops)) return send(Parked{h, Reply{*refused}});
+    std::vector<TimerOp> ops = cmd.ops;
+    if (auto refused = planner.seal_timer_payloads(&ops)) return send(Parked{h, Reply{*refused}});
     TimerScratch scratch;
-    TimerReply r = timers.run(cmd.ops, env.now_us(), &scratch);
+    TimerReply r = timers.run(ops, env.now_us(), &scratch);
     timers.commit(std::move(scratch), &open);
     ++open.commands;
     park_planned(h, Reply{std::move(r)});
@@ -869,12 +870,29 @@ struct NodeImpl {
     for (auto& [key, row] : due) {
       PushCmd push;
       push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash, row.message_id,
-                                    row.payload, ""});
-      // Refused (an encrypted queue and no key): the timer stays, to fire once it can.
-      if (planner.plan_push(push, now_us, &open).refused) continue;
+                                    row.payload, "", looks_sealed(row.payload)});
+      auto pushed = planner.plan_push(push, now_us, &open);
+      if (pushed.refused) {
+        fire_failed(key, std::move(row), pushed.refused->message, now_us);
+        continue;
+      }
       open.entry.effects.push_back(EffTimerDelete{key.first, key.second});
     }
     if (!due.empty()) after_plan();
+  }
+
+  // A fire refused (a clear payload for a queue encrypted since, and no key): the timer is
+  // retried after a backoff; the last allowed failure dead-letters it under __timer__.
+  void fire_failed(const TimerKey& key, TimerRow row, const std::string& error, int64_t now_us) {
+    ++row.attempts;
+    const QueueState* q = store.queue(key.first);
+    if (row.attempts >= TimerPlanner::kFireAttemptsMax && q != nullptr) {
+      open.entry.effects.push_back(EffTimerDlq{q->id, key.second, std::move(row), error});
+      open.entry.effects.push_back(EffTimerDelete{key.first, key.second});
+      return;
+    }
+    row.deliver_at_us = now_us + TimerPlanner::fire_backoff_ms(row.attempts) * 1000;
+    open.entry.effects.push_back(EffTimerPut{key.first, key.second, std::move(row)});
   }
 
   void sweep_kv() {
@@ -910,7 +928,9 @@ struct NodeImpl {
                       dup->partition + " at offset " + std::to_string(dup->offset.value);
       return send(Parked{h, Reply{rollback(reply, "duplicate", e)}});
     }
-    if (auto refused = planner.seal_refusal(items, cmd.timers))
+    std::vector<TimerOp> timer_ops = cmd.timers;
+    if (auto refused = planner.seal_refusal(items)) return send(Parked{h, Reply{*refused}});
+    if (auto refused = planner.seal_timer_payloads(&timer_ops))
       return send(Parked{h, Reply{*refused}});
     KvScratch kv_scratch;
     KvReply kvr = kv.run(cmd.kv, now_us, &kv_scratch);
@@ -924,7 +944,7 @@ struct NodeImpl {
       return send(Parked{h, Reply{std::move(r)}});
     }
     TimerScratch timer_scratch;
-    TimerReply tr = timers.run(cmd.timers, now_us, &timer_scratch);
+    TimerReply tr = timers.run(timer_ops, now_us, &timer_scratch);
     reply.success = true;
     uint32_t index = 0, ack_no = 0;
     for (uint32_t i = 0; i < cmd.operations.size(); ++i) {
@@ -1134,20 +1154,26 @@ struct NodeImpl {
       reply.error = "no dead letter " + std::to_string(cmd.dlq_id);
       return send(Parked{h, Reply{std::move(reply)}});
     }
-    auto msgs = read(d->pid, d->offset, 1);
-    if (!msgs.ok() || msgs.value().empty()) {
-      reply.error = "the dead letter's message is gone";
-      return send(Parked{h, Reply{std::move(reply)}});
-    }
-    const PopMessage& m = msgs.value().front();
     PushItem item;
-    item.queue = m.queue;
-    item.partition = m.partition;
+    if (d->timer) {  // a dead timer's letter carries its message
+      item.queue = store.queue(qid)->name;
+      item.partition = d->timer->partition;
+      item.payload = d->timer->payload;
+      item.payload_sealed = looks_sealed(item.payload);
+    } else {
+      auto msgs = read(d->pid, d->offset, 1);
+      if (!msgs.ok() || msgs.value().empty()) {
+        reply.error = "the dead letter's message is gone";
+        return send(Parked{h, Reply{std::move(reply)}});
+      }
+      item.queue = msgs.value().front().queue;
+      item.partition = msgs.value().front().partition;
+      item.payload = std::move(msgs.value().front().payload);
+    }
     item.transaction_id = "dlq:" + std::to_string(cmd.dlq_id);
     XXH128_hash_t hh = XXH3_128bits(item.transaction_id.data(), item.transaction_id.size());
     item.txn_hash = Hash128{hh.low64, hh.high64};
     item.message_id = cmd.message_id;
-    item.payload = m.payload;
     PushReply pushed = planner.plan_push(PushCmd{{item}}, env.now_us(), &open);
     if (pushed.refused) return send(Parked{h, Reply{*pushed.refused}});  // the letter stays
     reply.push = pushed.results.at(0);
@@ -1267,6 +1293,15 @@ struct NodeImpl {
         DlqRecord rec{d.id,           q->name, "", d.pid,   d.group,
                       d.offset,       {},      {}, d.error, d.retry_count,
                       d.failed_at_us, "null",  0};
+        if (d.timer) {
+          rec.partition = d.timer->partition;
+          rec.message_id = d.timer->message_id;
+          rec.transaction_id = d.timer->txn;
+          rec.payload = readable_payload(env, d.timer->payload);
+          rec.created_us = d.failed_at_us;
+          reply.records.push_back(std::move(rec));
+          continue;
+        }
         auto msgs = read(d.pid, d.offset, 1);
         if (msgs.ok() && !msgs.value().empty()) {
           const PopMessage& m = msgs.value().front();
@@ -1391,7 +1426,9 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   } else if (auto* tm = std::get_if<TimerCmd>(&c.command)) {
     n.handle_timers(h, *tm);
   } else if (auto* tq = std::get_if<TimerQueryCmd>(&c.command)) {
-    n.env.reply(h, Reply{n.timers.query(*tq)});
+    TimerQueryReply r = n.timers.query(*tq);
+    for (TimerView& t : r.timers) t.payload = readable_payload(n.env, t.payload);
+    n.env.reply(h, Reply{std::move(r)});
   } else if (auto* tx = std::get_if<TxnCmd>(&c.command)) {
     n.handle_txn(h, *tx);
   } else {

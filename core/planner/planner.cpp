@@ -109,7 +109,7 @@ std::optional<ErrorReply> Planner::seal_payloads(const std::vector<PushItem>& it
       last_queue = &item.queue;
       last_encrypted = encrypted(item.queue);
     }
-    if (!last_encrypted) continue;
+    if (!last_encrypted || item.payload_sealed) continue;
     auto s = env_.seal_payload(item.payload);
     if (!s.ok()) return seal_error(item.queue, s.error().message);
     QUEEN_ASSERT(looks_sealed(s.value()), "a sealed payload without the envelope's prefix");
@@ -119,22 +119,23 @@ std::optional<ErrorReply> Planner::seal_payloads(const std::vector<PushItem>& it
   return std::nullopt;
 }
 
-std::optional<ErrorReply> Planner::seal_refusal(const std::vector<PushItem>& items,
-                                                const std::vector<TimerOp>& timers) {
-  const std::string* queue = nullptr;  // the first encrypted queue named
+std::optional<ErrorReply> Planner::seal_refusal(const std::vector<PushItem>& items) {
   for (const PushItem& item : items) {
-    if (encrypted(item.queue)) {
-      queue = &item.queue;
-      break;
-    }
+    if (item.payload_sealed || !encrypted(item.queue)) continue;
+    auto probe = env_.seal_payload("null");  // one probe answers for every payload
+    if (!probe.ok()) return seal_error(item.queue, probe.error().message);
+    return std::nullopt;
   }
-  for (const TimerOp& op : timers) {
-    if (queue != nullptr) break;
-    if (op.op == TimerOpKind::schedule && encrypted(op.queue)) queue = &op.queue;
+  return std::nullopt;
+}
+
+std::optional<ErrorReply> Planner::seal_timer_payloads(std::vector<TimerOp>* ops) {
+  for (TimerOp& op : *ops) {
+    if (op.op != TimerOpKind::schedule || !encrypted(op.queue)) continue;
+    auto s = env_.seal_payload(op.payload);
+    if (!s.ok()) return seal_error(op.queue, s.error().message);
+    op.payload = std::move(s.value());
   }
-  if (queue == nullptr) return std::nullopt;
-  auto probe = env_.seal_payload("null");  // one probe answers for every payload
-  if (!probe.ok()) return seal_error(*queue, probe.error().message);
   return std::nullopt;
 }
 

@@ -35,11 +35,12 @@ class Planner {
   // queues are sealed (core/seal/seal.h); when one cannot be, nothing is planned and the
   // reply is `refused`.
   PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
-  // Whether the payloads of `items` and of the messages `timers` schedule could be sealed,
-  // checked before a transaction or a timer call plans anything: the refusal plan_push would
-  // give, or nothing. Plans nothing.
-  std::optional<ErrorReply> seal_refusal(const std::vector<PushItem>& items,
-                                         const std::vector<TimerOp>& timers = {});
+  // Whether the payloads of `items` could be sealed, checked before a transaction plans
+  // anything: the refusal plan_push would give, or nothing. Plans nothing.
+  std::optional<ErrorReply> seal_refusal(const std::vector<PushItem>& items);
+  // Seals, in place, the payload of each timer `ops` schedules into an encrypted queue, so
+  // a timer's payload is never stored in the clear; the refusal when one cannot be sealed.
+  std::optional<ErrorReply> seal_timer_payloads(std::vector<TimerOp>* ops);
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
   // Deletes a queue; a later push under its name creates a new one. False if none.
   bool plan_delete_queue(const std::string& name, OpenEntry* open);

@@ -21,7 +21,30 @@ enum class EffTag : uint8_t {
   delete_queue = 15,
   message_delete = 16,
   request_outcome = 17,
+  timer_dlq = 18,
 };
+
+void put_timer_row(ByteWriter& w, const TimerRow& row) {
+  w.str(row.partition);
+  w.i64(row.deliver_at_us);
+  w.str(row.txn);
+  w.hash(row.txn_hash);
+  w.uuid(row.message_id);
+  w.str(row.payload);
+  w.u32(row.attempts);
+}
+
+TimerRow get_timer_row(ByteReader& r) {
+  TimerRow row;
+  row.partition = r.str();
+  row.deliver_at_us = r.i64();
+  row.txn = r.str();
+  row.txn_hash = r.hash();
+  row.message_id = r.uuid();
+  row.payload = r.str();
+  row.attempts = r.u32();
+  return row;
+}
 
 void put_options(ByteWriter& w, const QueueOptions& o) {
   w.i64(o.lease_time_s);
@@ -180,13 +203,14 @@ struct EffectWriter {
     w.u8(static_cast<uint8_t>(EffTag::timer_put));
     w.str(e.queue);
     w.str(e.timer_key);
-    w.str(e.row.partition);
-    w.i64(e.row.deliver_at_us);
-    w.str(e.row.txn);
-    w.hash(e.row.txn_hash);
-    w.uuid(e.row.message_id);
-    w.str(e.row.payload);
-    w.u32(e.row.attempts);
+    put_timer_row(w, e.row);
+  }
+  void operator()(const EffTimerDlq& e) {
+    w.u8(static_cast<uint8_t>(EffTag::timer_dlq));
+    w.u64(e.queue.value);
+    w.str(e.timer_key);
+    put_timer_row(w, e.row);
+    w.str(e.error);
   }
   void operator()(const EffTimerDelete& e) {
     w.u8(static_cast<uint8_t>(EffTag::timer_delete));
@@ -310,13 +334,16 @@ bool get_effect(ByteReader& r, Effect* out) {
       EffTimerPut e;
       e.queue = r.str();
       e.timer_key = r.str();
-      e.row.partition = r.str();
-      e.row.deliver_at_us = r.i64();
-      e.row.txn = r.str();
-      e.row.txn_hash = r.hash();
-      e.row.message_id = r.uuid();
-      e.row.payload = r.str();
-      e.row.attempts = r.u32();
+      e.row = get_timer_row(r);
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::timer_dlq: {
+      EffTimerDlq e;
+      e.queue = QueueId(r.u64());
+      e.timer_key = r.str();
+      e.row = get_timer_row(r);
+      e.error = r.str();
       *out = std::move(e);
       return true;
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -160,6 +161,20 @@ struct EffMessageDelete {
   bool operator==(const EffMessageDelete&) const = default;
 };
 
+// The consumer group a dead-lettered timer is listed under.
+inline constexpr std::string_view kTimerDlqGroup = "__timer__";
+
+// A timer whose fire failed kTimerFireAttemptsMax times, dead-lettered under group
+// `__timer__`: the letter carries the timer's message itself, which never reached its
+// partition. Applied with the timer's delete in the same entry.
+struct EffTimerDlq {
+  QueueId queue;
+  std::string timer_key;
+  TimerRow row;
+  std::string error;
+  bool operator==(const EffTimerDlq&) const = default;
+};
+
 // A command's answer under its request id, kept until keep_until_us (the request-id window),
 // so that a retry under the same id gets the same answer from whichever node leads later, and
 // after a restart. `reply` is opaque here (core/node/outcome.h encodes it).
@@ -173,7 +188,7 @@ struct EffRequestOutcome {
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
                             EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
                             EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
-                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome>;
+                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome, EffTimerDlq>;
 
 struct Entry {
   LogIndex index;

@@ -101,8 +101,9 @@ void Store::delete_message(const EffMessageDelete& e) {
   if (at != p.deleted.end() && *at == e.offset) return;
   p.deleted.insert(at, e.offset);
   if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
-    std::erase_if(dit->second,
-                  [&](const DlqEntry& d) { return d.pid == e.pid && d.offset == e.offset; });
+    std::erase_if(dit->second, [&](const DlqEntry& d) {
+      return !d.timer && d.pid == e.pid && d.offset == e.offset;
+    });
   }
 }
 
@@ -187,7 +188,12 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       ++dlq_ids_;  // spent even for a deleted message, which gets no dead letter
       if (!gone)
         dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,
-                                          e->retry_count, entry.now_us});
+                                          e->retry_count, entry.now_us, std::nullopt});
+    } else if (auto* e = std::get_if<EffTimerDlq>(&eff)) {
+      ++dlq_ids_;
+      dlq_[e->queue].push_back(DlqEntry{dlq_ids_, PartitionId{}, std::string(kTimerDlqGroup),
+                                        Offset(0), e->error, e->row.attempts, entry.now_us,
+                                        e->row});
     } else if (auto* e = std::get_if<EffDlqRemove>(&eff)) {
       auto it = dlq_.find(e->queue);
       if (it != dlq_.end())

@@ -86,6 +86,8 @@ struct DlqEntry {
   std::string error;
   uint32_t retry_count = 0;
   int64_t failed_at_us = 0;
+  // A dead-lettered timer (group __timer__): its message, which has no partition offset.
+  std::optional<TimerRow> timer;
   bool operator==(const DlqEntry&) const = default;
 };
 

@@ -23,6 +23,13 @@ struct TimerScratch {
 class TimerPlanner {
  public:
   static constexpr uint32_t kFireBatchMax = 256;  // QUEEN_RAFT_TIMER_FIRE_BATCH
+  // A fire that fails (its payload cannot be sealed) is retried after a backoff that doubles
+  // from kFireBackoffBaseMs; the kFireAttemptsMax-th failure dead-letters the timer.
+  static constexpr uint32_t kFireAttemptsMax = 5;
+  static constexpr int64_t kFireBackoffBaseMs = 1000;
+  static int64_t fire_backoff_ms(uint32_t failures) {
+    return kFireBackoffBaseMs << (failures > 1 ? failures - 1 : 0);
+  }
 
   explicit TimerPlanner(const Store& store) : store_(store) {}
 

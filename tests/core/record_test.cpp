@@ -99,6 +99,18 @@ Entry sample_entry() {
   e.effects.push_back(EffCursor{"g", PartitionId(4), row});
   e.effects.push_back(EffGroupMeta{"g", QueueId(1), GroupMeta{SubscriptionMode::new_only, 5}});
   e.effects.push_back(EffDlq{QueueId(1), PartitionId(4), "g", Offset(6), "bad", 3});
+  e.effects.push_back(EffKvPut{"ns", "k", KvRow{"{\"a\":1}", 7, 1000, 900}});
+  e.effects.push_back(EffKvDelete{"ns", "k"});
+  TimerRow timer{"p", 5000, "t-1", Hash128{1, 2}, make_uuid_v7(1, 2, 3), "{\"x\":2}", 2};
+  e.effects.push_back(EffTimerPut{"orders", "key", timer});
+  e.effects.push_back(EffTimerDelete{"orders", "key"});
+  e.effects.push_back(EffTimerDlq{QueueId(1), "key", timer, "cannot seal"});
+  e.effects.push_back(EffDlqRemove{QueueId(1), 9});
+  e.effects.push_back(EffCursorDelete{"g", PartitionId(4)});
+  e.effects.push_back(EffGroupMetaDelete{"g", QueueId(1)});
+  e.effects.push_back(EffMessageDelete{QueueId(1), PartitionId(4), Offset(6)});
+  e.effects.push_back(EffRequestOutcome{make_uuid_v7(4, 5, 6), 123456, "\x01outcome"});
+  e.effects.push_back(EffDeleteQueue{QueueId(1)});
   return e;
 }
 

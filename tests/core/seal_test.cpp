@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/seal/seal.h"
+#include "core/timers/timers.h"
 #include "tests/core/mem_env.h"
 
 namespace queen::testing {
@@ -190,24 +191,72 @@ TEST(Seal, AFiredTimerPushesASealedMessage) {
   EXPECT_TRUE(on_disk(h.env, to_hex("{\"timer\":\"k1\"}")));  // the fired message's frame
 }
 
-TEST(Seal, ATimerThatCannotBeSealedWhenDueWaitsForTheKey) {
+TEST(Seal, ATimerPayloadIsSealedWhenScheduledAndFiresWithoutTheKey) {
   Harness h;
   give_key(h.env);
   configure_encrypted(h, "vault");
   ASSERT_TRUE(h.call<TimerReply>(TimerCmd{{schedule_in("vault", "k1", 100)}}).results[0].ok);
-  h.env.seal_fn = nullptr;  // the key is gone when the timer comes due
+  // The scheduled timer's row is on disk sealed, never in the clear.
+  EXPECT_FALSE(on_disk(h.env, "{\"timer\":\"k1\"}"));
+  EXPECT_TRUE(on_disk(h.env, to_hex("{\"timer\":\"k1\"}")));
+  auto peek = h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "vault", "k1"});
+  ASSERT_TRUE(peek.found);
+  EXPECT_EQ(peek.timers.at(0).payload, "{\"timer\":\"k1\"}") << "a peek opens it";
+  h.env.seal_fn = nullptr;  // the key cannot seal any more when the timer comes due
   h.env.advance_ms(300);
-  EXPECT_TRUE(h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "vault", "k1"}).found);
-  const PartitionState* part = h.node().store().partition("vault", "Default");
-  ASSERT_NE(part, nullptr);
-  EXPECT_EQ(part->next_offset, Offset(0));
-  give_key(h.env);
-  h.push("other", "Default", {"unrelated"});  // entries apply again: the timer is retried
-  h.env.advance_ms(300);
+  EXPECT_FALSE(h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "vault", "k1"}).found);
   PopReply p = h.pop("vault", "readers", 10);
   ASSERT_EQ(p.messages.size(), 1u);
   EXPECT_EQ(p.messages[0].payload, "{\"timer\":\"k1\"}");
-  EXPECT_FALSE(h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "vault", "k1"}).found);
+  EXPECT_FALSE(on_disk(h.env, "{\"timer\":\"k1\"}"));
+}
+
+// A timer scheduled in the clear for a queue that turns encrypted later, on a node without
+// the key: each fire fails, is retried after a doubling backoff, and the fifth failure
+// dead-letters it under __timer__ with its message, which a replay pushes once the key is
+// back.
+TEST(Seal, AFireThatKeepsFailingBacksOffThenDeadLettersTheTimer) {
+  Harness h;
+  ASSERT_TRUE(h.call<TimerReply>(TimerCmd{{schedule_in("vault", "k1", 100)}}).results[0].ok);
+  configure_encrypted(h, "vault");  // no key
+  auto peek = [&] {
+    return h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "vault", "k1"});
+  };
+  int64_t due_us = peek().timers.at(0).deliver_at_us;
+  for (uint32_t failures = 1; failures < TimerPlanner::kFireAttemptsMax; ++failures) {
+    h.env.advance_ms((due_us - h.env.now) / 1000 + 100);
+    auto t = peek();
+    ASSERT_TRUE(t.found) << "failure " << failures;
+    EXPECT_EQ(t.timers.at(0).attempts, failures);
+    int64_t backoff_ms = (t.timers.at(0).deliver_at_us - due_us) / 1000;
+    EXPECT_GE(backoff_ms, TimerPlanner::fire_backoff_ms(failures)) << "failure " << failures;
+    EXPECT_LE(backoff_ms, TimerPlanner::fire_backoff_ms(failures) + 200) << failures;
+    due_us = t.timers.at(0).deliver_at_us;
+  }
+  EXPECT_EQ(TimerPlanner::fire_backoff_ms(4), 8 * TimerPlanner::fire_backoff_ms(1));
+  h.env.advance_ms((due_us - h.env.now) / 1000 + 100);
+  EXPECT_FALSE(peek().found) << "the fifth failure dead-letters the timer";
+  auto dlq = h.call<DlqReply>(DlqQueryCmd{"vault", "__timer__", 10});
+  ASSERT_EQ(dlq.records.size(), 1u);
+  const DlqRecord& letter = dlq.records[0];
+  EXPECT_EQ(letter.group, "__timer__");
+  EXPECT_EQ(letter.transaction_id, "timer-k1");
+  EXPECT_EQ(letter.payload, "{\"timer\":\"k1\"}");
+  EXPECT_EQ(letter.retry_count, TimerPlanner::kFireAttemptsMax);
+  EXPECT_NE(letter.error.find("encrypt"), std::string::npos) << letter.error;
+  const PartitionState* part = h.node().store().partition("vault", "Default");
+  EXPECT_TRUE(part == nullptr || part->next_offset == Offset(0)) << "nothing was pushed";
+
+  h.env.crash();  // the letter is in the log: it comes back with the store
+  h.restart();
+  ASSERT_EQ(h.call<DlqReply>(DlqQueryCmd{"vault", "__timer__", 10}).records.size(), 1u);
+  give_key(h.env);
+  auto replay = h.call<DlqReplayReply>(DlqReplayCmd{letter.id, make_uuid_v7(1, 2, 9)});
+  ASSERT_TRUE(replay.success) << replay.error;
+  PopReply p = h.pop("vault", "readers", 10);
+  ASSERT_EQ(p.messages.size(), 1u);
+  EXPECT_EQ(p.messages[0].payload, "{\"timer\":\"k1\"}");
+  EXPECT_TRUE(h.call<DlqReply>(DlqQueryCmd{"vault", "__timer__", 10}).records.empty());
 }
 
 TEST(Seal, ADeadLetterReplayThatCannotBeSealedKeepsTheLetter) {
