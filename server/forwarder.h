@@ -1,9 +1,12 @@
 // Forwarding at the edge of a follower: a request the node answers "503 retry, the leader is
 // node N" is sent on, as it came, to N's HTTP address (the whole request: the reference's
 // client-offload-off mode), and N's answer is the client's answer. A forwarded request carries
-// x-queen-forwarded and is never forwarded again, so a leader change in between ends in the
-// 503 the client retries on. One connection per forwarded request, bounded by timeout_ms; a
-// leader that cannot be reached leaves the follower's own 503 as the answer.
+// x-queen-forwarded (it is never forwarded again) and x-queen-request-id, the id the
+// follower's edge gave the command, which the leader keeps. When N cannot be reached or has
+// lost its leadership, the follower asks its own node again after a pause and forwards to
+// whoever leads then, under the same request id, until the request's deadline: a leader
+// that already planned it answers from the recorded outcome. One connection per forwarded
+// request, bounded by timeout_ms.
 #pragma once
 
 #include <utility>  // before Asio (Boost 1.74)
@@ -20,6 +23,8 @@
 namespace queen::server {
 
 constexpr const char* kForwardedHeader = "x-queen-forwarded";
+// The request id the forwarding node gave the command; the leader keeps it.
+constexpr const char* kRequestIdHeader = "x-queen-request-id";
 
 struct HttpAddress {
   std::string host;

@@ -88,7 +88,9 @@ constexpr int kAdmitRetryAfterMaxS = 5;
 constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
-constexpr int kForwardAttemptsMax = 3;  // leaders tried for one forwarded request
+// Sends to leaders and retries through this node, together, for one forwarded request.
+constexpr int kForwardAttemptsMax = 20;
+constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 
 // A request read from the connection, or an answer decided while reading it.
 struct Pending {
@@ -129,7 +131,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         shared_(std::move(shared)),
         idle_timer_(stream_.get_executor()),
         hold_timer_(stream_.get_executor()),
-        deadline_timer_(stream_.get_executor()) {}
+        deadline_timer_(stream_.get_executor()),
+        forward_timer_(stream_.get_executor()) {}
 
   ~Session() override {
     cancel_held();
@@ -149,6 +152,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                  self->held_.reset();
                  self->deadline_timer_.cancel();
                  if (self->try_forward(reply)) return;
+                 self->forwarding_.reset();
                  self->write_answer(render_reply(reply, self->held_render_), "application/json");
                });
   }
@@ -156,61 +160,141 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
  private:
   // ---- forwarding (a cluster's follower) ----
 
-  // The node said another node leads: send the request there and answer with its answer.
-  bool try_forward(const Reply& reply) {
-    auto copy = std::move(held_copy_);
-    const auto& fwd = shared_->options.forward;
-    const auto* e = std::get_if<ErrorReply>(&reply.body);
-    if (!copy || !fwd || !e || e->http_status != 503 || e->code != "retry" || e->leader == 0 ||
-        e->leader == fwd->self_id)
-      return false;
-    copy->set(kForwardedHeader, std::to_string(fwd->self_id));
-    auto fallback = std::make_shared<HttpAnswer>(render_reply(reply, held_render_));
-    auto until = std::chrono::steady_clock::now() + milliseconds(fwd->timeout_ms);
-    return forward_to(e->leader, std::move(copy), fallback, until, kForwardAttemptsMax);
+  // The held request while this follower's edge serves it through the leader. It keeps its
+  // request id: every leader it reaches, and this node if it comes to lead, gets the same id,
+  // so a retry after a leader change is answered from the first outcome, never applied twice.
+  struct Forwarding {
+    std::shared_ptr<ForwardRequest> request;  // as received, with the forwarding headers
+    CommandEnvelope envelope;                 // as submitted to this node
+    HttpAnswer last;                          // the answer to give when the retries run out
+    std::chrono::steady_clock::time_point until;
+    int attempts_left = kForwardAttemptsMax;
+  };
+
+  static bool retryable(const ErrorReply& e) {
+    return e.http_status == 503 && (e.code == "retry" || e.code == "no_leader");
   }
 
-  void on_forwarded(std::optional<ForwardResponse> res, uint64_t leader,
-                    std::shared_ptr<ForwardRequest> request, std::shared_ptr<HttpAnswer> fallback,
-                    std::chrono::steady_clock::time_point until, int attempts_left) {
-    if (closed_) return;
-    if (!res) return write_answer(*fallback, "application/json");
-    if (res->result_int() == 503 && attempts_left > 1) {
-      auto body = nlohmann::json::parse(res->body(), nullptr, false);
-      uint64_t next =
-          body.is_object() && body.contains("leader") && body["leader"].is_number_unsigned()
-              ? body["leader"].get<uint64_t>()
-              : 0;
-      if (next != 0 && next != leader &&
-          forward_to(next, request, fallback, until, attempts_left - 1))
-        return;
+  // The node said another node leads, or none does yet: send the request to the leader, or
+  // ask the node again shortly. False: answer the reply as it is.
+  bool try_forward(const Reply& reply) {
+    const auto* e = std::get_if<ErrorReply>(&reply.body);
+    if (!forwarding_ || !e || !retryable(*e)) return false;
+    forwarding_->last = render_reply(reply, held_render_);
+    uint64_t self_id = shared_->options.forward->self_id;
+    if (e->leader != 0 && e->leader != self_id) return forward_to(e->leader);
+    return resubmit_later();
+  }
+
+  // A retry through this node after a pause: it knows the leader by then, or leads itself.
+  bool resubmit_later() {
+    auto& f = *forwarding_;
+    auto resume_at = std::chrono::steady_clock::now() + milliseconds(kForwardRetryDelayMs);
+    if (f.attempts_left-- <= 0 || resume_at >= f.until) return false;
+    forward_timer_.expires_at(resume_at);
+    forward_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && !self->closed_) self->resubmit();
+    });
+    return true;
+  }
+
+  void resubmit() {
+    ReplyHandle handle = shared_->router.add(weak_from_this());
+    held_ = handle;
+    if (!shared_->driver.submit(handle, CommandEnvelope(forwarding_->envelope))) {
+      shared_->router.drop(handle);
+      held_.reset();
+      return give_up();
     }
-    HttpAnswer a(res->result_int(), std::move(res->body()));
-    auto retry = (*res)[http::field::retry_after];
+    arm_deadline(handle, forwarding_->envelope.deadline_ms - EdgeIds().now_ms() + kDeadlineGraceMs);
+  }
+
+  void give_up() {
+    HttpAnswer last = std::move(forwarding_->last);
+    forwarding_.reset();
+    write_answer(last, "application/json");
+  }
+
+  void on_forwarded(std::optional<ForwardResponse> res, uint64_t leader) {
+    if (closed_ || !forwarding_) return;
+    if (res) {
+      auto body = nlohmann::json::parse(res->body(), nullptr, false);
+      bool again = res->result_int() == 503 && body.is_object() && body.contains("code") &&
+                   (body["code"] == "retry" || body["code"] == "no_leader");
+      if (!again) return answer_forwarded(*res);
+      forwarding_->last = HttpAnswer(503, res->body());
+      forwarding_->last.retry_after_s = 1;
+      uint64_t next = body.contains("leader") && body["leader"].is_number_unsigned()
+                          ? body["leader"].get<uint64_t>()
+                          : 0;
+      if (next != 0 && next != leader && forward_to(next)) return;
+    }
+    // The leader is gone or lost its leadership: ask this node again under the same id.
+    if (!resubmit_later()) give_up();
+  }
+
+  void answer_forwarded(ForwardResponse& res) {
+    forwarding_.reset();
+    HttpAnswer a(res.result_int(), std::move(res.body()));
+    auto retry = res[http::field::retry_after];
     if (!retry.empty()) a.retry_after_s = std::atoi(std::string(retry).c_str());
-    a.etag = std::string((*res)[http::field::etag]);
-    std::string type((*res)[http::field::content_type]);
+    a.etag = std::string(res[http::field::etag]);
+    std::string type(res[http::field::content_type]);
     write_answer(a, type.empty() ? "application/json" : type.c_str());
   }
 
-  // One attempt; a leader that answers "503 retry, the leader is now M" (it lost leadership
-  // meanwhile) gets the request sent on to M, until the attempts or the deadline run out.
-  bool forward_to(uint64_t leader, std::shared_ptr<ForwardRequest> request,
-                  std::shared_ptr<HttpAnswer> fallback, std::chrono::steady_clock::time_point until,
-                  int attempts_left) {
+  // One attempt at `leader`; false when it cannot be made (unknown node, no time left).
+  bool forward_to(uint64_t leader) {
     const auto& fwd = *shared_->options.forward;
+    auto& f = *forwarding_;
     auto to = fwd.nodes.find(leader);
-    if (to == fwd.nodes.end() || leader == fwd.self_id) return false;
+    if (to == fwd.nodes.end() || leader == fwd.self_id || f.attempts_left-- <= 0) return false;
     int64_t left_ms =
-        std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now()).count();
+        std::chrono::duration_cast<milliseconds>(f.until - std::chrono::steady_clock::now())
+            .count();
     if (left_ms <= 0) return false;
-    forward_request(stream_.get_executor(), to->second, *request, left_ms,
-                    [self = shared_from_this(), request, fallback, until, attempts_left,
-                     leader](std::optional<ForwardResponse> res) {
-                      self->on_forwarded(std::move(res), leader, request, fallback, until,
-                                         attempts_left);
+    forward_request(stream_.get_executor(), to->second, *f.request, left_ms,
+                    [self = shared_from_this(), leader](std::optional<ForwardResponse> res) {
+                      self->on_forwarded(std::move(res), leader);
                     });
     return true;
+  }
+
+  // Starts forwarding state for a request this follower's edge serves (not one forwarded to
+  // it: that is answered where it lands).
+  void hold_for_forwarding(const http::request<http::string_body>& req,
+                           const CommandEnvelope& envelope) {
+    forwarding_.reset();
+    const auto& fwd = shared_->options.forward;
+    if (!fwd || !req[kForwardedHeader].empty()) return;
+    auto f = std::make_shared<Forwarding>();
+    f->request = std::make_shared<ForwardRequest>(req);
+    f->request->set(kForwardedHeader, std::to_string(fwd->self_id));
+    f->request->set(kRequestIdHeader, uuid_to_string(envelope.request_id));
+    f->envelope = envelope;
+    int64_t left_ms = std::min<int64_t>(fwd->timeout_ms, envelope.deadline_ms - EdgeIds().now_ms());
+    f->until = std::chrono::steady_clock::now() + milliseconds(std::max<int64_t>(0, left_ms));
+    forwarding_ = std::move(f);
+  }
+
+  // A request forwarded by a peer keeps the request id the peer gave it.
+  void adopt_forwarded_request_id(const http::request<http::string_body>& req,
+                                  CommandEnvelope* envelope) const {
+    if (forwarding_peer(req[kForwardedHeader]) == kLocalClients) return;
+    Uuid id;
+    auto header = req[kRequestIdHeader];
+    if (uuid_from_string(std::string(header), &id) && !id.is_nil()) envelope->request_id = id;
+  }
+
+  // The configured peer named by an x-queen-forwarded value, or kLocalClients.
+  AdmitSource forwarding_peer(boost::beast::string_view header) const {
+    const auto& fwd = shared_->options.forward;
+    if (!fwd || header.empty()) return kLocalClients;
+    uint64_t id = 0;
+    auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), id);
+    bool peer = ec == std::errc() && end == header.data() + header.size() && id != fwd->self_id &&
+                fwd->nodes.count(id) > 0;
+    return peer ? id : kLocalClients;
   }
 
   // ---- reading ----
@@ -281,16 +365,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   // Whose share a request takes: the peer that forwarded it, or this node's clients.
-  AdmitSource admit_source() const {
-    const auto& fwd = shared_->options.forward;
-    auto header = parser_->get()[kForwardedHeader];
-    if (!fwd || header.empty()) return kLocalClients;
-    uint64_t id = 0;
-    auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), id);
-    bool peer = ec == std::errc() && end == header.data() + header.size() && id != fwd->self_id &&
-                fwd->nodes.count(id) > 0;
-    return peer ? id : kLocalClients;
-  }
+  AdmitSource admit_source() const { return forwarding_peer(parser_->get()[kForwardedHeader]); }
 
   void on_admitted(AdmitPermit permit) {
     admit_ticket_.reset();
@@ -425,12 +500,13 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
           error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),
           "application/json");
     }
-    held_copy_.reset();
-    if (shared_->options.forward && req[kForwardedHeader].empty())
-      held_copy_ = std::make_shared<ForwardRequest>(req);
     Parsed parsed = route_request(std::string_view(method.data(), method.size()),
                                   std::string_view(target.data(), target.size()), req.body(),
                                   shared_->options.settings, ids);
+    if (parsed.command) {
+      adopt_forwarded_request_id(req, &*parsed.command);
+      hold_for_forwarding(req, *parsed.command);
+    }
     release_body(front);
     if (!parsed.command) return write_answer(parsed.answer, "application/json");
     ReplyHandle handle = shared_->router.add(weak_from_this());
@@ -458,6 +534,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   void on_deadline(ReplyHandle handle) {
     if (held_ != handle) return;
     cancel_held();
+    forwarding_.reset();
+    forward_timer_.cancel();
     HttpAnswer answer = error_answer(503, "timeout", "the request deadline elapsed");
     answer.retry_after_s = kTimeoutRetryAfterS;
     write_answer(answer, "application/json");
@@ -548,7 +626,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   uint64_t pending_bytes_ = 0;   // body bytes held in pending_
   std::optional<ReplyHandle> held_;
   RenderAs held_render_ = RenderAs::standard;
-  std::shared_ptr<ForwardRequest> held_copy_;  // the held request, for forwarding
+  std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
+  asio::steady_timer forward_timer_;        // the pause before a retry through this node
   std::vector<char> drain_buffer_;
   bool reading_ = false;
   bool waiting_idle_ = false;

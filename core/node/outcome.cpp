@@ -281,7 +281,9 @@ void fill_outcome_names(const PushCmd& retried, Reply* reply) {
   for (PushResult& r : push->results) {
     if (!r.queue.empty() || r.index >= retried.items.size()) continue;
     const PushItem& item = retried.items[r.index];
-    r.transaction_id = item.transaction_id;
+    // A transactionId the edge minted from the message id follows the recorded message id.
+    bool minted = item.transaction_id == uuid_to_string(item.message_id);
+    r.transaction_id = minted ? uuid_to_string(r.message_id) : item.transaction_id;
     r.queue = item.queue;
     r.partition = item.partition;
   }

@@ -150,6 +150,37 @@ TEST_F(ClusterTest, FollowerAnswersWithTheLeaderWhenForwardingIsRefused) {
   EXPECT_FALSE(r.header("retry-after").empty());
 }
 
+// A follower forwards under the request id its edge gave the command and resends under the
+// same id after a leader change; the leader keeps that id, so the resend is answered with the
+// first outcome and stored once. An id from a sender that is not a configured peer is ignored.
+TEST_F(ClusterTest, ALeaderKeepsTheRequestIdOfAForwardingPeer) {
+  int l = leader();
+  ASSERT_GE(l, 0);
+  std::string peer = std::to_string((l + 1) % kNodes + 1);
+  HttpClient c(http_[l]);
+  auto send = [&](const std::string& from, const std::string& id, const std::string& txn) {
+    json body = {{"items", {{{"queue", "rid"}, {"transactionId", txn}, {"payload", 1}}}}};
+    return c.request("POST", "/api/v1/push", body.dump(), 5000,
+                     {{"x-queen-forwarded", from},
+                      {"x-queen-request-id", id},
+                      {"content-type", "application/json"}});
+  };
+  const std::string id = "01900000-0000-7000-8000-00000000a001";
+  HttpResult first = send(peer, id, "first");
+  ASSERT_EQ(first.status, 201) << first.body;
+  // The resend carries a fresh transactionId (the edge mints message ids anew): only the
+  // request id makes it the same command.
+  HttpResult again = send(peer, id, "resent");
+  ASSERT_EQ(again.status, 201) << again.body;
+  EXPECT_EQ(again.body_json()[0]["message_id"], first.body_json()[0]["message_id"]);
+  EXPECT_EQ(again.body_json()[0]["offset"], first.body_json()[0]["offset"]);
+  // Not a configured peer: its request id is not trusted, the push is a new one.
+  HttpResult stranger = send("9", id, "stranger");
+  ASSERT_EQ(stranger.status, 201) << stranger.body;
+  EXPECT_NE(stranger.body_json()[0]["message_id"], first.body_json()[0]["message_id"]);
+  EXPECT_EQ(drain(l, "rid", "g"), (std::set<std::string>{"first", "stranger"}));
+}
+
 TEST_F(ClusterTest, KillOfTheLeaderUnderLoadLosesNoAnsweredPushAndConsumersCarryOn) {
   int l = leader();
   int entry = (l + 1) % kNodes;  // clients talk to a follower that survives
