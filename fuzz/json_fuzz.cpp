@@ -25,6 +25,7 @@ void parse_bodies(std::string_view body, const EdgeSettings& s, fuzz::FixedIds& 
   fuzz::check_parsed(parse_kv_single("PUT", "ns", "key", false, body, s, ids));
   fuzz::check_parsed(parse_locks(body, s, ids));
   fuzz::check_parsed(parse_timers(body, s, ids));
+  fuzz::check_parsed(parse_trace_record(body, s, ids));
 }
 
 void parse_queries(std::string_view text, const EdgeSettings& s, fuzz::FixedIds& ids) {
@@ -34,6 +35,8 @@ void parse_queries(std::string_view text, const EdgeSettings& s, fuzz::FixedIds&
   fuzz::check_parsed(parse_pop("q", std::string("p"), *query, s, ids));
   fuzz::check_parsed(parse_discovery_pop(*query, s, ids));
   fuzz::check_parsed(parse_dlq_query(*query, s, ids));
+  fuzz::check_parsed(parse_trace_query(TraceQueryKind::names, {}, *query, s, ids));
+  fuzz::check_parsed(parse_trace_query(TraceQueryKind::by_name, {"n"}, *query, s, ids));
   fuzz::check_parsed(parse_timer_delete("q", "k", *query, s, ids));
   fuzz::check_parsed(parse_timer_query("q", std::nullopt, *query, s, ids));
 }

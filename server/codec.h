@@ -38,6 +38,9 @@ constexpr int64_t kLeaseExtendSecondsMax = 86400;
 constexpr uint32_t kDlqLimitMax = 10000;
 constexpr const char* kQueueModeGroup = "__QUEUE_MODE__";
 constexpr const char* kVersion = "0.1.0";
+constexpr size_t kTraceNamesMax = 16;  // names on one trace
+constexpr size_t kTraceNameBytesMax = 255;
+constexpr uint32_t kTraceQueryLimitMax = 10000;
 
 // Time and randomness for the ids an edge thread mints.
 class IdSource {
@@ -140,6 +143,11 @@ Parsed parse_message_delete(const std::string& partition_id, const std::string& 
                             const EdgeSettings& settings, IdSource& ids);
 // GET /api/v1/resources/namespaces and /tasks: the queue list rendered `as` its roll-up.
 Parsed parse_queue_rollup(RenderAs as, const EdgeSettings& settings, IdSource& ids);
+// Traces: POST /api/v1/traces, GET /api/v1/traces/:partitionId/:transactionId,
+// /api/v1/traces/by-name/:name and /api/v1/traces/names (limit, offset).
+Parsed parse_trace_record(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+Parsed parse_trace_query(TraceQueryKind kind, const std::vector<std::string>& segments,
+                         const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 // GET /metrics/prometheus (rendered by server/observability.h).
 Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids);
 

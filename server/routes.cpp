@@ -105,6 +105,24 @@ std::optional<std::vector<std::string>> segments_after(std::string_view path, st
   return s ? s : std::vector<std::string>{};
 }
 
+// POST /api/v1/traces; GET .../names, .../by-name/:name, .../:partitionId/:transactionId.
+Parsed route_traces(std::string_view method, std::string_view path,
+                    const std::vector<std::string>& s, const QueryParams& query,
+                    std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  for (const auto& seg : s) {
+    if (seg.empty()) return no_route(method, path);
+  }
+  if (method == "POST" && s.empty()) return parse_trace_record(body, settings, ids);
+  if (method != "GET") return no_route(method, path);
+  if (s.size() == 1 && s[0] == "names")
+    return parse_trace_query(TraceQueryKind::names, s, query, settings, ids);
+  if (s.size() == 2 && s[0] == "by-name") {
+    return parse_trace_query(TraceQueryKind::by_name, {s[1]}, query, settings, ids);
+  }
+  if (s.size() == 2) return parse_trace_query(TraceQueryKind::message, s, query, settings, ids);
+  return no_route(method, path);
+}
+
 // Consumer groups, DLQ replay and queue administration; nullopt when none matches.
 std::optional<Parsed> route_admin(std::string_view method, std::string_view path,
                                   const QueryParams& query, std::string_view body,
@@ -152,6 +170,10 @@ std::optional<Parsed> route_admin(std::string_view method, std::string_view path
       }
       return no_route(method, path);
     }
+  }
+  if (auto s = segments_after(path, "/api/v1/traces", &bad)) {
+    if (bad) return undecodable();
+    return route_traces(method, path, *s, query, body, settings, ids);
   }
   if (method == "POST" && starts_with(path, kDlqPrefix) &&
       path.size() > kDlqPrefix.size() + kReplaySuffix.size() &&

@@ -250,11 +250,37 @@ struct MessageDeleteCmd {
   Hash128 txn_hash;
 };
 
+// Records a trace event on a stored message (POST /api/v1/traces): a logged effect
+// (EffTrace), kept for the trace retention.
+struct TraceRecordCmd {
+  PartitionId partition_id;
+  std::string transaction_id;
+  Hash128 txn_hash;
+  Uuid trace_id;  // minted at the edge
+  std::string event_type = "info";
+  std::string data;  // compact JSON
+  std::string group = "__QUEUE_MODE__";
+  std::string worker_id;
+  std::vector<std::string> names;
+};
+
+enum class TraceQueryKind : uint8_t { message, by_name, names };
+
+struct TraceQueryCmd {
+  TraceQueryKind kind = TraceQueryKind::message;
+  PartitionId partition_id;    // message
+  std::string transaction_id;  // message
+  std::string name;            // by_name
+  uint32_t limit = 100;
+  uint32_t offset = 0;
+};
+
 using Command =
     std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd, KvCmd, LockCmd,
                  TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd, GroupListCmd, GroupDetailsCmd,
                  GroupDeleteCmd, SeekCmd, SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
-                 QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd>;
+                 QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd,
+                 TraceRecordCmd, TraceQueryCmd>;
 
 struct CommandEnvelope {
   RequestId request_id;
@@ -558,11 +584,41 @@ struct MessageDeleteReply {
   std::string transaction_id;
 };
 
+struct TraceView {
+  Uuid id;
+  PartitionId partition_id;
+  std::string transaction_id;
+  std::string event_type;
+  std::string data;  // compact JSON
+  std::string group;
+  std::string worker_id;
+  std::vector<std::string> names;
+  int64_t created_us = 0;
+  // by_name only: where the message is, and its payload (empty when it is gone)
+  std::string queue, partition, payload;
+};
+
+struct TraceNameView {
+  std::string name;
+  uint64_t traces = 0;
+  uint64_t messages = 0;  // distinct (partition, transactionId)
+  int64_t last_seen_us = 0;
+};
+
+struct TraceReply {
+  TraceQueryKind kind = TraceQueryKind::message;
+  Uuid recorded;  // a record: the new trace's id
+  std::vector<TraceView> traces;
+  std::vector<TraceNameView> names;
+  uint64_t total = 0;  // by_name, names: before limit and offset
+  uint32_t limit = 0, offset = 0;
+};
+
 struct Reply {
   std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
                KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply, LeaseExtendReply,
                GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply,
-               MetricsReply, MessageDeleteReply>
+               MetricsReply, MessageDeleteReply, TraceReply>
       body;
 };
 

@@ -1029,6 +1029,86 @@ struct NodeImpl {
     if (auto* x = std::get_if<MessageGetCmd>(&c)) return send(Parked{h, Reply{message(*x)}});
     if (auto* x = std::get_if<MessageBrowseCmd>(&c)) return send(Parked{h, Reply{browse(*x)}});
     if (auto* x = std::get_if<MessageDeleteCmd>(&c)) return delete_message(h, *x);
+    if (auto* x = std::get_if<TraceRecordCmd>(&c)) return record_trace(h, *x);
+    if (auto* x = std::get_if<TraceQueryCmd>(&c)) return send(Parked{h, Reply{traces(*x)}});
+  }
+
+  // ---- traces ----
+
+  void record_trace(ReplyHandle h, const TraceRecordCmd& cmd) {
+    const PartitionState* p = store.partition(cmd.partition_id);
+    if (!p || !live_message(*p, cmd.txn_hash))
+      return send(Parked{h, error_reply(404, "not_found", "Message not found")});
+    open.entry.effects.push_back(EffTrace{cmd.trace_id, cmd.partition_id, cmd.transaction_id,
+                                          cmd.event_type, cmd.data, cmd.group, cmd.worker_id,
+                                          cmd.names});
+    ++open.commands;
+    TraceReply reply;
+    reply.recorded = cmd.trace_id;
+    park_planned(h, Reply{std::move(reply)});
+  }
+
+  static TraceView trace_view(const TraceRow& row) {
+    const EffTrace& t = row.trace;
+    return TraceView{t.id,        t.pid,   t.transaction_id, t.event_type, t.data, t.group,
+                     t.worker_id, t.names, row.created_us,   {},           {},     {}};
+  }
+
+  // The trace's message: its queue and partition names and payload (empty when gone).
+  void locate(TraceView* v) {
+    const PartitionState* p = store.partition(v->partition_id);
+    if (!p) return;
+    v->partition = p->name;
+    if (const QueueState* q = store.queue(p->queue)) v->queue = q->name;
+    XXH128_hash_t hh = XXH3_128bits(v->transaction_id.data(), v->transaction_id.size());
+    auto o = live_message(*p, Hash128{hh.low64, hh.high64});
+    if (!o) return;
+    auto msgs = read(p->id, *o, 1);
+    if (msgs.ok() && !msgs.value().empty()) v->payload = std::move(msgs.value().front().payload);
+  }
+
+  TraceReply traces(const TraceQueryCmd& cmd) {
+    TraceReply reply;
+    reply.kind = cmd.kind;
+    reply.limit = cmd.limit;
+    reply.offset = cmd.offset;
+    if (cmd.kind == TraceQueryKind::names) return trace_names(cmd, std::move(reply));
+    for (const TraceRow& row : store.traces()) {
+      const EffTrace& t = row.trace;
+      bool match = cmd.kind == TraceQueryKind::message
+                       ? t.pid == cmd.partition_id && t.transaction_id == cmd.transaction_id
+                       : std::find(t.names.begin(), t.names.end(), cmd.name) != t.names.end();
+      if (!match) continue;
+      ++reply.total;
+      if (cmd.kind == TraceQueryKind::by_name &&
+          (reply.total <= cmd.offset || reply.traces.size() >= cmd.limit))
+        continue;
+      reply.traces.push_back(trace_view(row));
+      if (cmd.kind == TraceQueryKind::by_name) locate(&reply.traces.back());
+    }
+    return reply;
+  }
+
+  TraceReply trace_names(const TraceQueryCmd& cmd, TraceReply reply) {
+    std::map<std::string, TraceNameView> by_name;
+    std::map<std::string, std::set<std::pair<uint64_t, std::string>>> messages;
+    for (const TraceRow& row : store.traces()) {
+      for (const std::string& n : row.trace.names) {
+        TraceNameView& v = by_name[n];
+        v.name = n;
+        ++v.traces;
+        v.last_seen_us = std::max(v.last_seen_us, row.created_us);
+        messages[n].emplace(row.trace.pid.value, row.trace.transaction_id);
+      }
+    }
+    reply.total = by_name.size();
+    uint64_t i = 0;
+    for (auto& [name, v] : by_name) {
+      if (i++ < cmd.offset || reply.names.size() >= cmd.limit) continue;
+      v.messages = messages[name].size();
+      reply.names.push_back(std::move(v));
+    }
+    return reply;
   }
 
   // The first message of the partition with this transactionId that is not deleted.
@@ -1378,7 +1458,8 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       std::holds_alternative<TxnCmd>(c.command) ||
       std::holds_alternative<DlqReplayCmd>(c.command) ||
       std::holds_alternative<QueueDeleteCmd>(c.command) ||
-      std::holds_alternative<MessageDeleteCmd>(c.command);
+      std::holds_alternative<MessageDeleteCmd>(c.command) ||
+      std::holds_alternative<TraceRecordCmd>(c.command);
   if (logged && n.answer_known(h, c.request_id, c.command)) {
     n.after_event();
     return;

@@ -22,6 +22,7 @@ enum class EffTag : uint8_t {
   message_delete = 16,
   request_outcome = 17,
   timer_dlq = 18,
+  trace = 19,
 };
 
 void put_timer_row(ByteWriter& w, const TimerRow& row) {
@@ -205,6 +206,18 @@ struct EffectWriter {
     w.str(e.timer_key);
     put_timer_row(w, e.row);
   }
+  void operator()(const EffTrace& e) {
+    w.u8(static_cast<uint8_t>(EffTag::trace));
+    w.uuid(e.id);
+    w.u64(e.pid.value);
+    w.str(e.transaction_id);
+    w.str(e.event_type);
+    w.str(e.data);
+    w.str(e.group);
+    w.str(e.worker_id);
+    w.u32(static_cast<uint32_t>(e.names.size()));
+    for (const std::string& n : e.names) w.str(n);
+  }
   void operator()(const EffTimerDlq& e) {
     w.u8(static_cast<uint8_t>(EffTag::timer_dlq));
     w.u64(e.queue.value);
@@ -335,6 +348,20 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.queue = r.str();
       e.timer_key = r.str();
       e.row = get_timer_row(r);
+      *out = std::move(e);
+      return true;
+    }
+    case EffTag::trace: {
+      EffTrace e;
+      e.id = r.uuid();
+      e.pid = PartitionId(r.u64());
+      e.transaction_id = r.str();
+      e.event_type = r.str();
+      e.data = r.str();
+      e.group = r.str();
+      e.worker_id = r.str();
+      uint32_t n = r.count(4);
+      for (uint32_t i = 0; i < n && r.ok(); ++i) e.names.push_back(r.str());
       *out = std::move(e);
       return true;
     }

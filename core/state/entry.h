@@ -175,6 +175,19 @@ struct EffTimerDlq {
   bool operator==(const EffTimerDlq&) const = default;
 };
 
+// A trace event recorded on a stored message (POST /api/v1/traces).
+struct EffTrace {
+  Uuid id;
+  PartitionId pid;
+  std::string transaction_id;
+  std::string event_type;
+  std::string data;
+  std::string group;
+  std::string worker_id;
+  std::vector<std::string> names;
+  bool operator==(const EffTrace&) const = default;
+};
+
 // A command's answer under its request id, kept until keep_until_us (the request-id window),
 // so that a retry under the same id gets the same answer from whichever node leads later, and
 // after a restart. `reply` is opaque here (core/node/outcome.h encodes it).
@@ -185,10 +198,11 @@ struct EffRequestOutcome {
   bool operator==(const EffRequestOutcome&) const = default;
 };
 
-using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
-                            EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
-                            EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
-                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome, EffTimerDlq>;
+using Effect =
+    std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,
+                 EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut, EffTimerDelete,
+                 EffDlqRemove, EffCursorDelete, EffGroupMetaDelete, EffDeleteQueue,
+                 EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace>;
 
 struct Entry {
   LogIndex index;

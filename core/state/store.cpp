@@ -92,6 +92,12 @@ const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
   return nullptr;
 }
 
+void Store::add_trace(const EffTrace& e, int64_t now_us) {
+  traces_.push_back(TraceRow{e, now_us});
+  while (traces_.size() > kTraceRowsMax || traces_.front().created_us + kTraceRetentionUs <= now_us)
+    traces_.pop_front();
+}
+
 void Store::delete_message(const EffMessageDelete& e) {
   auto pit = partitions_.find(e.pid);
   if (pit == partitions_.end()) return;  // its queue went first
@@ -189,6 +195,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       if (!gone)
         dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,
                                           e->retry_count, entry.now_us, std::nullopt});
+    } else if (auto* e = std::get_if<EffTrace>(&eff)) {
+      add_trace(*e, entry.now_us);
     } else if (auto* e = std::get_if<EffTimerDlq>(&eff)) {
       ++dlq_ids_;
       dlq_[e->queue].push_back(DlqEntry{dlq_ids_, PartitionId{}, std::string(kTimerDlqGroup),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -91,6 +92,17 @@ struct DlqEntry {
   bool operator==(const DlqEntry&) const = default;
 };
 
+struct TraceRow {
+  EffTrace trace;
+  int64_t created_us = 0;
+  bool operator==(const TraceRow&) const = default;
+};
+
+// Traces are kept this long (QUEEN_RAFT_TRACE_RETENTION_S) and at most this many, the oldest
+// going first.
+constexpr int64_t kTraceRetentionUs = 604800ll * 1000 * 1000;
+constexpr size_t kTraceRowsMax = 200000;
+
 class Store {
  public:
   const QueueState* queue(const std::string& name) const;
@@ -133,8 +145,12 @@ class Store {
     std::string reply;
   };
   const std::map<Uuid, StoredOutcome>& request_outcomes() const { return outcomes_; }
+  // Oldest first.
+  const std::deque<TraceRow>& traces() const { return traces_; }
 
  private:
+  void add_trace(const EffTrace& e, int64_t now_us);
+  std::deque<TraceRow> traces_;
   void delete_queue(QueueId id);
   void delete_message(const EffMessageDelete& e);
 

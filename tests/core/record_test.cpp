@@ -110,6 +110,8 @@ Entry sample_entry() {
   e.effects.push_back(EffGroupMetaDelete{"g", QueueId(1)});
   e.effects.push_back(EffMessageDelete{QueueId(1), PartitionId(4), Offset(6)});
   e.effects.push_back(EffRequestOutcome{make_uuid_v7(4, 5, 6), 123456, "\x01outcome"});
+  e.effects.push_back(EffTrace{
+      make_uuid_v7(7, 7, 7), PartitionId(4), "t-9", "info", "{\"k\":1}", "g", "w1", {"a", "b"}});
   e.effects.push_back(EffDeleteQueue{QueueId(1)});
   return e;
 }

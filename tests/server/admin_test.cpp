@@ -140,5 +140,73 @@ TEST_F(AdminTest, MessagesBrowseAndGet) {
   EXPECT_EQ(client_->get("/api/v1/messages/x/m-1").status, 400);
 }
 
+TEST_F(AdminTest, TracesRecordedOnAMessageAreReadByMessageByNameAndAsNames) {
+  std::string q = name();
+  std::string tag = name("trace");
+  ASSERT_EQ(push(*client_, {{q, "", "t-1", {{"n", 1}}}}).status, 201);
+  HttpResult got = client_->get("/api/v1/messages?queue=" + q);
+  ASSERT_EQ(got.status, 200) << got.body;
+  std::string pid = got.body_json()["messages"][0]["partitionId"];
+  json trace = {{"transactionId", "t-1"},    {"partitionId", pid},  {"data", {{"step", "parsed"}}},
+                {"eventType", "processing"}, {"traceNames", {tag}}, {"consumerGroup", "workers"}};
+  HttpResult rec = client_->post("/api/v1/traces", trace);
+  ASSERT_EQ(rec.status, 201) << rec.body;
+  EXPECT_EQ(rec.body_json()["success"], true);
+  std::string trace_id = rec.body_json()["traceId"];
+  trace["data"] = "done";
+  trace["traceNames"] = tag;  // one name as a string
+  ASSERT_EQ(client_->post("/api/v1/traces", trace).status, 201);
+
+  HttpResult of_msg = client_->get("/api/v1/traces/" + pid + "/t-1");
+  ASSERT_EQ(of_msg.status, 200) << of_msg.body;
+  json traces = of_msg.body_json()["traces"];
+  ASSERT_EQ(traces.size(), 2u) << of_msg.body;
+  EXPECT_EQ(traces[0]["id"], trace_id);  // oldest first
+  EXPECT_EQ(traces[0]["event_type"], "processing");
+  EXPECT_EQ(traces[0]["data"], json({{"step", "parsed"}}));
+  EXPECT_EQ(traces[0]["consumer_group"], "workers");
+  EXPECT_EQ(traces[0]["trace_names"], json({tag}));
+  EXPECT_TRUE(traces[0]["created_at"].is_string());
+  EXPECT_EQ(traces[1]["data"], "done");
+
+  HttpResult by = client_->get("/api/v1/traces/by-name/" + tag + "?limit=1&offset=1");
+  ASSERT_EQ(by.status, 200) << by.body;
+  EXPECT_EQ(by.body_json()["total"], 2);
+  ASSERT_EQ(by.body_json()["traces"].size(), 1u);
+  json located = by.body_json()["traces"][0];
+  EXPECT_EQ(located["queue_name"], q);
+  EXPECT_EQ(located["transaction_id"], "t-1");
+  EXPECT_EQ(located["partition_id"], pid);
+  EXPECT_EQ(located["message_payload"], json({{"n", 1}}));
+  EXPECT_EQ(by.body_json()["pagination"], json({{"limit", 1}, {"offset", 1}}));
+
+  HttpResult names = client_->get("/api/v1/traces/names?limit=10000");
+  ASSERT_EQ(names.status, 200) << names.body;
+  bool seen = false;
+  json all_names = names.body_json()["trace_names"];
+  for (const json& n : all_names) {
+    if (n["trace_name"] != tag) continue;
+    seen = true;
+    EXPECT_EQ(n["trace_count"], 2);
+    EXPECT_EQ(n["message_count"], 1);
+  }
+  EXPECT_TRUE(seen) << names.body;
+
+  // Bad input names the problem; an unknown message is 404.
+  HttpResult no_ids = client_->post("/api/v1/traces", {{"data", 1}});
+  EXPECT_EQ(no_ids.status, 400);
+  EXPECT_NE(no_ids.body.find("transactionId and partitionId are required"), std::string::npos);
+  HttpResult no_data =
+      client_->post("/api/v1/traces", {{"transactionId", "t-1"}, {"partitionId", pid}});
+  EXPECT_EQ(no_data.status, 400);
+  EXPECT_NE(no_data.body.find("data is required"), std::string::npos);
+  trace["traceNames"] = {1, 2};
+  EXPECT_EQ(client_->post("/api/v1/traces", trace).status, 400);
+  trace["traceNames"] = tag;
+  trace["transactionId"] = "missing";
+  EXPECT_EQ(client_->post("/api/v1/traces", trace).status, 404);
+  EXPECT_EQ(client_->get("/api/v1/traces/names?limit=0").status, 400);
+}
+
 }  // namespace
 }  // namespace queen::test
