@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 
+#include "io/real/latency.h"
 #include "io/real/log.h"
 #include "io/real/real_env.h"
 #include "server/auth.h"
@@ -479,6 +480,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     }
     const auto& req = front.request;
     EdgeIds ids;
+    request_started_ = std::chrono::steady_clock::now();
+    request_kind_ = real::RequestKind::other;
     auto method = req.method_string();
     auto target = req.target();
     if (const Authenticator* auth = shared_->options.settings.auth.get()) {
@@ -504,6 +507,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                                   std::string_view(target.data(), target.size()), req.body(),
                                   shared_->options.settings, ids);
     if (parsed.command) {
+      request_kind_ = kind_of(parsed.command->command);
       adopt_forwarded_request_id(req, &*parsed.command);
       hold_for_forwarding(req, *parsed.command);
     }
@@ -547,7 +551,26 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     std::string().swap(p.request.body());
   }
 
+  static real::RequestKind kind_of(const Command& c) {
+    if (std::holds_alternative<PushCmd>(c)) return real::RequestKind::push;
+    if (std::holds_alternative<PopCmd>(c)) return real::RequestKind::pop;
+    if (std::holds_alternative<AckCmd>(c)) return real::RequestKind::ack;
+    if (std::holds_alternative<TxnCmd>(c)) return real::RequestKind::transaction;
+    return real::RequestKind::other;
+  }
+
+  // The time from dispatch to this answer, by kind (GET /metrics/prometheus).
+  void record_latency() {
+    if (!request_started_) return;
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - *request_started_)
+                  .count();
+    real::process_latencies().requests[static_cast<size_t>(request_kind_)].record_us(us);
+    request_started_.reset();
+  }
+
   void write_answer(const HttpAnswer& answer, const char* content_type) {
+    record_latency();
     const auto& req = pending_.front().request;
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(answer.status), req.version());
@@ -626,6 +649,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   uint64_t pending_bytes_ = 0;   // body bytes held in pending_
   std::optional<ReplyHandle> held_;
   RenderAs held_render_ = RenderAs::standard;
+  std::optional<std::chrono::steady_clock::time_point> request_started_;  // being answered
+  real::RequestKind request_kind_ = real::RequestKind::other;
   std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
   asio::steady_timer forward_timer_;        // the pause before a retry through this node
   std::vector<char> drain_buffer_;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/real/latency.h"
 #include "server/json_writer.h"
 
 namespace queen::server {
@@ -107,6 +108,49 @@ uint64_t resident_bytes() {
 
 uint64_t micros(const timeval& t) {
   return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
+}
+
+std::string bound_text(int64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(us) / 1e6);
+  return buf;
+}
+
+// The samples of one histogram: cumulative buckets, +Inf, sum (seconds) and count.
+void histogram(Exposition& x, const std::string& name, std::string_view label,
+               std::string_view value, const real::LatencyHistogram& h) {
+  auto s = h.snapshot();
+  const auto& bounds = real::LatencyHistogram::kBoundsUs;
+  std::string bucket = name + "_bucket";
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    std::string le = i < bounds.size() ? bound_text(bounds[i]) : "+Inf";
+    if (label.empty()) {
+      x.sample(bucket, {{"le", le}}, s.cumulative[i]);
+    } else {
+      x.sample(bucket, {{label, value}, {"le", le}}, s.cumulative[i]);
+    }
+  }
+  char sum[32];
+  std::snprintf(sum, sizeof sum, "%.6f", static_cast<double>(s.sum_us) / 1e6);
+  if (label.empty()) {
+    x.sample(name + "_sum", {}, sum);
+    x.sample(name + "_count", {}, s.count);
+  } else {
+    x.sample(name + "_sum", {{label, value}}, sum);
+    x.sample(name + "_count", {{label, value}}, s.count);
+  }
+}
+
+void render_latencies(Exposition& x) {
+  const real::ProcessLatencies& l = real::process_latencies();
+  x.family("queen_request_duration_seconds", "histogram",
+           "Time from a request's dispatch at the edge to its answer, by kind.");
+  for (size_t k = 0; k < real::kRequestKinds; ++k) {
+    histogram(x, "queen_request_duration_seconds", "kind",
+              real::request_kind_name(static_cast<real::RequestKind>(k)), l.requests[k]);
+  }
+  x.family("queen_fsync_duration_seconds", "histogram", "Time of each fdatasync of a log file.");
+  histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync);
 }
 
 void render_process(Exposition& x) {
@@ -236,6 +280,7 @@ void render_groups(const MetricsReply& m, Exposition& x) {
 HttpAnswer render_metrics(const MetricsReply& reply) {
   Exposition x;
   render_process(x);
+  render_latencies(x);
   render_raft(reply, x);
   render_traffic(reply, x);
   render_queues(reply, x);

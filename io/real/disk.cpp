@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
+#include "io/real/latency.h"
 #include "io/real/log.h"
 
 namespace queen::real {
@@ -174,9 +176,15 @@ void Disk::run_sync(const Op& op) {
     std::lock_guard lock(files_mutex_);
     ok = failed_.count(op.file) == 0;
   }
+  auto started = std::chrono::steady_clock::now();
   if (ok && ::fdatasync(f->fd) != 0) {
     err = errno;
     ok = false;
+  }
+  if (ok) {
+    process_latencies().fsync.record_us(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now() - started)
+                                            .count());
   }
   if (ok) ok = sync_new_dirs(op.file);
   if (!ok) {

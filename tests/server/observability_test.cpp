@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "io/real/latency.h"
 #include "server/observability.h"
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
@@ -66,7 +67,11 @@ Scrape parse_exposition(const std::string& text) {
         s.problems.push_back("counter not ending in _total, " + at);
       current = family;
     } else if (std::regex_match(line, m, kSample)) {
-      if (m[1] != current) s.problems.push_back("sample outside its family, " + at);
+      bool of_histogram =
+          s.types[current] == "histogram" &&
+          (m[1] == current + "_bucket" || m[1] == current + "_sum" || m[1] == current + "_count");
+      if (m[1] != current && !of_histogram)
+        s.problems.push_back("sample outside its family, " + at);
       std::string series = m[1].str() + m[2].str();
       if (!s.samples.emplace(series, std::stod(m[3])).second)
         s.problems.push_back("series twice, " + at);
@@ -141,6 +146,51 @@ TEST_F(ObservabilityTest, PrometheusTextIsWellFormed) {
   // A scrape is not a client command: it leaves the traffic counters alone.
   double pops = s.value(series("queen_pop_messages_total")).value_or(-1);
   EXPECT_EQ(scrape().value(series("queen_pop_messages_total")), pops);
+}
+
+// Request latencies by kind and fsync latencies are Prometheus histograms: cumulative buckets
+// ending in +Inf equal to the count, and a push moves the push histogram and the fsync one.
+TEST_F(ObservabilityTest, RequestAndFsyncLatenciesAreHistograms) {
+  std::string push_count = series("queen_request_duration_seconds_count", R"(kind="push")");
+  std::string fsyncs = series("queen_fsync_duration_seconds_count");
+  Scrape before = scrape();
+  ASSERT_EQ(push(*client_, {{name(), "", "", 1}}).status, 201);
+  Scrape after = scrape();
+  EXPECT_EQ(after.types["queen_request_duration_seconds"], "histogram");
+  EXPECT_EQ(after.types["queen_fsync_duration_seconds"], "histogram");
+  EXPECT_EQ(after.value(push_count).value_or(0) - before.value(push_count).value_or(0), 1);
+  EXPECT_GE(after.value(fsyncs).value_or(0) - before.value(fsyncs).value_or(0), 1);
+  for (const char* kind : {"push", "pop", "ack", "transaction", "other"}) {
+    std::string k = std::string("kind=\"") + kind + "\"";
+    double previous = 0;
+    for (const char* le : {"0.0005", "0.001", "0.01", "0.1", "1", "10", "+Inf"}) {
+      auto b =
+          after.value(series("queen_request_duration_seconds_bucket", k + ",le=\"" + le + "\""));
+      ASSERT_TRUE(b.has_value()) << kind << " " << le;
+      EXPECT_GE(*b, previous) << kind << " " << le << ": buckets are cumulative";
+      previous = *b;
+    }
+    EXPECT_EQ(previous, after.value(series("queen_request_duration_seconds_count", k)));
+  }
+  EXPECT_GT(after.value(series("queen_request_duration_seconds_sum", R"(kind="push")")).value_or(0),
+            0);
+}
+
+TEST(LatencyHistogram, CountsEachSampleInItsBucketAndCumulatesUpward) {
+  real::LatencyHistogram h;
+  h.record_us(100);                        // <= 0.5 ms
+  h.record_us(500);                        // <= 0.5 ms (bounds are inclusive)
+  h.record_us(3000);                       // <= 5 ms
+  h.record_us(-7);                         // clamped to 0
+  h.record_us(int64_t{60} * 1000 * 1000);  // above every bound: +Inf only
+  auto s = h.snapshot();
+  EXPECT_EQ(s.cumulative[0], 3u);
+  EXPECT_EQ(s.cumulative[2], 3u);  // <= 2.5 ms
+  EXPECT_EQ(s.cumulative[3], 4u);  // <= 5 ms
+  EXPECT_EQ(s.cumulative[real::LatencyHistogram::kBuckets - 2], 4u);
+  EXPECT_EQ(s.cumulative.back(), 5u);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_EQ(s.sum_us, 100 + 500 + 3000 + 60000000);
 }
 
 TEST_F(ObservabilityTest, LabelValuesAreEscaped) {

@@ -1,0 +1,47 @@
+#include "io/real/latency.h"
+
+#include <algorithm>
+
+namespace queen::real {
+
+void LatencyHistogram::record_us(int64_t us) {
+  us = std::max<int64_t>(0, us);
+  auto at = std::lower_bound(kBoundsUs.begin(), kBoundsUs.end(), us);
+  buckets_[static_cast<size_t>(at - kBoundsUs.begin())].fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(us, std::memory_order_relaxed);
+}
+
+LatencyHistogram::Snapshot LatencyHistogram::snapshot() const {
+  Snapshot s;
+  uint64_t running = 0;
+  for (size_t i = 0; i < kBuckets; ++i) {
+    running += buckets_[i].load(std::memory_order_relaxed);
+    s.cumulative[i] = running;
+  }
+  s.count = running;
+  s.sum_us = sum_us_.load(std::memory_order_relaxed);
+  return s;
+}
+
+const char* request_kind_name(RequestKind kind) {
+  switch (kind) {
+    case RequestKind::push:
+      return "push";
+    case RequestKind::pop:
+      return "pop";
+    case RequestKind::ack:
+      return "ack";
+    case RequestKind::transaction:
+      return "transaction";
+    case RequestKind::other:
+      return "other";
+  }
+  return "other";
+}
+
+ProcessLatencies& process_latencies() {
+  static ProcessLatencies latencies;
+  return latencies;
+}
+
+}  // namespace queen::real
