@@ -2516,8 +2516,10 @@ Parsed parse_queue_rollup(RenderAs as, const EdgeSettings& settings, IdSource& i
   return p;
 }
 
-Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids) {
-  return to_node(ids, settings.stmt_timeout_ms, MetricsCmd{});
+Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids, RenderAs as) {
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, MetricsCmd{});
+  p.render = as;
+  return p;
 }
 
 // ---------- public: rendering ----------
@@ -2538,7 +2540,9 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
       return render_queue_rollup(*q, as == RenderAs::tasks);
     return render_queues(*q);
   }
-  if (const auto* m = std::get_if<MetricsReply>(&reply.body)) return render_metrics(*m);
+  if (const auto* m = std::get_if<MetricsReply>(&reply.body)) {
+    return as == RenderAs::metrics_json ? render_metrics_json(*m) : render_metrics(*m);
+  }
   if (const auto* d = std::get_if<MessageDeleteReply>(&reply.body)) {
     return render_message_delete(*d);
   }

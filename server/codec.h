@@ -67,8 +67,9 @@ enum class RenderAs : uint8_t {
   kv_single,
   group_details,
   message_get,
-  namespaces,  // the queue list rolled up by namespace
-  tasks,       // the queue list rolled up by task
+  namespaces,    // the queue list rolled up by namespace
+  tasks,         // the queue list rolled up by task
+  metrics_json,  // GET /metrics: the reference's fixed JSON shape
 };
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
@@ -149,7 +150,7 @@ Parsed parse_trace_record(std::string_view body, const EdgeSettings& settings, I
 Parsed parse_trace_query(TraceQueryKind kind, const std::vector<std::string>& segments,
                          const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 // GET /metrics/prometheus (rendered by server/observability.h).
-Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids);
+Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids, RenderAs as = RenderAs::standard);
 
 HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
 // {"error": message, "code": code} with `status`.

@@ -290,6 +290,33 @@ HttpAnswer render_metrics(const MetricsReply& reply) {
   return a;
 }
 
+HttpAnswer render_metrics_json(const MetricsReply& reply) {
+  double up =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
+  uint64_t requests = 0;
+  for (const auto& h : real::process_latencies().requests) requests += h.snapshot().count;
+  uint64_t messages = reply.traffic.push_queued;
+  auto rate = [&](uint64_t n) { return up > 0 ? static_cast<int64_t>(n / up) : 0; };
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  JsonWriter w;
+  w.begin_object();
+  w.key("uptime").number(static_cast<int64_t>(up));
+  w.key("requests").begin_object().key("total").number(requests);
+  w.key("rate").number(rate(requests)).end_object();
+  w.key("messages").begin_object().key("total").number(messages);
+  w.key("rate").number(rate(messages)).end_object();
+  w.key("database").begin_object().key("poolSize").number(0).key("idleConnections").number(0);
+  w.key("waitingRequests").number(0).end_object();
+  w.key("memory").begin_object().key("rss").number(resident_bytes()).key("heapTotal").number(0);
+  w.key("heapUsed").number(0).key("external").number(0).key("arrayBuffers").number(0);
+  w.end_object();
+  w.key("cpu").begin_object().key("user").number(micros(ru.ru_utime));
+  w.key("system").number(micros(ru.ru_stime)).end_object();
+  w.end_object();
+  return HttpAnswer(200, w.take());
+}
+
 HttpAnswer render_queue_rollup(const QueuesReply& reply, bool by_task) {
   struct Sum {
     uint64_t queues = 0, partitions = 0, total = 0, pending = 0;

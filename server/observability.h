@@ -20,6 +20,11 @@ namespace queen::server {
 
 // The text/plain answer for /metrics/prometheus.
 HttpAnswer render_metrics(const MetricsReply& reply);
+// GET /metrics, the reference's fixed JSON shape: {uptime, requests:{total, rate},
+// messages:{total, rate}, database:{…0}, memory:{rss, …}, cpu:{user, system}}; rates are per
+// second since the process started, requests are those the edge answered, messages those
+// pushed (queued).
+HttpAnswer render_metrics_json(const MetricsReply& reply);
 
 // {"namespaces":[{namespace, queues, partitions, messages:{total, pending}}]} or, by task,
 // {"tasks":[{task, queues, partitions, messages:{total, pending}}]}.

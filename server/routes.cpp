@@ -228,6 +228,7 @@ Parsed route_request(std::string_view method, std::string_view target, std::stri
   if (method == "GET") {
     if (path == "/health") return parse_health(settings, ids);
     if (path == "/metrics/prometheus") return parse_metrics(settings, ids);
+    if (path == "/metrics") return parse_metrics(settings, ids, RenderAs::metrics_json);
     if (path.substr(0, kPopPrefix.size()) == kPopPrefix) {
       return route_pop(method, path, *query, settings, ids);
     }

@@ -176,6 +176,26 @@ TEST_F(ObservabilityTest, RequestAndFsyncLatenciesAreHistograms) {
             0);
 }
 
+TEST_F(ObservabilityTest, MetricsJsonHasTheReferenceShapeAndCountsPushes) {
+  auto get = [&] {
+    HttpResult r = client_->get("/metrics");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body_json();
+  };
+  json before = get();
+  ASSERT_EQ(push(*client_, {{name(), "", "", 1}, {name(), "", "", 2}}).status, 201);
+  json after = get();
+  for (const char* key : {"uptime", "requests", "messages", "database", "memory", "cpu"})
+    EXPECT_TRUE(after.contains(key)) << key << " " << after.dump();
+  EXPECT_EQ(after["messages"]["total"].get<int64_t>() - before["messages"]["total"].get<int64_t>(),
+            2);
+  EXPECT_GE(after["requests"]["total"].get<int64_t>() - before["requests"]["total"].get<int64_t>(),
+            2);  // the push and the first /metrics
+  EXPECT_GT(after["memory"]["rss"].get<int64_t>(), 0);
+  EXPECT_TRUE(after["cpu"]["user"].is_number());
+  EXPECT_EQ(after["database"]["waitingRequests"], 0);
+}
+
 TEST(LatencyHistogram, CountsEachSampleInItsBucketAndCumulatesUpward) {
   real::LatencyHistogram h;
   h.record_us(100);                        // <= 0.5 ms
