@@ -50,6 +50,7 @@ class Run {
     }
     NodeSetup s;
     s.config = p_.node;
+    s.config.track_applied_chain = true;  // state machine safety compares the chains
     s.disk = p_.faults.disk;
     s.clock = p_.faults.clock;
     s.restart_delay_us_min = p_.faults.restart_delay_ms_min * 1000;

@@ -44,6 +44,9 @@ struct NodeConfig {
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
+  // Keep RaftView::applied_chain, a hash over every applied entry (one more encoding of each):
+  // the simulator's and the tests' state machine safety check; off in the server.
+  bool track_applied_chain = false;
   Mutants mutants;
 };
 

@@ -286,7 +286,7 @@ struct NodeImpl {
       auto node = inflight.extract(inflight.begin());
       InFlight& f = node.mapped();
       store.apply(f.entry, f.written.locations);
-      if (cluster) applied_chain = chain_hash(applied_chain, f.entry);
+      if (cluster && config.track_applied_chain) applied_chain = chain_hash(applied_chain, f.entry);
       planner.on_applied(f.entry);
       engine.on_applied(f.entry);
       kv.on_applied(f.entry);
@@ -581,7 +581,7 @@ struct NodeImpl {
     opt.on_replayed = [&](const Entry& e, const RecordLocation& at,
                           const std::vector<RecordLocation>& messages) {
       runs.append(e.index, e.term);
-      applied_chain = chain_hash(applied_chain, e);
+      if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
       entry_records.push_back(EntryRecords{at, messages});
     };
     std::vector<RecoveredEntry> recovered;

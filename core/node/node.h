@@ -75,7 +75,7 @@ class Node {
     uint64_t applied = 0;
     uint64_t last_index = 0;     // of its own log
     bool writable = false;       // a leader that applied an entry of its term: plans commands
-    uint64_t applied_chain = 0;  // a hash over every applied entry, in order
+    uint64_t applied_chain = 0;  // with NodeConfig::track_applied_chain: over applied entries
   };
   RaftView raft_view() const;
 

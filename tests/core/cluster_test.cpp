@@ -17,6 +17,7 @@ namespace {
 
 NodeConfig cluster_config(int nodes) {
   NodeConfig c;
+  c.track_applied_chain = true;
   for (int i = 1; i <= nodes; ++i) c.voters.push_back(static_cast<uint64_t>(i));
   c.raft_heartbeat_ms = 10;
   c.raft_election_ms = 100;
