@@ -10,6 +10,8 @@
 #include <chrono>
 #include <memory>
 
+#include "io/real/connect.h"
+
 namespace queen::server {
 
 namespace asio = boost::asio;
@@ -22,15 +24,12 @@ namespace {
 asio::awaitable<std::optional<ForwardResponse>> exchange(asio::any_io_executor executor,
                                                          HttpAddress to, ForwardRequest request,
                                                          int64_t timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto connected = co_await real::connect_within(executor, to.host, to.port, timeout_ms);
+  if (!connected) co_return std::nullopt;
+  beast::tcp_stream& stream = *connected;
   beast::error_code ec;
-  tcp::resolver resolver(executor);
-  auto where = co_await resolver.async_resolve(to.host, std::to_string(to.port),
-                                               asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return std::nullopt;
-  beast::tcp_stream stream(executor);
-  stream.expires_after(std::chrono::milliseconds(timeout_ms));
-  co_await stream.async_connect(where, asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return std::nullopt;
+  stream.expires_at(deadline);  // one timeout for the whole exchange
   request.keep_alive(false);
   request.prepare_payload();
   co_await http::async_write(stream, request, asio::redirect_error(asio::use_awaitable, ec));

@@ -21,6 +21,7 @@
 #include <optional>
 #include <thread>
 
+#include "io/real/connect.h"
 #include "io/real/log.h"
 
 namespace queen::real {
@@ -218,17 +219,10 @@ struct Transport::Impl {
   }
 
   awaitable<bool> connect(Peer& p) {
-    beast::error_code ec;
-    tcp::resolver resolver(context);
-    auto results = co_await resolver.async_resolve(p.address.host, std::to_string(p.address.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return false;
-    beast::tcp_stream stream(context);
-    stream.expires_after(std::chrono::milliseconds(options.io_timeout_ms));
-    co_await stream.async_connect(results, asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return false;
-    stream.socket().set_option(tcp::no_delay(true), ec);
-    p.stream.emplace(std::move(stream));
+    auto stream = co_await connect_within(context.get_executor(), p.address.host, p.address.port,
+                                          options.io_timeout_ms);
+    if (!stream) co_return false;
+    p.stream.emplace(std::move(*stream));
     co_return true;
   }
 };
