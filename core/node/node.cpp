@@ -1427,13 +1427,13 @@ Status Node::start(const std::vector<FileInfo>& files) {
 void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving) {
-    n.env.reply(h, error_reply(503, "retry", "the node is not serving yet", 1));
+    n.send(Parked{h, error_reply(503, "retry", "the node is not serving yet", 1)});
     return;
   }
   if (n.cluster && !std::holds_alternative<HealthCmd>(c.command) &&
       !std::holds_alternative<MetricsCmd>(c.command)) {
     if (!n.cluster->writable) {
-      n.env.reply(h, n.not_serving_reply());
+      n.send(Parked{h, n.not_serving_reply()});
       return;
     }
     bool consumes = std::holds_alternative<PopCmd>(c.command) ||
@@ -1446,8 +1446,9 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
                     std::holds_alternative<GroupListCmd>(c.command) ||
                     std::holds_alternative<GroupDetailsCmd>(c.command);
     if (consumes && !n.consume_ok()) {
-      n.env.reply(h, error_reply(503, "retry", "the leader does not hold its consumption lease yet",
-                                 1, n.config.node_id));
+      n.send(
+          Parked{h, error_reply(503, "retry", "the leader does not hold its consumption lease yet",
+                                1, n.config.node_id)});
       return;
     }
   }
