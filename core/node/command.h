@@ -282,6 +282,108 @@ using Command =
                  QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd,
                  TraceRecordCmd, TraceQueryCmd>;
 
+// How the node treats a kind of command. Every kind states its traits (a new one without an
+// overload does not compile):
+// - logged: it may plan a logged effect, so its answer is kept under its request id;
+// - consumes: it reads or changes consumption state, served only under the consumption lease;
+// - any_node: answered by whichever node receives it, leader or not.
+struct CommandTraits {
+  bool logged = false;
+  bool consumes = false;
+  bool any_node = false;
+};
+
+namespace command_traits_of {
+constexpr CommandTraits kLogged{true, false, false};
+constexpr CommandTraits kConsumes{false, true, false};
+constexpr CommandTraits kRead{false, false, false};
+constexpr CommandTraits traits(const PushCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const PopCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const AckCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const ConfigureCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const HealthCmd&) {
+  return {false, false, true};
+}
+constexpr CommandTraits traits(const DlqQueryCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const KvCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const LockCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const TimerCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const TimerQueryCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const TxnCmd&) {
+  return {true, true, false};
+}
+constexpr CommandTraits traits(const LeaseExtendCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const GroupListCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const GroupDetailsCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const GroupDeleteCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const SeekCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const SubscriptionCmd&) {
+  return kConsumes;
+}
+constexpr CommandTraits traits(const DlqReplayCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const QueueListCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const QueueGetCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const QueueDeleteCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const MessageGetCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const MessageBrowseCmd&) {
+  return kRead;
+}
+constexpr CommandTraits traits(const MetricsCmd&) {
+  return {false, false, true};
+}
+constexpr CommandTraits traits(const MessageDeleteCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const TraceRecordCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const TraceQueryCmd&) {
+  return kRead;
+}
+}  // namespace command_traits_of
+
+inline CommandTraits traits_of(const Command& c) {
+  return std::visit([](const auto& x) { return command_traits_of::traits(x); }, c);
+}
+
 struct CommandEnvelope {
   RequestId request_id;
   int64_t deadline_ms = 0;  // node-local wall clock (Env::now_ms) past which the answer is 503

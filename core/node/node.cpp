@@ -1430,37 +1430,20 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.send(Parked{h, error_reply(503, "retry", "the node is not serving yet", 1)});
     return;
   }
-  if (n.cluster && !std::holds_alternative<HealthCmd>(c.command) &&
-      !std::holds_alternative<MetricsCmd>(c.command)) {
+  const CommandTraits traits = traits_of(c.command);
+  if (n.cluster && !traits.any_node) {
     if (!n.cluster->writable) {
       n.send(Parked{h, n.not_serving_reply()});
       return;
     }
-    bool consumes = std::holds_alternative<PopCmd>(c.command) ||
-                    std::holds_alternative<AckCmd>(c.command) ||
-                    std::holds_alternative<TxnCmd>(c.command) ||
-                    std::holds_alternative<LeaseExtendCmd>(c.command) ||
-                    std::holds_alternative<SeekCmd>(c.command) ||
-                    std::holds_alternative<SubscriptionCmd>(c.command) ||
-                    std::holds_alternative<GroupDeleteCmd>(c.command) ||
-                    std::holds_alternative<GroupListCmd>(c.command) ||
-                    std::holds_alternative<GroupDetailsCmd>(c.command);
-    if (consumes && !n.consume_ok()) {
+    if (traits.consumes && !n.consume_ok()) {
       n.send(
           Parked{h, error_reply(503, "retry", "the leader does not hold its consumption lease yet",
                                 1, n.config.node_id)});
       return;
     }
   }
-  bool logged =
-      std::holds_alternative<PushCmd>(c.command) ||
-      std::holds_alternative<ConfigureCmd>(c.command) || std::holds_alternative<KvCmd>(c.command) ||
-      std::holds_alternative<LockCmd>(c.command) || std::holds_alternative<TimerCmd>(c.command) ||
-      std::holds_alternative<TxnCmd>(c.command) ||
-      std::holds_alternative<DlqReplayCmd>(c.command) ||
-      std::holds_alternative<QueueDeleteCmd>(c.command) ||
-      std::holds_alternative<MessageDeleteCmd>(c.command) ||
-      std::holds_alternative<TraceRecordCmd>(c.command);
+  bool logged = traits.logged;
   if (logged && n.answer_known(h, c.request_id, c.command)) {
     n.after_event();
     return;
