@@ -89,8 +89,9 @@ constexpr int kAdmitRetryAfterMaxS = 5;
 constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
-// Sends to leaders and retries through this node, together, for one forwarded request.
-constexpr int kForwardAttemptsMax = 20;
+// Sends to leaders and retries through this node, together, for one forwarded request: the
+// deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
+constexpr int kForwardAttemptsMax = 300;
 constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 
 // A request read from the connection, or an answer decided while reading it.
