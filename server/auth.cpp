@@ -69,6 +69,18 @@ bool key_fits(evp_pkey_st* key, KeyKind kind) {
   return false;
 }
 
+bool is_rsa(evp_pkey_st* key) {
+  return key_fits(key, KeyKind::rsa);
+}
+
+bool is_eddsa(evp_pkey_st* key) {
+  return key_fits(key, KeyKind::eddsa);
+}
+
+auto fits_of(KeyKind kind) -> bool (*)(evp_pkey_st*) {
+  return kind == KeyKind::rsa ? is_rsa : is_eddsa;
+}
+
 // A PEM public key: SubjectPublicKeyInfo or PKCS#1 (through the decoder), or a certificate.
 EVP_PKEY* parse_public_key(const std::string& pem) {
   EVP_PKEY* key = nullptr;
@@ -159,19 +171,38 @@ Result<std::shared_ptr<const Authenticator>> Authenticator::create(AuthSettings 
                         "JWT_PUBLIC_KEY is not a PEM public key (or certificate) OpenSSL can read");
     }
   }
+  if (!s.jwks.url.empty()) {
+    auth->jwks_ = std::make_unique<JwksCache>(s.jwks);
+    Status started = auth->jwks_->start();
+    if (!started.ok()) {
+      return make_error(Errc::bad_request,
+                        "JWT_JWKS_URL=" + s.jwks.url + ": " + started.error().message);
+    }
+  }
   if (fixed != nullptr && fixed->kind == KeyKind::hmac && s.secret.empty())
     return make_error(Errc::bad_request, "JWT_ALGORITHM=" + alg + " needs JWT_SECRET");
-  if (fixed != nullptr && fixed->kind != KeyKind::hmac) {
-    if (auth->key_ == nullptr)
-      return make_error(Errc::bad_request, "JWT_ALGORITHM=" + alg + " needs JWT_PUBLIC_KEY");
+  if (fixed != nullptr && fixed->kind != KeyKind::hmac && auth->jwks_) {
+    if (!auth->has_key_for(static_cast<int>(fixed->kind))) {
+      return make_error(Errc::bad_request,
+                        "neither JWT_PUBLIC_KEY nor the JWKS at JWT_JWKS_URL "
+                        "has a key for JWT_ALGORITHM=" +
+                            alg);
+    }
+  } else if (fixed != nullptr && fixed->kind != KeyKind::hmac) {
+    if (auth->key_ == nullptr) {
+      return make_error(Errc::bad_request,
+                        "JWT_ALGORITHM=" + alg + " needs JWT_PUBLIC_KEY or JWT_JWKS_URL");
+    }
     if (!key_fits(auth->key_, fixed->kind)) {
       return make_error(Errc::bad_request,
                         "JWT_PUBLIC_KEY is not a key for JWT_ALGORITHM=" + alg +
                             (fixed->kind == KeyKind::rsa ? " (an RSA key)" : " (an Ed25519 key)"));
     }
   }
-  if (fixed == nullptr && s.secret.empty() && auth->key_ == nullptr)
-    return make_error(Errc::bad_request, "JWT_ALGORITHM=auto needs JWT_SECRET or JWT_PUBLIC_KEY");
+  if (fixed == nullptr && s.secret.empty() && auth->key_ == nullptr && !auth->jwks_) {
+    return make_error(Errc::bad_request,
+                      "JWT_ALGORITHM=auto needs JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL");
+  }
   return std::shared_ptr<const Authenticator>(std::move(auth));
 }
 
@@ -188,8 +219,13 @@ bool Authenticator::skipped(std::string_view path) const {
   return false;
 }
 
-bool Authenticator::signature_ok(const std::string& alg, std::string_view input,
-                                 std::string_view sig) const {
+bool Authenticator::has_key_for(int kind) const {
+  auto k = static_cast<KeyKind>(kind);
+  return key_fits(key_, k) || (jwks_ && jwks_->has(fits_of(k)));
+}
+
+bool Authenticator::signature_ok(const std::string& alg, const std::string& kid,
+                                 std::string_view input, std::string_view sig) const {
   const Algorithm* a = find_algorithm(alg);
   if (a == nullptr) return false;
   const auto* data = reinterpret_cast<const unsigned char*>(input.data());
@@ -203,10 +239,12 @@ bool Authenticator::signature_ok(const std::string& alg, std::string_view input,
     }
     return mac_len == sig.size() && CRYPTO_memcmp(mac, sig_bytes, mac_len) == 0;
   }
-  if (!key_fits(key_, a->kind)) return false;
+  PublicKey from_set = jwks_ ? jwks_->find(kid, fits_of(a->kind)) : PublicKey();
+  evp_pkey_st* key = from_set ? from_set.get() : key_;
+  if (!key_fits(key, a->kind)) return false;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   if (ctx == nullptr) return false;
-  bool ok = EVP_DigestVerifyInit(ctx, nullptr, a->md(), nullptr, key_) == 1 &&
+  bool ok = EVP_DigestVerifyInit(ctx, nullptr, a->md(), nullptr, key) == 1 &&
             EVP_DigestVerify(ctx, sig_bytes, sig.size(), data, input.size()) == 1;
   EVP_MD_CTX_free(ctx);
   return ok;
@@ -228,12 +266,15 @@ Result<TokenClaims> Authenticator::verify(std::string_view token, int64_t now_s)
   std::string alg = header["alg"].get<std::string>();
   const Algorithm* a = find_algorithm(alg);
   if (a == nullptr) return invalid("unsupported algorithm " + alg);
-  bool accepted =
-      settings_.algorithm == "auto"
-          ? (a->kind == KeyKind::hmac ? !settings_.secret.empty() : key_fits(key_, a->kind))
-          : alg == settings_.algorithm;
+  bool accepted = settings_.algorithm == "auto"
+                      ? (a->kind == KeyKind::hmac ? !settings_.secret.empty()
+                                                  : has_key_for(static_cast<int>(a->kind)))
+                      : alg == settings_.algorithm;
   if (!accepted) return invalid("algorithm " + alg + " is not accepted");
-  if (!signature_ok(alg, token.substr(0, dot2), *sig)) return invalid("invalid signature");
+  std::string kid = header.contains("kid") && header["kid"].is_string()
+                        ? header["kid"].get<std::string>()
+                        : std::string();
+  if (!signature_ok(alg, kid, token.substr(0, dot2), *sig)) return invalid("invalid signature");
 
   json claims = json::parse(*payload_text, nullptr, /*allow_exceptions=*/false);
   if (!claims.is_object()) return invalid("malformed token claims");
@@ -333,13 +374,17 @@ Result<std::shared_ptr<const Authenticator>> load_authenticator(const EnvLookup&
     }
     s.public_key_pem = std::move(pem);
   }
-  if (get("JWT_JWKS_URL")) {
-    if (s.public_key_pem.empty()) {
+  if (auto v = get("JWT_JWKS_URL")) s.jwks.url = *v;
+  for (auto [name, slot] : {std::pair{"JWT_JWKS_REFRESH_INTERVAL", &s.jwks.refresh_s},
+                            std::pair{"JWT_JWKS_TIMEOUT_MS", &s.jwks.timeout_ms}}) {
+    auto v = get(name);
+    if (!v) continue;
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || end != v->data() + v->size() || n <= 0)
       return make_error(Errc::bad_request,
-                        "JWT_JWKS_URL is not supported by this server: give the key in "
-                        "JWT_PUBLIC_KEY");
-    }
-    real::log_line(LogLevel::warn, "config", "JWT_JWKS_URL ignored: JWT_PUBLIC_KEY is used");
+                        std::string(name) + "=" + *v + " is not a positive integer");
+    *slot = n;
   }
   if (auto v = get("JWT_ISSUER")) s.issuer = *v;
   if (auto v = get("JWT_AUDIENCE")) s.audience = *v;

@@ -1,7 +1,7 @@
 // JWT authentication of the HTTP edge (optional: JWT_ENABLED, off by default). Owns the
 // JWT_* settings, the verification of bearer tokens with OpenSSL (HS256/HS384/HS512 under
-// JWT_SECRET; RS256/RS384/RS512 and EdDSA under the PEM public key in JWT_PUBLIC_KEY) and the
-// access level each route needs (access_for).
+// JWT_SECRET; RS256/RS384/RS512 and EdDSA under the PEM public key in JWT_PUBLIC_KEY or the
+// keys of the JWKS at JWT_JWKS_URL) and the access level each route needs (access_for).
 //
 // Contract:
 // - check() runs before a request is parsed or reaches the node. nullopt lets it through;
@@ -20,10 +20,12 @@
 //   array), under the names JWT_ROLE_*. admin reaches every level, read-write every level
 //   but admin, read-only only read_only; write-only is apart from that ladder and reaches
 //   only write_only routes (push and timer schedules), which read-write and admin reach too.
-// - Immutable once built: every edge thread calls check() at once. Secrets never appear in
-//   an answer or a log line.
-// - JWKS (JWT_JWKS_URL) is not fetched: a node told to use it without JWT_PUBLIC_KEY refuses
-//   to start.
+// - Immutable once built (the JWKS keys are refreshed inside server/jwks.h's cache): every
+//   edge thread calls check() at once. Secrets never appear in an answer or a log line.
+// - With JWT_JWKS_URL, an RS*/EdDSA token is verified with the JWKS key its header's kid
+//   names (with no kid, the set's only key of that type), else with JWT_PUBLIC_KEY. The set
+//   is fetched at start (a node whose fetch fails refuses to start) and every
+//   JWT_JWKS_REFRESH_INTERVAL seconds.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include "core/common/result.h"
 #include "server/codec.h"
 #include "server/config.h"
+#include "server/jwks.h"
 
 struct evp_pkey_st;  // OpenSSL's EVP_PKEY
 
@@ -55,6 +58,7 @@ struct AuthSettings {
   std::string algorithm = "HS256";  // HS256/384/512, RS256/384/512, EdDSA or auto
   std::string secret;               // JWT_SECRET
   std::string public_key_pem;       // JWT_PUBLIC_KEY (SubjectPublicKeyInfo, PKCS#1 or a cert)
+  JwksOptions jwks;                 // JWT_JWKS_URL (empty: none), its refresh and timeout
   std::string issuer;               // JWT_ISSUER (empty: not checked)
   std::string audience;             // JWT_AUDIENCE (empty: not checked)
   int64_t clock_skew_s = 30;        // JWT_CLOCK_SKEW
@@ -93,10 +97,14 @@ class Authenticator {
 
  private:
   explicit Authenticator(AuthSettings settings) : settings_(std::move(settings)) {}
-  bool signature_ok(const std::string& alg, std::string_view input, std::string_view sig) const;
+  bool signature_ok(const std::string& alg, const std::string& kid, std::string_view input,
+                    std::string_view sig) const;
+  // Whether a key for tokens of this kind (RSA or Ed25519) is configured.
+  bool has_key_for(int kind) const;
 
   AuthSettings settings_;
-  evp_pkey_st* key_ = nullptr;  // owned; null without JWT_PUBLIC_KEY
+  evp_pkey_st* key_ = nullptr;       // owned; null without JWT_PUBLIC_KEY
+  std::unique_ptr<JwksCache> jwks_;  // null without JWT_JWKS_URL
 };
 
 // JWT_* from the environment: null when JWT_ENABLED is off (or unset); an error naming the

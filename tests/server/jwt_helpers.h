@@ -2,6 +2,8 @@
 // OpenSSL, HS* with a secret and RS*/EdDSA with a key generated for the test.
 #pragma once
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
@@ -45,6 +47,23 @@ class TestKey {
 
   const std::string& public_pem() const { return public_pem_; }
 
+  // The public key as a JWK (RFC 7517) under `kid`.
+  nlohmann::json jwk(const std::string& kid) const {
+    if (EVP_PKEY_get_base_id(key_) == EVP_PKEY_RSA) {
+      return {{"kty", "RSA"},
+              {"kid", kid},
+              {"use", "sig"},
+              {"alg", "RS256"},
+              {"n", b64url(bn_param(OSSL_PKEY_PARAM_RSA_N))},
+              {"e", b64url(bn_param(OSSL_PKEY_PARAM_RSA_E))}};
+    }
+    std::string x(32, '\0');
+    size_t len = x.size();
+    EVP_PKEY_get_raw_public_key(key_, reinterpret_cast<unsigned char*>(x.data()), &len);
+    x.resize(len);
+    return {{"kty", "OKP"}, {"crv", "Ed25519"}, {"kid", kid}, {"x", b64url(x)}};
+  }
+
   // The signature of `input` (md null: EdDSA).
   std::string sign(const EVP_MD* md, const std::string& input) const {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -66,12 +85,24 @@ class TestKey {
   }
 
  private:
+  std::string bn_param(const char* name) const {
+    BIGNUM* bn = nullptr;
+    EVP_PKEY_get_bn_param(key_, name, &bn);
+    std::string out(static_cast<size_t>(BN_num_bytes(bn)), '\0');
+    BN_bn2bin(bn, reinterpret_cast<unsigned char*>(out.data()));
+    BN_free(bn);
+    return out;
+  }
+
   EVP_PKEY* key_ = nullptr;
   std::string public_pem_;
 };
 
-inline std::string signing_input(const std::string& alg, const nlohmann::json& claims) {
-  return b64url(nlohmann::json{{"alg", alg}, {"typ", "JWT"}}.dump()) + "." + b64url(claims.dump());
+inline std::string signing_input(const std::string& alg, const nlohmann::json& claims,
+                                 const std::string& kid = "") {
+  nlohmann::json header = {{"alg", alg}, {"typ", "JWT"}};
+  if (!kid.empty()) header["kid"] = kid;
+  return b64url(header.dump()) + "." + b64url(claims.dump());
 }
 
 inline std::string hs_token(const nlohmann::json& claims, const std::string& secret,
@@ -86,12 +117,12 @@ inline std::string hs_token(const nlohmann::json& claims, const std::string& sec
 }
 
 inline std::string key_token(const nlohmann::json& claims, const TestKey& key,
-                             const std::string& alg = "RS256") {
+                             const std::string& alg = "RS256", const std::string& kid = "") {
   const EVP_MD* md = alg == "EdDSA"   ? nullptr
                      : alg == "RS512" ? EVP_sha512()
                      : alg == "RS384" ? EVP_sha384()
                                       : EVP_sha256();
-  std::string input = signing_input(alg, claims);
+  std::string input = signing_input(alg, claims, kid);
   return input + "." + b64url(key.sign(md, input));
 }
 

@@ -246,6 +246,10 @@ TEST(SecurityConfig, JwtSettingsAreCheckedAtStart) {
       lookup_of({{"JWT_ENABLED", "1"}, {"JWT_ALGORITHM", "RS256"}, {"JWT_JWKS_URL", "http://x"}}));
   ASSERT_FALSE(jwks.ok());
   EXPECT_NE(jwks.error().message.find("JWT_JWKS_URL"), std::string::npos);
+  auto bad_refresh = server::load_config(
+      lookup_of({{"JWT_ENABLED", "1"}, {"JWT_SECRET", "s"}, {"JWT_JWKS_REFRESH_INTERVAL", "0"}}));
+  ASSERT_FALSE(bad_refresh.ok());
+  EXPECT_NE(bad_refresh.error().message.find("JWT_JWKS_REFRESH_INTERVAL"), std::string::npos);
   auto bad_pem = server::load_config(lookup_of(
       {{"JWT_ENABLED", "1"}, {"JWT_ALGORITHM", "RS256"}, {"JWT_PUBLIC_KEY", "-----BEGIN x"}}));
   ASSERT_FALSE(bad_pem.ok());
