@@ -287,6 +287,8 @@ class Run {
       s.recovered_entries += t.recovered_entries;
       s.torn_tails_cut += t.torn_tails_cut;
       s.entries_read_back += t.entries_read_back;
+      s.store_checkpoints += t.store_checkpoints;
+      s.log_files_reclaimed += t.log_files_reclaimed;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -297,6 +299,8 @@ class Run {
     out.counters["entries_committed"] = s.entries_committed;
     out.counters["recovered_entries"] = s.recovered_entries;
     out.counters["torn_tails_cut"] = s.torn_tails_cut;
+    out.counters["store_checkpoints"] = s.store_checkpoints;
+    out.counters["log_files_reclaimed"] = s.log_files_reclaimed;
     out.counters["pushes_answered"] = checker_.pushes_answered();
     out.counters["pops_answered"] = checker_.pops_answered();
     out.counters["acks_answered"] = checker_.acks_answered();

@@ -44,6 +44,13 @@ struct NodeConfig {
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
+  // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only
+  // once the log has grown by the last checkpoint's size (capped at durable_every_bytes), so
+  // checkpoint writes never outweigh log writes. A single node then reclaims log files below
+  // the older of its two newest checkpoints, at most reclaim_files_per_pass_max per pass.
+  int64_t durable_every_ms = 1000;              // QUEEN_RAFT_DURABLE_EVERY_MS
+  uint64_t durable_every_bytes = 256ull << 20;  // QUEEN_RAFT_DURABLE_EVERY_BYTES
+  uint32_t reclaim_files_per_pass_max = 256;
   // Keep RaftView::applied_chain, a hash over every applied entry (one more encoding of each):
   // the simulator's and the tests' state machine safety check; off in the server.
   bool track_applied_chain = false;

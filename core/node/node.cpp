@@ -17,6 +17,7 @@
 #include "core/qlog/log.h"
 #include "core/raft/raft.h"
 #include "core/seal/seal.h"
+#include "core/state/checkpoint.h"
 #include "core/state/store.h"
 #include "core/timers/timers.h"
 
@@ -30,6 +31,7 @@ constexpr TimerId kTimerTick = 4;
 constexpr TimerId kSweepTimer = 5;
 constexpr TimerId kRaftTick = 6;
 constexpr TimerId kCommitPersistTimer = 7;
+constexpr TimerId kStoreCheckpointTimer = 8;
 constexpr int64_t kClaimMarginMsMax = 250;
 
 struct Parked {
@@ -211,6 +213,16 @@ struct NodeImpl {
   uint64_t applied_chain = 0;
   std::set<uint64_t> dead_tokens;  // syncs of entries a truncation removed
 
+  // Store checkpoints: the newest durable ones (at most two, oldest first) and the write in
+  // flight. Log files below the older one are reclaimed on a single node.
+  std::deque<std::pair<LogIndex, std::string>> checkpoints;
+  uint64_t checkpoint_token = 0;  // 0: none in flight
+  std::pair<LogIndex, std::string> checkpoint_writing;
+  uint64_t log_bytes_since_checkpoint = 0;
+  uint64_t last_checkpoint_bytes = 0;
+  Term applied_term;
+  bool require_next_entry = false;  // see load_store_checkpoint
+
   bool flush_armed = false;
   bool checkpoint_armed = false;
   bool timer_tick_armed = false;
@@ -255,6 +267,7 @@ struct NodeImpl {
         return next_token++;
       });
     last_written = idx;
+    log_bytes_since_checkpoint += f.written.bytes;
     if (cluster) {
       cluster->written = idx;
       entry_records.resize(idx - 1);
@@ -286,6 +299,7 @@ struct NodeImpl {
       auto node = inflight.extract(inflight.begin());
       InFlight& f = node.mapped();
       store.apply(f.entry, f.written.locations);
+      applied_term = f.entry.term;
       if (cluster && config.track_applied_chain) applied_chain = chain_hash(applied_chain, f.entry);
       planner.on_applied(f.entry);
       engine.on_applied(f.entry);
@@ -411,6 +425,73 @@ struct NodeImpl {
       return;
     }
     env.send(m.to.value, raft::encode_message(m));
+  }
+
+  // -------------------------------------------------------------- store checkpoints
+  // Loads the newest valid checkpoint into the store (before the log is replayed after it).
+  Status load_store_checkpoint(const std::vector<FileInfo>& files) {
+    auto loaded = load_checkpoint(env, files);
+    if (!loaded.ok()) return loaded.error();
+    LoadedCheckpoint& l = loaded.value();
+    // A damaged checkpoint newer than the one loaded was torn before it became durable (then
+    // nothing was reclaimed past the loaded one) or damaged later (then the log must prove it
+    // still holds the next entry): recovery refuses to start without it.
+    LogIndex loaded_at = l.newest ? l.newest->store.applied() : LogIndex(0);
+    for (const std::string& f : l.stale) {
+      LogIndex at;
+      if (parse_checkpoint_file(f, &at) && loaded_at < at) require_next_entry = true;
+    }
+    for (const std::string& f : l.stale)
+      if (auto st = env.remove(f); !st.ok()) return st;
+    if (!l.newest) return ok_status();
+    store = std::move(l.newest->store);
+    applied_term = l.newest->term;
+    checkpoints.emplace_back(store.applied(), l.file);
+    env.log(LogLevel::info,
+            "store checkpoint loaded at entry " + std::to_string(store.applied().value));
+    return ok_status();
+  }
+
+  void arm_store_checkpoints() { env.set_timer(kStoreCheckpointTimer, config.durable_every_ms); }
+
+  void maybe_write_checkpoint() {
+    if (checkpoint_token != 0 || stopped) return;
+    LogIndex at = store.applied();
+    if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().first < at))) return;
+    if (log_bytes_since_checkpoint < std::min(config.durable_every_bytes, last_checkpoint_bytes))
+      return;
+    Bytes bytes = encode_checkpoint(store, applied_term);
+    last_checkpoint_bytes = bytes.size();
+    log_bytes_since_checkpoint = 0;
+    checkpoint_writing = {at, checkpoint_file(at)};
+    env.append(checkpoint_writing.second, std::move(bytes));
+    checkpoint_token = next_token++;
+    env.sync(checkpoint_writing.second, checkpoint_token);
+  }
+
+  void on_checkpoint_synced(bool ok) {
+    checkpoint_token = 0;
+    if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.second + " failed");
+    checkpoints.push_back(checkpoint_writing);
+    ++stats.store_checkpoints;
+    while (checkpoints.size() > 2) {
+      if (!env.remove(checkpoints.front().second).ok())
+        return halt("cannot remove store checkpoint " + checkpoints.front().second);
+      checkpoints.pop_front();
+    }
+    if (!cluster && checkpoints.size() == 2) reclaim_log_files(checkpoints.front().first);
+  }
+
+  // A single node's log files that hold nothing past `upto` and no payload the store points
+  // at. (A cluster keeps its log: a follower may still need any entry.)
+  void reclaim_log_files(LogIndex upto) {
+    auto files =
+        writer.reclaimable(upto.value, store.file_refs(), config.reclaim_files_per_pass_max);
+    for (const LogFileKey& f : files) {
+      if (!writer.reclaim(f).ok())
+        return halt("cannot remove log file " + log_file_name(f.first, f.second));
+      ++stats.log_files_reclaimed;
+    }
   }
 
   void halt(const std::string& why) {
@@ -576,18 +657,35 @@ struct NodeImpl {
       if (f.name == "raft/hs.1") c.hs_file_exists[1] = true;
     }
     raft::TermRuns runs;
-    opt.apply_upto = c.persisted.commit.value;
+    // A checkpoint holds only applied entries, and those were committed.
+    opt.apply_upto = std::max(c.persisted.commit.value, store.applied().value);
     opt.keep_recent_max = config.raft_recovered_cached_max;
     opt.on_replayed = [&](const Entry& e, const RecordLocation& at,
                           const std::vector<RecordLocation>& messages) {
       runs.append(e.index, e.term);
+      applied_term = e.term;
       if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
       entry_records.push_back(EntryRecords{at, messages});
+    };
+    // Entries the checkpoint holds stay in the log (a follower may need them): Raft still
+    // sees them, from index 1 without a gap.
+    bool below_complete = true;
+    opt.on_below_store = [&](const Entry& e, const RecordLocation& at,
+                             const std::vector<RecordLocation>& messages) {
+      if (!below_complete || e.index != runs.last().next()) {
+        below_complete = false;
+        return;
+      }
+      opt.on_replayed(e, at, messages);
     };
     std::vector<RecoveredEntry> recovered;
     RecoveryStats rs;
     auto st = recover(env, files, opt, &store, &writer, &rs, &recovered);
     if (!st.ok()) return st;
+    if (store.applied().value > 0 && runs.last() < store.applied())
+      return make_error(Errc::corrupt, "the log below the store checkpoint at entry " +
+                                           std::to_string(store.applied().value) +
+                                           " is incomplete: this node needs a snapshot");
     stats.recovered_entries = rs.entries_replayed;
     stats.torn_tails_cut = rs.torn_tails_cut;
     for (auto& r : recovered) {
@@ -1405,6 +1503,9 @@ Status Node::start(const std::vector<FileInfo>& files) {
   NodeImpl& n = *impl_;
   RecoveryOptions opt;
   opt.replay_partial_entry = n.config.mutants.replay_partial_entry;
+  if (auto st = n.load_store_checkpoint(files); !st.ok()) return st;
+  opt.require_next_entry = n.require_next_entry;
+  n.arm_store_checkpoints();
   if (n.config.voters.size() > 1) {
     auto st = n.start_cluster(files, opt);
     if (st.ok()) n.after_event();
@@ -1416,6 +1517,7 @@ Status Node::start(const std::vector<FileInfo>& files) {
   n.stats.recovered_entries = rs.entries_replayed;
   n.stats.torn_tails_cut = rs.torn_tails_cut;
   n.commit = n.last_sealed = n.last_written = n.store.applied().value;
+  if (n.commit > 0) n.applied_term = Term(1);
   n.open.entry.index = LogIndex(n.commit + 1);
   n.engine.load();
   n.load_outcomes();
@@ -1505,6 +1607,10 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
 void Node::on_timer(TimerId id) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving) return;
+  if (id == kStoreCheckpointTimer) {
+    n.maybe_write_checkpoint();
+    n.arm_store_checkpoints();
+  }
   if (n.cluster) {
     if (id == kRaftTick) {
       n.cluster->raft->tick();
@@ -1538,6 +1644,11 @@ void Node::on_sync_done(uint64_t token, bool ok) {
     return;
   }
   if (n.dead_tokens.erase(token)) return;
+  if (token == n.checkpoint_token) {
+    n.on_checkpoint_synced(ok);
+    n.after_event();
+    return;
+  }
   auto it = n.sync_tokens.find(token);
   QUEEN_ASSERT(it != n.sync_tokens.end(), "completion of an unknown sync");
   uint64_t idx = it->second;

@@ -32,6 +32,8 @@ struct NodeStats {
   uint64_t dlq_moves = 0;
   uint64_t checkpoints = 0;
   uint64_t recovered_entries = 0;
+  uint64_t store_checkpoints = 0;  // written and durable
+  uint64_t log_files_reclaimed = 0;
   uint64_t torn_tails_cut = 0;
   uint64_t entries_read_back = 0;  // cluster: old entries read from the log for a follower
 };

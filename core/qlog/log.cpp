@@ -86,6 +86,8 @@ WrittenEntry LogWriter::write(const Entry& entry) {
     }
     s.size_bytes += buf.size();
     out.bytes += buf.size();
+    uint64_t& max_index = file_max_index_[{log, s.file_no}];
+    max_index = std::max(max_index, entry.index.value);
     if (s.unsynced_files.empty() || s.unsynced_files.back() != s.file_no)
       s.unsynced_files.push_back(s.file_no);
     env_.append(log_file_name(log, s.file_no), std::move(buf));
@@ -116,6 +118,34 @@ Status LogWriter::truncate_to(const LogStart& start) {
   s.size_bytes = start.size_bytes;
   std::erase_if(s.unsynced_files, [&](uint32_t f) { return f > start.file_no; });
   return ok_status();
+}
+
+void LogWriter::note_file(LogId log, uint32_t file_no, uint64_t max_index) {
+  uint64_t& at = file_max_index_[{log, file_no}];
+  at = std::max(at, max_index);
+}
+
+std::vector<LogFileKey> LogWriter::reclaimable(uint64_t upto,
+                                               const std::map<LogFileKey, uint64_t>& refs,
+                                               size_t max) const {
+  std::vector<LogFileKey> out;
+  for (const auto& [file, max_index] : file_max_index_) {
+    if (out.size() >= max) break;
+    auto active = logs_.find(file.first);
+    if (active == logs_.end() || file.second >= active->second.file_no) continue;
+    if (max_index > upto || refs.contains(file)) continue;
+    if (std::find(active->second.unsynced_files.begin(), active->second.unsynced_files.end(),
+                  file.second) != active->second.unsynced_files.end())
+      continue;
+    out.push_back(file);
+  }
+  return out;
+}
+
+Status LogWriter::reclaim(const LogFileKey& file) {
+  auto st = env_.remove(log_file_name(file.first, file.second));
+  if (st.ok()) file_max_index_.erase(file);
+  return st;
 }
 
 // ---------------------------------------------------------------------------- reader
@@ -297,6 +327,11 @@ Status cut_log(Env& env, LogId log, const LogScan& ls, uint64_t cut_index, LogWr
     active = cut_file;
     active_size = cut_pos;
   }
+  for (const auto& [file_no, size] : ls.files)
+    if (file_no <= active) writer->note_file(log, file_no, 0);
+  for (const auto& r : ls.records)
+    if (r.file_no <= active && (!cut || r.seq < cut_index))
+      writer->note_file(log, r.file_no, r.seq);
   writer->restore(log, active, active_size);
   return ok_status();
 }
@@ -323,6 +358,19 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
     if (!st.ok()) return st;
   }
   uint64_t idx = store->applied().value + 1;
+  if (opt.on_below_store) {
+    for (auto it = scan.entries.begin(); it != scan.entries.end() && it->first < idx; ++it) {
+      if (!entry_complete(it->second, scan)) continue;
+      auto locs = attach_messages(&it->second, scan);
+      opt.on_below_store(it->second.entry, it->second.where, locs);
+    }
+  }
+  if (opt.require_next_entry &&
+      (!scan.entries.contains(idx) || !entry_complete(scan.entries.at(idx), scan)))
+    return make_error(Errc::corrupt,
+                      "the newest store checkpoint is damaged and the log lacks "
+                      "entry " +
+                          std::to_string(idx) + " after the older one");
   std::deque<RecoveredEntry> kept;  // applied ones first, at most keep_recent_max of them
   for (auto it = scan.entries.find(idx); it != scan.entries.end(); it = scan.entries.find(++idx)) {
     if (!opt.replay_partial_entry && !entry_complete(it->second, scan)) break;

@@ -56,6 +56,17 @@ class LogWriter {
   // files are removed, the start's file truncated. Durable when it returns.
   Status truncate_to(const LogStart& start);
 
+  // Reclaim. The highest entry index a file holds records of (recovery and write() tell).
+  void note_file(LogId log, uint32_t file_no, uint64_t max_index);
+  // Files that are not their log's active file, hold no record of an entry past `upto`, and
+  // that no append row points at (`refs`, Store::file_refs): at most `max` of them, oldest
+  // first.
+  std::vector<LogFileKey> reclaimable(uint64_t upto, const std::map<LogFileKey, uint64_t>& refs,
+                                      size_t max) const;
+  // Removes a reclaimable file (durable when it returns).
+  Status reclaim(const LogFileKey& file);
+  size_t files_tracked() const { return file_max_index_.size(); }
+
  private:
   struct LogState {
     uint32_t file_no = 1;
@@ -66,6 +77,7 @@ class LogWriter {
   Env& env_;
   uint64_t segment_bytes_;
   std::map<LogId, LogState> logs_;
+  std::map<LogFileKey, uint64_t> file_max_index_;
 };
 
 // Reads an append's message record back (payloads included) and checks that it is the one
@@ -74,11 +86,18 @@ Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid);
 
 struct RecoveryOptions {
   bool replay_partial_entry = false;  // mutant: replay an entry missing from a log
+  // Fail unless the entry after the store's applied index is complete on disk (the store came
+  // from an older checkpoint than the newest one written).
+  bool require_next_entry = false;
   uint64_t progress_every_bytes = 64u << 20;
   // Raft: entries past the persisted commit index are complete on disk but not known to be
   // committed; they are returned (RecoveredEntry, applied=false) instead of applied.
   uint64_t apply_upto = UINT64_MAX;
   size_t keep_recent_max = 0;  // also return this many of the last applied entries
+  // Before replay: each complete entry at or below the store's applied index (a checkpoint
+  // holds its effects), in index order, with where its records lie.
+  std::function<void(const Entry&, const RecordLocation&, const std::vector<RecordLocation>&)>
+      on_below_store;
   // After each entry applied, with where its entry record and its message records lie.
   std::function<void(const Entry&, const RecordLocation&, const std::vector<RecordLocation>&)>
       on_replayed;

@@ -23,6 +23,7 @@ enum class EffTag : uint8_t {
   request_outcome = 17,
   timer_dlq = 18,
   trace = 19,
+  retention = 20,
 };
 
 void put_timer_row(ByteWriter& w, const TimerRow& row) {
@@ -255,6 +256,13 @@ struct EffectWriter {
     w.u64(e.pid.value);
     w.u64(e.offset.value);
   }
+  void operator()(const EffRetention& e) {
+    w.u8(static_cast<uint8_t>(EffTag::retention));
+    w.u64(e.queue.value);
+    w.u64(e.pid.value);
+    w.u64(e.log_start.value);
+    w.u64(e.rows_start.value);
+  }
   void operator()(const EffRequestOutcome& e) {
     w.u8(static_cast<uint8_t>(EffTag::request_outcome));
     w.uuid(e.id);
@@ -414,6 +422,15 @@ bool get_effect(ByteReader& r, Effect* out) {
       *out = e;
       return true;
     }
+    case EffTag::retention: {
+      EffRetention e;
+      e.queue = QueueId(r.u64());
+      e.pid = PartitionId(r.u64());
+      e.log_start = Offset(r.u64());
+      e.rows_start = Offset(r.u64());
+      *out = e;
+      return true;
+    }
     case EffTag::request_outcome: {
       EffRequestOutcome e;
       e.id = r.uuid();
@@ -427,6 +444,14 @@ bool get_effect(ByteReader& r, Effect* out) {
 }
 
 }  // namespace
+
+void encode_effect(ByteWriter& w, const Effect& effect) {
+  std::visit(EffectWriter{w}, effect);
+}
+
+bool decode_effect(ByteReader& r, Effect* out) {
+  return get_effect(r, out) && r.ok();
+}
 
 Bytes encode_entry(const Entry& entry) {
   Bytes out;

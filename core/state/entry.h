@@ -198,11 +198,23 @@ struct EffRequestOutcome {
   bool operator==(const EffRequestOutcome&) const = default;
 };
 
+// Retention moved a partition's watermarks (the leader's scanner decides; see
+// core/node/retention.h): messages below log_start are gone (reads, pops and lag skip them,
+// their dead letters go, their payloads' log files may be reclaimed); append rows below
+// rows_start (<= log_start) are dropped with their dedup hashes. Watermarks only move up.
+struct EffRetention {
+  QueueId queue;
+  PartitionId pid;
+  Offset log_start;
+  Offset rows_start;
+  bool operator==(const EffRetention&) const = default;
+};
+
 using Effect =
     std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,
                  EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut, EffTimerDelete,
                  EffDlqRemove, EffCursorDelete, EffGroupMetaDelete, EffDeleteQueue,
-                 EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace>;
+                 EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace, EffRetention>;
 
 struct Entry {
   LogIndex index;
@@ -211,6 +223,11 @@ struct Entry {
   std::vector<Effect> effects;
   bool operator==(const Entry&) const = default;
 };
+
+// One effect's binary form (a tag, then its fields), as in an entry record; the store
+// checkpoint reuses it for rows shaped like effects.
+void encode_effect(ByteWriter& w, const Effect& effect);
+bool decode_effect(ByteReader& r, Effect* out);
 
 // The entry record's body: everything but the frames and hashes of appends.
 Bytes encode_entry(const Entry& entry);

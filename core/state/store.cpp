@@ -113,11 +113,49 @@ void Store::delete_message(const EffMessageDelete& e) {
   }
 }
 
+void Store::ref_file(const RecordLocation& where, int delta) {
+  if (where.len == 0) return;
+  LogFileKey key{where.log, where.file_no};
+  if (delta > 0) {
+    ++file_refs_[key];
+    return;
+  }
+  auto it = file_refs_.find(key);
+  QUEEN_ASSERT(it != file_refs_.end() && it->second > 0, "a log file's rows are counted");
+  if (--it->second == 0) file_refs_.erase(it);
+}
+
+void Store::apply_retention(const EffRetention& e) {
+  auto pit = partitions_.find(e.pid);
+  if (pit == partitions_.end()) return;  // its queue went first
+  PartitionState& p = pit->second;
+  Offset log_start = std::min(std::max(p.log_start, e.log_start), p.next_offset);
+  Offset rows_start = std::min(e.rows_start, log_start);
+  p.log_start = log_start;
+  for (AppendRow& row : p.rows) {
+    if (!(row.end() <= log_start)) break;
+    ref_file(row.where, -1);
+    row.where = RecordLocation{};
+  }
+  auto keep = std::find_if(p.rows.begin(), p.rows.end(),
+                           [&](const AppendRow& r) { return !(r.end() <= rows_start); });
+  p.rows.erase(p.rows.begin(), keep);
+  p.deleted.erase(p.deleted.begin(),
+                  std::lower_bound(p.deleted.begin(), p.deleted.end(), log_start));
+  if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
+    std::erase_if(dit->second, [&](const DlqEntry& d) {
+      return !d.timer && d.pid == e.pid && d.offset < log_start;
+    });
+  }
+}
+
 void Store::delete_queue(QueueId id) {
   auto qit = queues_.find(id);
   if (qit == queues_.end()) return;
   for (const auto& named : qit->second.partitions) {
     PartitionId pid = named.second;
+    if (auto pit = partitions_.find(pid); pit != partitions_.end())
+      for (const AppendRow& row : pit->second.rows) ref_file(row.where, -1);
     partitions_.erase(pid);
     std::erase_if(cursors_, [pid](const auto& kv) { return kv.first.pid == pid; });
   }
@@ -182,7 +220,9 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       row.hashes = e->hashes;
       row.hashes.resize(e->count);
       ++append_no;
+      ref_file(row.where, +1);
       p.next_offset = row.end();
+      p.last_append_us = entry.now_us;
       p.rows.push_back(std::move(row));
     } else if (auto* e = std::get_if<EffCursor>(&eff)) {
       cursors_[CursorKey{e->group, e->pid}] = e->row;
@@ -190,11 +230,14 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
       auto pit = partitions_.find(e->pid);
-      bool gone = pit != partitions_.end() && pit->second.is_deleted(e->offset);
+      bool gone = pit != partitions_.end() &&
+                  (pit->second.is_deleted(e->offset) || e->offset < pit->second.log_start);
       ++dlq_ids_;  // spent even for a deleted message, which gets no dead letter
       if (!gone)
         dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,
                                           e->retry_count, entry.now_us, std::nullopt});
+    } else if (auto* e = std::get_if<EffRetention>(&eff)) {
+      apply_retention(*e);
     } else if (auto* e = std::get_if<EffTrace>(&eff)) {
       add_trace(*e, entry.now_us);
     } else if (auto* e = std::get_if<EffTimerDlq>(&eff)) {

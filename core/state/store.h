@@ -26,15 +26,20 @@ struct RecordLocation {
   uint32_t file_no = 0;
   uint64_t pos = 0;
   uint32_t len = 0;
+  bool operator==(const RecordLocation&) const = default;
 };
+
+// One log file: (log, file number).
+using LogFileKey = std::pair<LogId, uint32_t>;
 
 struct AppendRow {
   Offset base;
   uint32_t count = 0;
   int64_t created_us = 0;
-  RecordLocation where;
+  RecordLocation where;  // len 0 once retention released the payloads
   std::vector<Hash128> hashes;
   Offset end() const { return Offset(base.value + count); }
+  bool operator==(const AppendRow&) const = default;
 };
 
 struct PartitionState {
@@ -45,6 +50,11 @@ struct PartitionState {
   int64_t created_us = 0;
   std::vector<AppendRow> rows;  // by base offset
   std::vector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
+  // Retention: messages below log_start are gone (their payloads released); rows keep their
+  // hashes for the dedup window until rows_start passes them.
+  Offset log_start;
+  int64_t last_append_us = 0;
+  bool operator==(const PartitionState&) const = default;
 
   const AppendRow* row_of(Offset o) const;
   bool is_deleted(Offset o) const { return std::binary_search(deleted.begin(), deleted.end(), o); }
@@ -62,6 +72,7 @@ struct QueueState {
   QueueOptions options;
   int64_t created_us = 0;
   std::map<std::string, PartitionId> partitions;
+  bool operator==(const QueueState&) const = default;
 };
 
 struct CursorKey {
@@ -143,13 +154,27 @@ class Store {
     uint64_t index = 0;  // the entry that recorded it
     int64_t keep_until_us = 0;
     std::string reply;
+    bool operator==(const StoredOutcome&) const = default;
   };
   const std::map<Uuid, StoredOutcome>& request_outcomes() const { return outcomes_; }
   // Oldest first.
   const std::deque<TraceRow>& traces() const { return traces_; }
+  // How many append rows point into each log file: a file none points at holds no payload
+  // the store still needs.
+  const std::map<LogFileKey, uint64_t>& file_refs() const { return file_refs_; }
+
+  // The checkpoint body: the whole store (derived indexes are rebuilt on decode), so that
+  // decode(encode(s)) == s. Framing and checksum are the caller's (core/state/checkpoint.h).
+  void encode(ByteWriter& w) const;
+  static Result<Store> decode(ByteReader& r);
+  bool operator==(const Store& o) const;
 
  private:
   void add_trace(const EffTrace& e, int64_t now_us);
+  void apply_retention(const EffRetention& e);
+  void ref_file(const RecordLocation& where, int delta);
+  void rebuild_indexes();
+  std::map<LogFileKey, uint64_t> file_refs_;
   std::deque<TraceRow> traces_;
   void delete_queue(QueueId id);
   void delete_message(const EffMessageDelete& e);

@@ -34,6 +34,8 @@ void add_stats(NodeStats* into, const NodeStats& s) {
   into->recovered_entries += s.recovered_entries;
   into->torn_tails_cut += s.torn_tails_cut;
   into->entries_read_back += s.entries_read_back;
+  into->store_checkpoints += s.store_checkpoints;
+  into->log_files_reclaimed += s.log_files_reclaimed;
 }
 
 }  // namespace

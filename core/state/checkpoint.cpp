@@ -1,0 +1,99 @@
+#include "core/state/checkpoint.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace queen {
+namespace {
+
+constexpr uint64_t kMagic = 0x54504b434e455551ull;  // "QUENCKPT"
+constexpr uint32_t kFormat = 1;
+constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8;
+constexpr const char* kPrefix = "store/ckpt.";
+
+}  // namespace
+
+std::string checkpoint_file(LogIndex applied) {
+  char digits[24];
+  std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(applied.value));
+  return std::string(kPrefix) + digits;
+}
+
+bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
+  std::string_view prefix(kPrefix);
+  if (name.size() != prefix.size() + 20 || name.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  uint64_t v = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  *applied = LogIndex(v);
+  return true;
+}
+
+Bytes encode_checkpoint(const Store& store, Term applied_term) {
+  Bytes out;
+  ByteWriter w(&out);
+  w.u64(kMagic);
+  w.u32(kFormat);
+  w.u64(store.applied().value);
+  w.u64(applied_term.value);
+  size_t len_at = out.size();
+  w.u64(0);
+  store.encode(w);
+  w.patch_u64(len_at, out.size() - kHeaderBytes);
+  w.u64(XXH3_64bits(out.data(), out.size()));
+  return out;
+}
+
+Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size) {
+  if (size < kHeaderBytes + 8) return make_error(Errc::corrupt, "checkpoint too short");
+  ByteReader tail(data + size - 8, 8);
+  if (tail.u64() != XXH3_64bits(data, size - 8))
+    return make_error(Errc::corrupt, "checkpoint checksum mismatch");
+  ByteReader r(data, size - 8);
+  if (r.u64() != kMagic || r.u32() != kFormat)
+    return make_error(Errc::corrupt, "not a store checkpoint of this format");
+  LogIndex applied(r.u64());
+  Term term(r.u64());
+  if (r.u64() != size - 8 - kHeaderBytes) return make_error(Errc::corrupt, "checkpoint length");
+  auto store = Store::decode(r);
+  if (!store.ok()) return store.error();
+  if (store.value().applied() != applied)
+    return make_error(Errc::corrupt, "checkpoint index disagrees with its store");
+  return Checkpoint{std::move(store.value()), term};
+}
+
+Result<LoadedCheckpoint> load_checkpoint(Env& env, const std::vector<FileInfo>& files) {
+  std::vector<std::pair<LogIndex, const FileInfo*>> found;
+  for (const FileInfo& f : files) {
+    LogIndex at;
+    if (parse_checkpoint_file(f.name, &at)) found.emplace_back(at, &f);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  LoadedCheckpoint out;
+  for (const auto& [at, f] : found) {
+    if (out.newest) {
+      out.stale.push_back(f->name);
+      continue;
+    }
+    auto bytes = env.read(f->name, 0, f->size_bytes);
+    if (!bytes.ok()) return bytes.error();
+    auto c = decode_checkpoint(bytes.value().data(), bytes.value().size());
+    if (!c.ok() || c.value().store.applied() != at) {
+      env.log(LogLevel::warn, "store checkpoint " + f->name + " is damaged, skipped: " +
+                                  (c.ok() ? std::string("index mismatch") : c.error().message));
+      out.stale.push_back(f->name);
+      continue;
+    }
+    out.newest = std::move(c.value());
+    out.file = f->name;
+  }
+  return out;
+}
+
+}  // namespace queen

@@ -1,0 +1,252 @@
+// The store's checkpoint body (Store::encode / Store::decode). Rows shaped like effects are
+// written in their effect form; partitions, append rows and dead letters field by field.
+// Derived indexes (queue names, a queue's partitions, expiries, due timers, outcome expiry,
+// file references) are not written: decode rebuilds them.
+#include "core/state/store.h"
+
+namespace queen {
+namespace {
+
+constexpr uint32_t kStoreFormat = 1;
+
+void put_count(ByteWriter& w, uint64_t n) {
+  QUEEN_ASSERT(n <= UINT32_MAX, "a store table fits a 32-bit count");
+  w.u32(static_cast<uint32_t>(n));
+}
+
+void put_location(ByteWriter& w, const RecordLocation& at) {
+  w.u64(at.log.value);
+  w.u32(at.file_no);
+  w.u64(at.pos);
+  w.u32(at.len);
+}
+
+RecordLocation get_location(ByteReader& r) {
+  RecordLocation at;
+  at.log = LogId(r.u64());
+  at.file_no = r.u32();
+  at.pos = r.u64();
+  at.len = r.u32();
+  return at;
+}
+
+void put_partition(ByteWriter& w, const PartitionState& p) {
+  w.u64(p.id.value);
+  w.u64(p.queue.value);
+  w.str(p.name);
+  w.u64(p.next_offset.value);
+  w.i64(p.created_us);
+  w.u64(p.log_start.value);
+  w.i64(p.last_append_us);
+  put_count(w, p.rows.size());
+  for (const AppendRow& row : p.rows) {
+    w.u64(row.base.value);
+    w.u32(row.count);
+    w.i64(row.created_us);
+    put_location(w, row.where);
+    for (const Hash128& h : row.hashes) w.hash(h);
+  }
+  put_count(w, p.deleted.size());
+  for (Offset o : p.deleted) w.u64(o.value);
+}
+
+PartitionState get_partition(ByteReader& r) {
+  PartitionState p;
+  p.id = PartitionId(r.u64());
+  p.queue = QueueId(r.u64());
+  p.name = r.str();
+  p.next_offset = Offset(r.u64());
+  p.created_us = r.i64();
+  p.log_start = Offset(r.u64());
+  p.last_append_us = r.i64();
+  uint32_t rows = r.count(44);
+  p.rows.reserve(rows);
+  for (uint64_t i = 0; i < rows && r.ok(); ++i) {
+    AppendRow row;
+    row.base = Offset(r.u64());
+    row.count = r.count(16);
+    row.created_us = r.i64();
+    row.where = get_location(r);
+    row.hashes.resize(row.count);
+    for (Hash128& h : row.hashes) h = r.hash();
+    p.rows.push_back(std::move(row));
+  }
+  uint32_t deleted = r.count(8);
+  p.deleted.reserve(deleted);
+  for (uint64_t i = 0; i < deleted && r.ok(); ++i) p.deleted.push_back(Offset(r.u64()));
+  return p;
+}
+
+void put_dlq(ByteWriter& w, QueueId queue, const DlqEntry& d) {
+  w.u64(queue.value);
+  w.u64(d.id);
+  w.u64(d.pid.value);
+  w.str(d.group);
+  w.u64(d.offset.value);
+  w.str(d.error);
+  w.u32(d.retry_count);
+  w.i64(d.failed_at_us);
+  w.u8(d.timer.has_value());
+  if (d.timer) encode_effect(w, EffTimerPut{"", "", *d.timer});
+}
+
+template <typename T>
+bool get_as(ByteReader& r, T* out) {
+  Effect e;
+  if (!decode_effect(r, &e) || !std::holds_alternative<T>(e)) {
+    r.invalidate();
+    return false;
+  }
+  *out = std::move(std::get<T>(e));
+  return true;
+}
+
+bool get_dlq(ByteReader& r, QueueId* queue, DlqEntry* d) {
+  *queue = QueueId(r.u64());
+  d->id = r.u64();
+  d->pid = PartitionId(r.u64());
+  d->group = r.str();
+  d->offset = Offset(r.u64());
+  d->error = r.str();
+  d->retry_count = r.u32();
+  d->failed_at_us = r.i64();
+  if (r.u8() == 0) return r.ok();
+  EffTimerPut t;
+  if (!get_as(r, &t)) return false;
+  d->timer = std::move(t.row);
+  return true;
+}
+
+}  // namespace
+
+void Store::encode(ByteWriter& w) const {
+  w.u32(kStoreFormat);
+  w.u64(applied_.value);
+  w.i64(last_now_us_);
+  w.u64(queue_ids_);
+  w.u64(partition_ids_);
+  w.u64(dlq_ids_);
+  w.u64(kv_version_);
+  put_count(w, queues_.size());
+  for (const auto& [id, q] : queues_) {
+    encode_effect(w, EffCreateQueue{id, q.name, q.options});
+    w.i64(q.created_us);
+  }
+  put_count(w, partitions_.size());
+  for (const auto& [id, p] : partitions_) put_partition(w, p);
+  put_count(w, cursors_.size());
+  for (const auto& [key, row] : cursors_) encode_effect(w, EffCursor{key.group, key.pid, row});
+  put_count(w, groups_.size());
+  for (const auto& [key, meta] : groups_)
+    encode_effect(w, EffGroupMeta{key.group, key.queue, meta});
+  uint64_t letters = 0;
+  for (const auto& [queue, list] : dlq_) letters += list.size();
+  put_count(w, letters);
+  for (const auto& [queue, list] : dlq_)
+    for (const DlqEntry& d : list) put_dlq(w, queue, d);
+  put_count(w, kv_.size());
+  for (const auto& [key, row] : kv_) encode_effect(w, EffKvPut{key.first, key.second, row});
+  put_count(w, timers_.size());
+  for (const auto& [key, row] : timers_) encode_effect(w, EffTimerPut{key.first, key.second, row});
+  put_count(w, outcomes_.size());
+  for (const auto& [id, o] : outcomes_) {
+    w.u64(o.index);
+    encode_effect(w, EffRequestOutcome{id, o.keep_until_us, o.reply});
+  }
+  put_count(w, traces_.size());
+  for (const TraceRow& t : traces_) {
+    w.i64(t.created_us);
+    encode_effect(w, t.trace);
+  }
+}
+
+Result<Store> Store::decode(ByteReader& r) {
+  Store s;
+  if (r.u32() != kStoreFormat) return make_error(Errc::corrupt, "unknown store format");
+  s.applied_ = LogIndex(r.u64());
+  s.last_now_us_ = r.i64();
+  s.queue_ids_ = r.u64();
+  s.partition_ids_ = r.u64();
+  s.dlq_ids_ = r.u64();
+  s.kv_version_ = r.u64();
+  uint32_t n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    EffCreateQueue q;
+    if (!get_as(r, &q)) break;
+    s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    PartitionState p = get_partition(r);
+    s.partitions_[p.id] = std::move(p);
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    EffCursor c;
+    if (get_as(r, &c)) s.cursors_[CursorKey{c.group, c.pid}] = std::move(c.row);
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    EffGroupMeta g;
+    if (get_as(r, &g)) s.groups_[GroupKey{g.group, g.queue}] = g.meta;
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    QueueId queue;
+    DlqEntry d;
+    if (get_dlq(r, &queue, &d)) s.dlq_[queue].push_back(std::move(d));
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    EffKvPut kv;
+    if (get_as(r, &kv)) s.kv_[KvKey{kv.ns, kv.key}] = std::move(kv.row);
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    EffTimerPut t;
+    if (get_as(r, &t)) s.timers_[TimerKey{t.queue, t.timer_key}] = std::move(t.row);
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    uint64_t index = r.u64();
+    EffRequestOutcome o;
+    if (get_as(r, &o)) s.outcomes_[o.id] = StoredOutcome{index, o.keep_until_us, o.reply};
+  }
+  n = r.count(1);
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    int64_t created_us = r.i64();
+    EffTrace t;
+    if (get_as(r, &t)) s.traces_.push_back(TraceRow{std::move(t), created_us});
+  }
+  if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "store checkpoint framing");
+  s.rebuild_indexes();
+  return s;
+}
+
+void Store::rebuild_indexes() {
+  for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
+  for (const auto& [id, p] : partitions_) {
+    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions[p.name] = id;
+    for (const AppendRow& row : p.rows) ref_file(row.where, +1);
+  }
+  for (const auto& [key, row] : kv_)
+    if (row.expires_us != 0) kv_expiries_.insert({row.expires_us, key});
+  for (const auto& [key, row] : timers_) timers_due_.insert({row.deliver_at_us, key});
+  for (const auto& [id, o] : outcomes_) {
+    outcome_expiry_.insert({o.keep_until_us, id});
+    outcome_bytes_ += o.reply.size();
+  }
+}
+
+bool Store::operator==(const Store& o) const {
+  return applied_ == o.applied_ && last_now_us_ == o.last_now_us_ && queue_ids_ == o.queue_ids_ &&
+         partition_ids_ == o.partition_ids_ && dlq_ids_ == o.dlq_ids_ &&
+         kv_version_ == o.kv_version_ && queue_names_ == o.queue_names_ && queues_ == o.queues_ &&
+         partitions_ == o.partitions_ && cursors_ == o.cursors_ && groups_ == o.groups_ &&
+         dlq_ == o.dlq_ && kv_ == o.kv_ && kv_expiries_ == o.kv_expiries_ && timers_ == o.timers_ &&
+         timers_due_ == o.timers_due_ && outcomes_ == o.outcomes_ &&
+         outcome_expiry_ == o.outcome_expiry_ && outcome_bytes_ == o.outcome_bytes_ &&
+         traces_ == o.traces_ && file_refs_ == o.file_refs_;
+}
+
+}  // namespace queen

@@ -1,0 +1,178 @@
+// Store checkpoints: the whole store round-trips through a checkpoint, a restart replays only
+// the entries after the newest durable one, a damaged one is never trusted, and a single node
+// reclaims log files that hold nothing past its checkpoints.
+#include <gtest/gtest.h>
+
+#include "core/qlog/log.h"
+#include "core/state/checkpoint.h"
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+KvOp kv_put(const std::string& key, const std::string& value, int64_t ttl_s) {
+  KvOp op;
+  op.op = KvOpKind::put;
+  op.ns = "orders";
+  op.key = key;
+  op.value = value;
+  op.forever = ttl_s == 0;
+  op.ttl_s = ttl_s;
+  return op;
+}
+
+TimerOp timer(const std::string& key, int64_t delay_ms) {
+  TimerOp op;
+  op.queue = "reminders";
+  op.timer_key = key;
+  op.delay_ms = delay_ms;
+  op.txn = "fire-" + key;
+  op.txn_hash = hash_of(op.txn);
+  op.message_id = make_uuid_v7(1, 2, std::hash<std::string>{}(key));
+  op.payload = "{\"k\":1}";
+  return op;
+}
+
+// A store with a row in every table: queues, partitions, rows, deleted and dead letters,
+// cursors, subscriptions, KV with and without expiry, timers, traces, request outcomes.
+void fill(Harness& h) {
+  h.push("q", "p", {"a", "b", "c", "d"});
+  h.push("r", "Default", {"x"});
+  PopReply r = h.pop("q", "g", 2);
+  h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  h.ack(r.messages[1], "g", AckStatus::dlq, r.lease_id);
+  h.pop("r", "h", 1);
+  h.call<KvReply>(KvCmd{{kv_put("k1", "1", 0), kv_put("k2", "\"two\"", 600)}});
+  h.call<TimerReply>(TimerCmd{{timer("t1", 60000)}});
+  const PartitionState* p = h.node().store().partition("q", "p");
+  h.call<MessageDeleteReply>(MessageDeleteCmd{p->id, "d", hash_of("d")});
+  TraceRecordCmd t;
+  t.partition_id = p->id;
+  t.transaction_id = "c";
+  t.txn_hash = hash_of("c");
+  t.trace_id = make_uuid_v7(5, 6, 7);
+  t.names = {"order-1"};
+  h.call<TraceReply>(t);
+}
+
+TEST(StoreCheckpoint, EveryTableRoundTrips) {
+  Harness h;
+  fill(h);
+  const Store& s = h.node().store();
+  ASSERT_FALSE(s.dlq().empty());
+  ASSERT_FALSE(s.kv_expiries().empty());
+  ASSERT_FALSE(s.timers().empty());
+  ASSERT_FALSE(s.traces().empty());
+  ASSERT_FALSE(s.partition("q", "p")->deleted.empty());
+  Bytes b = encode_checkpoint(s, Term(3));
+  auto c = decode_checkpoint(b.data(), b.size());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().term, Term(3));
+  EXPECT_TRUE(c.value().store == s);
+}
+
+TEST(StoreCheckpoint, AnyChangedByteIsRefused) {
+  Harness h;
+  fill(h);
+  Bytes b = encode_checkpoint(h.node().store(), Term(1));
+  for (size_t at : {size_t{0}, size_t{20}, b.size() / 2, b.size() - 1}) {
+    Bytes bad = b;
+    bad[at] ^= 0x40;
+    EXPECT_FALSE(decode_checkpoint(bad.data(), bad.size()).ok()) << "byte " << at;
+  }
+  EXPECT_FALSE(decode_checkpoint(b.data(), b.size() - 3).ok());
+}
+
+std::vector<std::string> checkpoints(const MemEnv& env) {
+  std::vector<std::string> out;
+  for (const auto& [name, bytes] : env.files) {
+    LogIndex at;
+    if (parse_checkpoint_file(name, &at)) out.push_back(name);
+  }
+  return out;
+}
+
+NodeConfig small_logs() {
+  NodeConfig c;
+  c.durable_every_ms = 100;
+  c.durable_every_bytes = 1;  // a checkpoint after any write
+  c.segment_bytes = 4096;
+  return c;
+}
+
+TEST(StoreCheckpoint, RestartReplaysOnlyTheEntriesAfterTheNewest) {
+  Harness h(small_logs());
+  fill(h);
+  h.env.advance_ms(150);
+  ASSERT_GE(h.node().stats().store_checkpoints, 1u);
+  LogIndex at = h.node().store().applied();
+  h.push("q", "p", {"e"});
+  PopReply r = h.pop("q", "g", 1);
+  ASSERT_EQ(r.messages.size(), 1u);
+  Bytes before = encode_checkpoint(h.node().store(), Term(1));
+  uint64_t later = h.node().store().applied().value - at.value;
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(h.node().stats().recovered_entries, later);
+  EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
+  auto msgs = h.node().read_messages(h.node().store().partition("q", "p")->id, Offset(0), 10);
+  ASSERT_TRUE(msgs.ok());
+  EXPECT_EQ(msgs.value().back().transaction_id, "e");
+}
+
+TEST(StoreCheckpoint, ATornNewestFallsBackToTheOlderAndKeepsEverything) {
+  Harness h(small_logs());
+  fill(h);
+  h.env.advance_ms(150);
+  h.push("q", "p", {"e"});
+  h.env.advance_ms(150);
+  std::vector<std::string> files = checkpoints(h.env);
+  ASSERT_EQ(files.size(), 2u);
+  Bytes before = encode_checkpoint(h.node().store(), Term(1));
+  h.env.files[files.back()].resize(h.env.files[files.back()].size() / 2);
+  h.restart();
+  EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
+  EXPECT_EQ(checkpoints(h.env).size(), 1u);  // the damaged one is gone
+}
+
+TEST(StoreCheckpoint, ADamagedCheckpointWithoutTheLogAfterItRefusesToStart) {
+  Harness h(small_logs());
+  fill(h);
+  h.env.advance_ms(150);
+  std::vector<std::string> files = checkpoints(h.env);
+  ASSERT_EQ(files.size(), 1u);
+  // The log before it is gone (as if reclaimed), and the checkpoint rots.
+  for (auto it = h.env.files.begin(); it != h.env.files.end();)
+    it = it->first.starts_with("qlog/") ? h.env.files.erase(it) : std::next(it);
+  h.env.files[files[0]][40] ^= 1;
+  Node n(h.env, small_logs());
+  auto st = n.start(h.env.list());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("lacks entry 1"), std::string::npos) << st.error().message;
+}
+
+TEST(StoreCheckpoint, ASingleNodeReclaimsLogFilesBelowItsCheckpoints) {
+  Harness h(small_logs());
+  h.push("q", "p", {"a"});
+  // Many engine checkpoints: entries of the system log, which holds no payload.
+  for (int i = 0; i < 60; ++i) {
+    PopReply r = h.pop("q", "g" + std::to_string(i), 1);
+    ASSERT_EQ(r.messages.size(), 1u);
+    h.ack(r.messages[0], "g" + std::to_string(i), AckStatus::completed, r.lease_id);
+    h.env.advance_ms(40);
+  }
+  EXPECT_GT(h.node().stats().log_files_reclaimed, 0u);
+  EXPECT_FALSE(h.env.files.contains(log_file_name(LogId(0), 1)));
+  // The queue's payload stays where its row points, and a restart brings everything back.
+  EXPECT_TRUE(h.env.files.contains(log_file_name(LogId(1), 1)));
+  Bytes before = encode_checkpoint(h.node().store(), Term(1));
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
+  PopReply again = h.pop("q", "late", 1);
+  ASSERT_EQ(again.messages.size(), 1u);
+  EXPECT_EQ(again.messages[0].transaction_id, "a");
+}
+
+}  // namespace
+}  // namespace queen::testing
