@@ -119,6 +119,8 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_RAFT_SEGMENT_BYTES", &node->segment_bytes);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_MS", &node->durable_every_ms);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
+  read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
+  read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
   read_positive(lookup, "QUEEN_RAFT_POP_REPLY_MARGIN_MS", &node->pop_reply_margin_ms);
   read_positive(lookup, "QUEEN_RAFT_KV_SWEEP_MS", &node->kv_sweep_ms);
   int64_t window_s = 0;

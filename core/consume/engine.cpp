@@ -88,7 +88,7 @@ CursorRow& Engine::ensure_row(const std::string& group, const PartitionState& p)
   auto mit = metas_.find(GroupKey{group, p.queue});
   QUEEN_ASSERT(mit != metas_.end(), "a row is made only after its group's subscription");
   CursorRow row;
-  row.next = start_offset(mit->second, p);
+  row.next = std::max(start_offset(mit->second, p), p.log_start);
   mark_dirty(group, p.id);
   return rows_.emplace(key, row).first->second;
 }
@@ -206,6 +206,11 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   CursorRow& row = rows_.at(CursorKey{group, p.id});
   const QueueOptions& qo = store_.queue(p.queue)->options;
   advance_cursor(row);
+  if (row.next < p.log_start) {  // retention took what the group had not consumed
+    row.next = p.log_start;
+    std::erase_if(row.settled, [&](const auto& st) { return st.first < row.next; });
+    mark_dirty(group, p.id);
+  }
   if (cmd.conflation) {
     // Only the newest pending message is delivered; the ones before it count as consumed.
     Offset last(p.next_offset.value - 1);
@@ -620,7 +625,9 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
       pv.total_consumed = rit->second.consumed_total;
       pv.last_consumed_us = rit->second.last_consumed_us;
     }
-    pv.offset_lag = p.next_offset.value - std::min(p.next_offset.value, pv.cursor.value);
+    pv.cursor = std::max(pv.cursor, p.log_start);
+    pv.offset_lag = p.next_offset.value - std::min(p.next_offset.value, pv.cursor.value) -
+                    p.deleted_in(pv.cursor, p.next_offset);
     if (pv.offset_lag > 0) {
       if (const AppendRow* r = p.row_of(pv.cursor))
         pv.time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);

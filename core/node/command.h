@@ -665,7 +665,7 @@ struct QueueView {
   QueueOptions options;
   int64_t created_us = 0;
   uint32_t partition_count = 0;
-  uint64_t messages = 0;  // total appended
+  uint64_t messages = 0;  // kept: appended, less deleted and past retention
   uint64_t pending = 0;   // not consumed by queue mode
   uint64_t dlq = 0;
   std::vector<std::pair<std::string, uint64_t>> partitions;  // name, next offset (get only)

@@ -30,6 +30,8 @@ struct NodeConfig {
   uint32_t long_poll_waiters_max = 100000;
   int64_t timer_tick_ms = 50;            // QUEEN_RAFT_TIMER_TICK_MS (0: timers never fire)
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
+  int64_t retention_interval_ms = 5000;  // RETENTION_INTERVAL: a retention pass this often
+  uint32_t retention_visit_max = 8192;   // QUEEN_RAFT_RETENTION_VISIT: partitions per pass
   int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
   uint32_t request_outcomes_max = 1u << 20;
   // Cluster: the voters' ids (this node's included). Empty or one voter: a single node, on
@@ -46,8 +48,9 @@ struct NodeConfig {
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only
   // once the log has grown by the last checkpoint's size (capped at durable_every_bytes), so
-  // checkpoint writes never outweigh log writes. A single node then reclaims log files below
-  // the older of its two newest checkpoints, at most reclaim_files_per_pass_max per pass.
+  // checkpoint writes never outweigh log writes, or 30 intervals have passed. A single node then
+  // reclaims log files below the older of its two newest checkpoints, at most
+  // reclaim_files_per_pass_max per pass.
   int64_t durable_every_ms = 1000;              // QUEEN_RAFT_DURABLE_EVERY_MS
   uint64_t durable_every_bytes = 256ull << 20;  // QUEEN_RAFT_DURABLE_EVERY_BYTES
   uint32_t reclaim_files_per_pass_max = 256;

@@ -14,6 +14,7 @@
 #include "core/node/hard_state.h"
 #include "core/node/outcome.h"
 #include "core/planner/planner.h"
+#include "core/planner/retention.h"
 #include "core/qlog/log.h"
 #include "core/raft/raft.h"
 #include "core/seal/seal.h"
@@ -32,7 +33,11 @@ constexpr TimerId kSweepTimer = 5;
 constexpr TimerId kRaftTick = 6;
 constexpr TimerId kCommitPersistTimer = 7;
 constexpr TimerId kStoreCheckpointTimer = 8;
+constexpr TimerId kRetentionTimer = 9;
 constexpr int64_t kClaimMarginMsMax = 250;
+// A store checkpoint waits for the log to grow by its own size, but at most this many
+// durable_every_ms intervals: a quiet node still checkpoints (and reclaims) now and then.
+constexpr int64_t kCheckpointIdleFactor = 30;
 
 struct Parked {
   ReplyHandle handle = 0;
@@ -220,6 +225,7 @@ struct NodeImpl {
   std::pair<LogIndex, std::string> checkpoint_writing;
   uint64_t log_bytes_since_checkpoint = 0;
   uint64_t last_checkpoint_bytes = 0;
+  int64_t last_checkpoint_ms = 0;
   Term applied_term;
   bool require_next_entry = false;  // see load_store_checkpoint
 
@@ -227,6 +233,8 @@ struct NodeImpl {
   bool checkpoint_armed = false;
   bool timer_tick_armed = false;
   bool sweep_armed = false;
+  bool retention_armed = false;
+  RetentionScanner retention;
   int64_t wake_at_ms = INT64_MAX;
 
   // -------------------------------------------------------------- entries
@@ -458,8 +466,13 @@ struct NodeImpl {
     if (checkpoint_token != 0 || stopped) return;
     LogIndex at = store.applied();
     if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().first < at))) return;
-    if (log_bytes_since_checkpoint < std::min(config.durable_every_bytes, last_checkpoint_bytes))
+    // The log must have grown by the last checkpoint's size, or a long while have passed.
+    bool grown =
+        log_bytes_since_checkpoint >= std::min(config.durable_every_bytes, last_checkpoint_bytes);
+    int64_t now_ms = env.now_ms();
+    if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
+    last_checkpoint_ms = now_ms;
     Bytes bytes = encode_checkpoint(store, applied_term);
     last_checkpoint_bytes = bytes.size();
     log_bytes_since_checkpoint = 0;
@@ -596,7 +609,7 @@ struct NodeImpl {
     last_sealed = last_written = c.raft->last_index().value;
     open.entry.index = LogIndex(last_sealed + 1);
     // Timers that fired while this node did not lead found nothing to do: arm them afresh.
-    flush_armed = checkpoint_armed = timer_tick_armed = sweep_armed = false;
+    flush_armed = checkpoint_armed = timer_tick_armed = sweep_armed = retention_armed = false;
     wake_at_ms = INT64_MAX;
     c.consume_from_ms = env.now_ms() + config.checkpoint_ms + config.max_clock_skew_ms;
     env.log(LogLevel::info, "leading in term " + std::to_string(c.lead_term) + " from entry " +
@@ -917,6 +930,10 @@ struct NodeImpl {
       sweep_armed = true;
       env.set_timer(kSweepTimer, config.kv_sweep_ms);
     }
+    if (!retention_armed && config.retention_interval_ms > 0) {
+      retention_armed = true;
+      env.set_timer(kRetentionTimer, config.retention_interval_ms);
+    }
     int64_t wake = engine.next_expiry_us();
     wake = wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000;
     if (!poll_deadlines.empty()) wake = std::min(wake, poll_deadlines.begin()->first);
@@ -996,6 +1013,15 @@ struct NodeImpl {
   void sweep_kv() {
     sweep_armed = false;
     auto effects = kv.sweep(env.now_us(), open.entry.index.value);
+    if (effects.empty()) return;
+    for (auto& e : effects) open.entry.effects.push_back(std::move(e));
+    ++open.commands;
+    after_plan();
+  }
+
+  void run_retention() {
+    retention_armed = false;
+    auto effects = retention.scan(store, env.now_us(), config.retention_visit_max);
     if (effects.empty()) return;
     for (auto& e : effects) open.entry.effects.push_back(std::move(e));
     ++open.commands;
@@ -1213,7 +1239,7 @@ struct NodeImpl {
   std::optional<Offset> live_message(const PartitionState& p, const Hash128& txn_hash) const {
     for (Offset from(0);;) {
       auto o = p.find_hash(txn_hash, from, p.next_offset);
-      if (!o || !p.is_deleted(*o)) return o;
+      if (!o || !p.is_gone(*o)) return o;
       from = o->next();
     }
   }
@@ -1374,9 +1400,10 @@ struct NodeImpl {
       v.partition_count = static_cast<uint32_t>(q.partitions.size());
       for (const auto& [name, pid] : q.partitions) {
         const PartitionState& p = *store.partition(pid);
-        v.messages += p.next_offset.value;
+        v.messages += p.kept();
         const CursorRow* row = store.cursor("__QUEUE_MODE__", pid);
-        Offset consumed = row ? std::min(row->next, p.next_offset) : Offset(0);
+        Offset consumed =
+            std::max(row ? std::min(row->next, p.next_offset) : Offset(0), p.log_start);
         v.pending += p.next_offset.value - consumed.value - p.deleted_in(consumed, p.next_offset);
         if (!only.empty()) v.partitions.emplace_back(name, p.next_offset.value);
       }
@@ -1417,7 +1444,7 @@ struct NodeImpl {
           if (cmd.from_us && r->created_us < cmd.from_us) break;
           for (uint32_t i = r->count; i-- > 0 && taken < cmd.limit;) {
             Offset o(r->base.value + i);
-            if (p.is_deleted(o)) continue;
+            if (p.is_gone(o)) continue;
             found.push_back({r->created_us, {pid, o}});
             ++taken;
           }
@@ -1442,6 +1469,7 @@ struct NodeImpl {
     if (!p) return make_error(Errc::not_found, "no partition " + std::to_string(pid.value));
     std::vector<PopMessage> out;
     const QueueState* q = store.queue(p->queue);
+    from = std::max(from, p->log_start);  // below it, retention took the messages
     for (const AppendRow& row : p->rows) {
       if (row.end() <= from) continue;
       if (out.size() >= max) break;
@@ -1631,6 +1659,7 @@ void Node::on_timer(TimerId id) {
   if (id == kWakeTimer) n.wake_at_ms = INT64_MAX;
   if (id == kTimerTick) n.fire_timers();
   if (id == kSweepTimer) n.sweep_kv();
+  if (id == kRetentionTimer) n.run_retention();
   n.after_event();
 }
 

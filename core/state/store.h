@@ -58,6 +58,10 @@ struct PartitionState {
 
   const AppendRow* row_of(Offset o) const;
   bool is_deleted(Offset o) const { return std::binary_search(deleted.begin(), deleted.end(), o); }
+  // Deleted, or below log_start (retention): no reader sees it again.
+  bool is_gone(Offset o) const { return o < log_start || is_deleted(o); }
+  // Messages still kept: not deleted and not below log_start.
+  uint64_t kept() const { return next_offset.value - log_start.value - deleted.size(); }
   // Deleted messages in [from, to).
   uint64_t deleted_in(Offset from, Offset to) const;
   // The first offset in [from, to) whose hash is `h`, if any.
