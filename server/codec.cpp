@@ -1539,7 +1539,8 @@ void render_group_summary(const GroupView& g, JsonWriter& w) {
   w.key("partitionsWithLag").number(g.partitions_with_lag);
   w.key("totalLag").number(g.total_lag);
   w.key("maxTimeLag").number(g.max_time_lag_s);
-  w.key("state").string(g.max_time_lag_s > 300 ? "Lagging" : "Stable");
+  // Dead: no partition of the queue has a cursor of the group (it never consumed there).
+  w.key("state").string(g.members == 0 ? "Dead" : g.max_time_lag_s > 300 ? "Lagging" : "Stable");
   w.key("subscriptionMode").string(mode_name(g.mode));
   w.key("subscriptionTimestamp").string_or_null(iso_or_empty(g.subscription_us));
   w.end_object();
@@ -1576,9 +1577,34 @@ HttpAnswer render_group_details(const GroupsReply& reply) {
   return HttpAnswer{200, w.take(), 0};
 }
 
+// GET /api/v1/consumer-groups/lagging: one row per lagging (group, partition).
+HttpAnswer render_lagging(const GroupsReply& reply) {
+  JsonWriter w;
+  w.begin_array();
+  for (const GroupView& g : reply.groups) {
+    for (const GroupPartitionView& p : g.partitions) {
+      w.begin_object();
+      w.key("consumer_group").string(g.group);
+      w.key("queue_name").string(g.queue);
+      w.key("partition_name").string(p.partition);
+      w.key("partition_id").string(std::to_string(p.partition_id.value));
+      w.key("worker_id").string_or_null(lease_text(p.lease_id));
+      w.key("offset_lag").number(p.offset_lag);
+      w.key("time_lag_seconds").number(p.time_lag_s);
+      w.key("lag_hours").number(p.time_lag_s / 3600);
+      w.key("oldest_unconsumed_at").string_or_null(iso_or_empty(p.oldest_unconsumed_us));
+      w.key("last_consumed_at").string_or_null(iso_or_empty(p.last_consumed_us));
+      w.end_object();
+    }
+  }
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
 // Details carry partitions and a list never does, so the reply tells them apart when the
 // route's hint is not at hand.
 HttpAnswer render_groups(const GroupsReply& reply, RenderAs as) {
+  if (reply.lagging) return render_lagging(reply);
   bool details = std::any_of(reply.groups.begin(), reply.groups.end(),
                              [](const GroupView& g) { return !g.partitions.empty(); });
   if (as == RenderAs::group_details || details) return render_group_details(reply);
@@ -2321,6 +2347,17 @@ Parsed parse_group_route(std::string_view method, const std::vector<std::string>
   int64_t t = settings.stmt_timeout_ms;
   if (s.empty()) return to_node(ids, t, GroupListCmd{});
   const std::string& group = s[0];
+  if (method == "GET" && s.size() == 1 && group == "lagging") {
+    GroupListCmd cmd;
+    cmd.lagging_min_s = 3600;
+    if (auto it = query.find("minLagSeconds"); it != query.end()) {
+      auto v = parse_u64(it->second);
+      if (!v || it->second.find_first_not_of("0123456789") != std::string::npos)
+        return bad_request("minLagSeconds must be a non-negative integer");
+      cmd.lagging_min_s = static_cast<int64_t>(std::min<uint64_t>(*v, INT64_MAX / 2));
+    }
+    return to_node(ids, t, cmd);
+  }
   if (method == "GET" && s.size() == 1) {
     Parsed p = to_node(ids, t, GroupDetailsCmd{group});
     p.render = RenderAs::group_details;

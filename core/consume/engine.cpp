@@ -629,8 +629,10 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
     pv.offset_lag = p.next_offset.value - std::min(p.next_offset.value, pv.cursor.value) -
                     p.deleted_in(pv.cursor, p.next_offset);
     if (pv.offset_lag > 0) {
-      if (const AppendRow* r = p.row_of(pv.cursor))
+      if (const AppendRow* r = p.row_of(pv.cursor)) {
         pv.time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);
+        pv.oldest_unconsumed_us = r->created_us;
+      }
       ++v.partitions_with_lag;
       v.total_lag += pv.offset_lag;
       v.max_time_lag_s = std::max(v.max_time_lag_s, pv.time_lag_s);
@@ -640,11 +642,11 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
   return v;
 }
 
-GroupsReply Engine::groups(const std::string& group, int64_t now_us) const {
+GroupsReply Engine::groups(const std::string& group, int64_t now_us, bool details) const {
   GroupsReply reply;
   for (const auto& [key, meta] : metas_) {
     if (!group.empty() && key.group != group) continue;
-    reply.groups.push_back(view_of(key, meta, !group.empty(), now_us));
+    reply.groups.push_back(view_of(key, meta, details || !group.empty(), now_us));
   }
   return reply;
 }

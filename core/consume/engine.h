@@ -87,7 +87,7 @@ class Engine {
   GroupChangeReply seek(const SeekCmd& cmd);
   GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
   // Groups with their lag; with `group` set, that group's partitions in detail.
-  GroupsReply groups(const std::string& group, int64_t now_us) const;
+  GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
 
   TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);
   // Makes the plan live and returns the effects that carry it, for the transaction's entry.

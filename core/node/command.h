@@ -186,7 +186,11 @@ struct LeaseExtendCmd {
   int64_t seconds = 60;
 };
 
-struct GroupListCmd {};
+struct GroupListCmd {
+  // GET /api/v1/consumer-groups/lagging: every group's partitions whose oldest unconsumed
+  // message is older than this.
+  std::optional<int64_t> lagging_min_s;
+};
 
 struct GroupDetailsCmd {
   std::string group;
@@ -628,6 +632,7 @@ struct GroupPartitionView {
   LeaseId lease_id;
   uint64_t total_consumed = 0;
   int64_t last_consumed_us = 0;
+  int64_t oldest_unconsumed_us = 0;  // 0: nothing unconsumed
 };
 
 struct GroupView {
@@ -644,6 +649,7 @@ struct GroupView {
 
 struct GroupsReply {
   std::vector<GroupView> groups;
+  bool lagging = false;  // an answer to GroupListCmd::lagging_min_s: partitions that lag
 };
 
 struct GroupChangeReply {

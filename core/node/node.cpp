@@ -1124,8 +1124,16 @@ struct NodeImpl {
       if (r.success) return answer_after_checkpoint(h, Reply{std::move(r)});
       return send(Parked{h, Reply{std::move(r)}});
     }
-    if (std::holds_alternative<GroupListCmd>(c))
-      return send(Parked{h, Reply{engine.groups("", now_us)}});
+    if (auto* x = std::get_if<GroupListCmd>(&c)) {
+      if (!x->lagging_min_s) return send(Parked{h, Reply{engine.groups("", now_us)}});
+      GroupsReply r = engine.groups("", now_us, /*details=*/true);
+      for (GroupView& g : r.groups)
+        std::erase_if(g.partitions, [&](const GroupPartitionView& p) {
+          return p.offset_lag == 0 || p.time_lag_s <= *x->lagging_min_s;
+        });
+      r.lagging = true;
+      return send(Parked{h, Reply{std::move(r)}});
+    }
     if (auto* x = std::get_if<GroupDetailsCmd>(&c))
       return send(Parked{h, Reply{engine.groups(x->group, now_us)}});
     if (auto* x = std::get_if<GroupDeleteCmd>(&c))

@@ -81,6 +81,54 @@ TEST_F(AdminTest, DeletedGroupPopsFromTheStart) {
   EXPECT_EQ(client_->post("/api/v1/consumer-groups/D/subscription", json::object()).status, 400);
 }
 
+// The group's summary for `queue` in GET /api/v1/consumer-groups, or null.
+json group_summary(HttpClient& c, const std::string& group, const std::string& queue) {
+  HttpResult r = c.get("/api/v1/consumer-groups");
+  EXPECT_EQ(r.status, 200) << r.body;
+  for (const json& g : r.body_json())
+    if (g["name"] == group && g["queueName"] == queue) return g;
+  return nullptr;
+}
+
+// The lagging rows of (group, queue) in GET /api/v1/consumer-groups/lagging.
+json lagging_rows(HttpClient& c, const std::string& min, const std::string& group,
+                  const std::string& queue) {
+  HttpResult r = c.get("/api/v1/consumer-groups/lagging?minLagSeconds=" + min);
+  EXPECT_EQ(r.status, 200) << r.body;
+  json rows = json::array();
+  for (const json& row : r.body_json())
+    if (row["consumer_group"] == group && row["queue_name"] == queue) rows.push_back(row);
+  return rows;
+}
+
+TEST_F(AdminTest, LaggingGroupsAndGroupStates) {
+  std::string q = name();
+  ASSERT_EQ(push(*client_, {{q, "", "", 1}, {q, "", "", 2}}).status, 201);
+  HttpResult r = pop(*client_, {.queue = q, .group = "L", .batch = 1, .subscription_mode = "all"});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(ack(*client_, r.body_json()["messages"][0], "completed", "L").status, 200);
+  EXPECT_EQ(group_summary(*client_, "L", q)["state"], "Stable");
+  // Message 2 waits; once it is a second old the group lags by it.
+  json rows;
+  EXPECT_TRUE(eventually(std::chrono::milliseconds(5000), [&] {
+    rows = lagging_rows(*client_, "0", "L", q);
+    return rows.size() == 1;
+  })) << rows.dump();
+  if (rows.size() == 1) {
+    EXPECT_EQ(rows[0]["partition_name"], "Default");
+    EXPECT_EQ(rows[0]["offset_lag"], 1);
+    EXPECT_GE(rows[0]["time_lag_seconds"].get<int64_t>(), 1);
+    EXPECT_TRUE(rows[0]["oldest_unconsumed_at"].is_string()) << rows[0].dump();
+    EXPECT_TRUE(rows[0]["last_consumed_at"].is_string()) << rows[0].dump();
+  }
+  EXPECT_TRUE(lagging_rows(*client_, "3600", "L", q).empty());
+  EXPECT_EQ(client_->get("/api/v1/consumer-groups/lagging?minLagSeconds=soon").status, 400);
+  // Cursors gone, subscription kept: the group is listed Dead until it consumes again.
+  ASSERT_EQ(client_->request("DELETE", "/api/v1/consumer-groups/L?deleteMetadata=false").status,
+            200);
+  EXPECT_EQ(group_summary(*client_, "L", q)["state"], "Dead");
+}
+
 TEST_F(AdminTest, DeadLetterReplayIsPoppedAgain) {
   std::string q = name();
   ASSERT_EQ(push(*client_, {{q, "", "poison", {{"p", 1}}}}).status, 201);
