@@ -121,6 +121,11 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
   read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
+  int64_t cleanup_days = 0;
+  read_positive(lookup, "PARTITION_CLEANUP_DAYS", &cleanup_days);
+  if (cleanup_days > 0) node->partition_cleanup_after_s = cleanup_days * 86400;
+  if (auto on = non_empty(lookup, "QUEEN_PARTITION_CLEANUP_ENABLED"); on && *on == "false")
+    node->partition_cleanup_after_s = 0;
   read_positive(lookup, "QUEEN_RAFT_POP_REPLY_MARGIN_MS", &node->pop_reply_margin_ms);
   read_positive(lookup, "QUEEN_RAFT_KV_SWEEP_MS", &node->kv_sweep_ms);
   int64_t window_s = 0;

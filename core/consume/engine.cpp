@@ -661,6 +661,31 @@ void Engine::drop_queue(QueueId queue) {
   groups_of_queue_.erase(queue);
 }
 
+void Engine::drop_partition(const EffPartitionDelete& e) {
+  auto of_pid = [&](const CursorKey& k) { return k.pid == e.pid; };
+  std::erase_if(rows_, [&](const auto& kv) { return of_pid(kv.first); });
+  std::erase_if(dirty_rows_, of_pid);
+  std::erase_if(deleted_rows_, of_pid);
+  std::erase_if(expiries_, [&](const auto& x) { return of_pid(x.second); });
+  std::erase_if(deferred_, [&](const auto& x) { return of_pid(x.second); });
+  for (auto& [lease, keys] : leases_) std::erase_if(keys, of_pid);
+  std::erase_if(leases_, [](const auto& kv) { return kv.second.empty(); });
+  std::erase_if(dlq_, [&](const EffDlq& d) { return d.pid == e.pid; });
+  for (auto& [key, rs] : ready_) {
+    if (key.queue != e.queue) continue;
+    if (auto it = rs.seq_of.find(e.pid); it != rs.seq_of.end()) {
+      rs.order.erase({it->second, e.pid});
+      rs.seq_of.erase(it);
+    }
+  }
+}
+
+bool Engine::leased(PartitionId pid, int64_t now_us) const {
+  for (const auto& [key, row] : rows_)
+    if (key.pid == pid && row.lease_live(now_us)) return true;
+  return false;
+}
+
 // ---------------------------------------------------------------------------- transactions
 
 CursorRow Engine::shadow_row(const std::string& group, const PartitionState& p,
@@ -808,6 +833,7 @@ std::vector<Effect> Engine::take_checkpoint() {
 void Engine::on_applied(const Entry& entry) {
   for (const auto& eff : entry.effects) {
     if (auto* d = std::get_if<EffDeleteQueue>(&eff)) drop_queue(d->id);
+    if (auto* d = std::get_if<EffPartitionDelete>(&eff)) drop_partition(*d);
     auto* a = std::get_if<EffAppend>(&eff);
     if (!a) continue;
     woken_.insert(a->queue);

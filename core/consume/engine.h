@@ -87,6 +87,8 @@ class Engine {
   GroupChangeReply seek(const SeekCmd& cmd);
   GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
   // Groups with their lag; with `group` set, that group's partitions in detail.
+  // Whether a group holds a live lease on `pid` (a linear scan: for rare callers).
+  bool leased(PartitionId pid, int64_t now_us) const;
   GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
 
   TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);
@@ -152,6 +154,7 @@ class Engine {
     deleted_rows_.erase(CursorKey{group, pid});
   }
   void drop_queue(QueueId queue);
+  void drop_partition(const EffPartitionDelete& e);
   GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details, int64_t now_us) const;
 
   Env& env_;

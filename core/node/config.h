@@ -32,6 +32,9 @@ struct NodeConfig {
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
   int64_t retention_interval_ms = 5000;  // RETENTION_INTERVAL: a retention pass this often
   uint32_t retention_visit_max = 8192;   // QUEEN_RAFT_RETENTION_VISIT: partitions per pass
+  // PARTITION_CLEANUP_DAYS x 86400: an empty partition idle this long is deleted (0: never,
+  // QUEEN_PARTITION_CLEANUP_ENABLED=false).
+  int64_t partition_cleanup_after_s = 30 * 86400;
   int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
   uint32_t request_outcomes_max = 1u << 20;
   // Cluster: the voters' ids (this node's included). Empty or one voter: a single node, on

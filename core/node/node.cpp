@@ -1021,9 +1021,17 @@ struct NodeImpl {
 
   void run_retention() {
     retention_armed = false;
-    auto effects = retention.scan(store, env.now_us(), config.retention_visit_max);
-    if (effects.empty()) return;
-    for (auto& e : effects) open.entry.effects.push_back(std::move(e));
+    int64_t now_us = env.now_us();
+    RetentionPass pass = retention.scan(store, now_us, config.retention_visit_max,
+                                        config.partition_cleanup_after_s * 1'000'000);
+    size_t before = open.entry.effects.size();
+    for (PartitionId pid : pass.idle) {
+      // Idle in the store; the planner and the engine know what has not landed there yet.
+      if (planner.appending(pid) || engine.leased(pid, now_us)) continue;
+      planner.plan_delete_partition(*store.partition(pid), &open);
+    }
+    for (auto& e : pass.effects) open.entry.effects.push_back(std::move(e));
+    if (open.entry.effects.size() == before) return;
     ++open.commands;
     after_plan();
   }

@@ -46,7 +46,8 @@ Planner::QueueView Planner::ensure_queue(const std::string& name, const QueueOpt
 PartitionId Planner::ensure_partition(QueueId queue, const std::string& name, OpenEntry* open) {
   if (auto it = pending_partitions_.find({queue, name}); it != pending_partitions_.end())
     return it->second;
-  if (const QueueState* q = store_.queue(queue)) {
+  const QueueState* q = store_.queue(queue);
+  if (q && !deleted_partitions_.contains({queue, name})) {
     if (auto it = q->partitions.find(name); it != q->partitions.end()) return it->second;
   }
   PartitionId id(std::max(store_.next_partition_id().value, partitions_planned_ + 1));
@@ -234,6 +235,12 @@ bool Planner::plan_delete_queue(const std::string& name, OpenEntry* open) {
   return true;
 }
 
+void Planner::plan_delete_partition(const PartitionState& p, OpenEntry* open) {
+  QUEEN_ASSERT(!appending(p.id), "a partition with appends in flight is not idle");
+  deleted_partitions_[{p.queue, p.name}] = p.id;
+  open->entry.effects.push_back(EffPartitionDelete{p.queue, p.id});
+}
+
 ConfigureReply Planner::plan_configure(const ConfigureCmd& cmd, OpenEntry* open) {
   ConfigureReply reply;
   auto existing = find_queue(cmd.queue);
@@ -256,6 +263,7 @@ void Planner::reset() {
   pending_queues_.clear();
   deleted_queues_.clear();
   pending_partitions_.clear();
+  deleted_partitions_.clear();
   planned_next_.clear();
   queues_planned_ = 0;
   partitions_planned_ = 0;
@@ -266,6 +274,9 @@ void Planner::on_applied(const Entry& entry) {
   for (const auto& eff : entry.effects) {
     if (auto* e = std::get_if<EffDeleteQueue>(&eff)) {
       std::erase_if(deleted_queues_, [&](const auto& kv) { return kv.second == e->id; });
+    }
+    if (auto* e = std::get_if<EffPartitionDelete>(&eff)) {
+      std::erase_if(deleted_partitions_, [&](const auto& kv) { return kv.second == e->pid; });
     }
     if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
       auto it = pending_queues_.find(e->name);

@@ -44,6 +44,10 @@ class Planner {
   ConfigureReply plan_configure(const ConfigureCmd& cmd, OpenEntry* open);
   // Deletes a queue; a later push under its name creates a new one. False if none.
   bool plan_delete_queue(const std::string& name, OpenEntry* open);
+  // Deletes an idle partition; a later push under its name creates a new one.
+  void plan_delete_partition(const PartitionState& p, OpenEntry* open);
+  // Whether appends to `pid` are planned but not applied yet.
+  bool appending(PartitionId pid) const { return planned_next_.contains(pid); }
   // The first item that duplicates a message already stored or in flight (a repeat within
   // `items` itself is not one); plans nothing.
   std::optional<PushResult> find_duplicate(const std::vector<PushItem>& items, int64_t now_us);
@@ -80,6 +84,7 @@ class Planner {
   std::map<std::string, QueueView> pending_queues_;
   std::map<std::string, QueueId> deleted_queues_;  // deletions in flight, by name
   std::map<std::pair<QueueId, std::string>, PartitionId> pending_partitions_;
+  std::map<std::pair<QueueId, std::string>, PartitionId> deleted_partitions_;  // in flight
   std::map<PartitionId, Offset> planned_next_;
   uint64_t queues_planned_ = 0;  // ids minted beyond the store's
   uint64_t partitions_planned_ = 0;

@@ -62,8 +62,21 @@ EffRetention retention_marks(const Store& store, const QueueState& q, const Part
   return EffRetention{q.id, p.id, log_start, rows_start};
 }
 
-std::vector<Effect> RetentionScanner::scan(const Store& store, int64_t now_us, uint32_t visit_max) {
-  std::vector<Effect> out;
+bool partition_idle(const Store& store, const PartitionState& p, int64_t now_us, int64_t idle_us) {
+  if (idle_us <= 0 || !p.rows.empty() || p.log_start < p.next_offset) return false;
+  if (std::max(p.created_us, p.last_append_us) + idle_us > now_us) return false;
+  if (auto d = store.dlq().find(p.queue); d != store.dlq().end()) {
+    for (const DlqEntry& e : d->second)
+      if (!e.timer && e.pid == p.id) return false;
+  }
+  for (const auto& [key, row] : store.cursors())
+    if (key.pid == p.id && row.lease_live(now_us)) return false;
+  return true;
+}
+
+RetentionPass RetentionScanner::scan(const Store& store, int64_t now_us, uint32_t visit_max,
+                                     int64_t idle_us) {
+  RetentionPass out;
   const auto& parts = store.partitions();
   if (parts.empty()) return out;
   std::map<QueueId, std::vector<std::string>> groups;
@@ -76,11 +89,16 @@ std::vector<Effect> RetentionScanner::scan(const Store& store, int64_t now_us, u
     last_visited_ = it->first;
     ++it;
     const QueueState* q = store.queue(p.queue);
-    if (!q || !has_retention(q->options)) continue;
+    if (!q) continue;
+    if (p.rows.empty() && partition_idle(store, p, now_us, idle_us)) {
+      out.idle.push_back(p.id);
+      continue;
+    }
+    if (!has_retention(q->options)) continue;
     auto g = groups.find(q->id);
     EffRetention e = retention_marks(store, *q, p, g == groups.end() ? kNone : g->second, now_us);
     bool rows_move = !p.rows.empty() && p.rows.front().end() <= e.rows_start;
-    if (p.log_start < e.log_start || rows_move) out.push_back(e);
+    if (p.log_start < e.log_start || rows_move) out.effects.push_back(e);
   }
   return out;
 }

@@ -35,10 +35,20 @@ inline constexpr size_t kRetentionRowsPerStepMax = 1000;
 EffRetention retention_marks(const Store& store, const QueueState& q, const PartitionState& p,
                              const std::vector<std::string>& groups, int64_t now_us);
 
+// Whether `p` is idle and empty enough to be deleted: no message kept, no append row left
+// (the dedup window has passed), no dead letter, no live lease in the store, and nothing
+// appended or created for `idle_us`.
+bool partition_idle(const Store& store, const PartitionState& p, int64_t now_us, int64_t idle_us);
+
+struct RetentionPass {
+  std::vector<Effect> effects;    // watermarks that move
+  std::vector<PartitionId> idle;  // partitions to delete (the caller checks what is in flight)
+};
+
 class RetentionScanner {
  public:
-  // Effects for the partitions visited in this pass whose watermarks move.
-  std::vector<Effect> scan(const Store& store, int64_t now_us, uint32_t visit_max);
+  // A pass over at most `visit_max` partitions; `idle_us` 0 finds no idle partition.
+  RetentionPass scan(const Store& store, int64_t now_us, uint32_t visit_max, int64_t idle_us);
 
  private:
   PartitionId last_visited_;

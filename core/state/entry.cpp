@@ -24,6 +24,7 @@ enum class EffTag : uint8_t {
   timer_dlq = 18,
   trace = 19,
   retention = 20,
+  partition_delete = 21,
 };
 
 void put_timer_row(ByteWriter& w, const TimerRow& row) {
@@ -256,6 +257,11 @@ struct EffectWriter {
     w.u64(e.pid.value);
     w.u64(e.offset.value);
   }
+  void operator()(const EffPartitionDelete& e) {
+    w.u8(static_cast<uint8_t>(EffTag::partition_delete));
+    w.u64(e.queue.value);
+    w.u64(e.pid.value);
+  }
   void operator()(const EffRetention& e) {
     w.u8(static_cast<uint8_t>(EffTag::retention));
     w.u64(e.queue.value);
@@ -419,6 +425,13 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.queue = QueueId(r.u64());
       e.pid = PartitionId(r.u64());
       e.offset = Offset(r.u64());
+      *out = e;
+      return true;
+    }
+    case EffTag::partition_delete: {
+      EffPartitionDelete e;
+      e.queue = QueueId(r.u64());
+      e.pid = PartitionId(r.u64());
       *out = e;
       return true;
     }

@@ -210,11 +210,20 @@ struct EffRetention {
   bool operator==(const EffRetention&) const = default;
 };
 
-using Effect =
-    std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,
-                 EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut, EffTimerDelete,
-                 EffDlqRemove, EffCursorDelete, EffGroupMetaDelete, EffDeleteQueue,
-                 EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace, EffRetention>;
+// Removes an idle, empty partition (no message kept, no append row left, no dead letter, no
+// live lease) with its cursors: the retention scan's cleanup after PARTITION_CLEANUP_DAYS. A
+// later push under its name creates a new partition.
+struct EffPartitionDelete {
+  QueueId queue;
+  PartitionId pid;
+  bool operator==(const EffPartitionDelete&) const = default;
+};
+
+using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
+                            EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
+                            EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
+                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome, EffTimerDlq,
+                            EffTrace, EffRetention, EffPartitionDelete>;
 
 struct Entry {
   LogIndex index;

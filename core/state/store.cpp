@@ -149,6 +149,19 @@ void Store::apply_retention(const EffRetention& e) {
   }
 }
 
+void Store::delete_partition(const EffPartitionDelete& e) {
+  auto pit = partitions_.find(e.pid);
+  if (pit == partitions_.end()) return;
+  for (const AppendRow& row : pit->second.rows) ref_file(row.where, -1);
+  if (auto qit = queues_.find(pit->second.queue); qit != queues_.end()) {
+    auto named = qit->second.partitions.find(pit->second.name);
+    if (named != qit->second.partitions.end() && named->second == e.pid)
+      qit->second.partitions.erase(named);
+  }
+  std::erase_if(cursors_, [&](const auto& kv) { return kv.first.pid == e.pid; });
+  partitions_.erase(pit);
+}
+
 void Store::delete_queue(QueueId id) {
   auto qit = queues_.find(id);
   if (qit == queues_.end()) return;
@@ -225,7 +238,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       p.last_append_us = entry.now_us;
       p.rows.push_back(std::move(row));
     } else if (auto* e = std::get_if<EffCursor>(&eff)) {
-      cursors_[CursorKey{e->group, e->pid}] = e->row;
+      // A checkpoint logged before its partition's deletion applied keeps no orphan row.
+      if (partitions_.contains(e->pid)) cursors_[CursorKey{e->group, e->pid}] = e->row;
     } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
@@ -238,6 +252,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
                                           e->retry_count, entry.now_us, std::nullopt});
     } else if (auto* e = std::get_if<EffRetention>(&eff)) {
       apply_retention(*e);
+    } else if (auto* e = std::get_if<EffPartitionDelete>(&eff)) {
+      delete_partition(*e);
     } else if (auto* e = std::get_if<EffTrace>(&eff)) {
       add_trace(*e, entry.now_us);
     } else if (auto* e = std::get_if<EffTimerDlq>(&eff)) {

@@ -176,6 +176,7 @@ class Store {
  private:
   void add_trace(const EffTrace& e, int64_t now_us);
   void apply_retention(const EffRetention& e);
+  void delete_partition(const EffPartitionDelete& e);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
   std::map<LogFileKey, uint64_t> file_refs_;

@@ -197,3 +197,53 @@ TEST(Retention, AStepPassesAtMostTheBatchOfRowsAndTheNextStepsGoOn) {
 
 }  // namespace
 }  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+NodeConfig cleanup_config() {
+  NodeConfig c;
+  c.retention_interval_ms = 200;
+  c.partition_cleanup_after_s = 10;
+  return c;
+}
+
+TEST(PartitionCleanup, AnEmptyIdlePartitionGoesAndAPushUnderItsNameStartsAfresh) {
+  Harness h(cleanup_config());
+  QueueOptionsPatch o;
+  o.retention_enabled = true;
+  o.retention_s = 1;
+  o.dedup_window_s = 0;
+  configure(h, "q", o);
+  h.push("q", "p", {"a"});
+  h.push("plain", "p", {"kept"});
+  PartitionId old = part(h, "q").id;
+  PopReply r = h.pop("q", "g", 1);
+  h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id);
+  h.env.advance_ms(1500);
+  EXPECT_NE(h.node().store().partition("q", "p"), nullptr);  // its row is still in the window
+  h.env.now += (kRowsWindowMinS + 60) * 1'000'000ll;
+  h.env.advance_ms(500);
+  EXPECT_EQ(h.node().store().partition("q", "p"), nullptr);
+  EXPECT_EQ(h.node().store().partition(old), nullptr);
+  EXPECT_EQ(h.node().store().cursor("g", old), nullptr);
+  // A partition that still keeps a message stays, however idle.
+  EXPECT_NE(h.node().store().partition("plain", "p"), nullptr);
+  PushReply again = h.push("q", "p", {"b"});
+  EXPECT_GT(again.results[0].partition_id, old);
+  EXPECT_EQ(again.results[0].offset, Offset(0));
+  EXPECT_EQ(txns_of(h.pop("q", "g", 5).messages), std::vector<std::string>{"b"});
+}
+
+TEST(PartitionCleanup, OffWhenTheIdleTimeIsZero) {
+  NodeConfig c = cleanup_config();
+  c.partition_cleanup_after_s = 0;
+  Harness h(c);
+  configure(h, "q", {});
+  h.env.now += 100 * 86400 * 1'000'000ll;
+  h.env.advance_ms(500);
+  EXPECT_NE(h.node().store().partition("q", "Default"), nullptr);
+}
+
+}  // namespace
+}  // namespace queen::testing
