@@ -327,8 +327,8 @@ Result<TokenClaims> Authenticator::verify(std::string_view token, int64_t now_s)
 }
 
 std::optional<HttpAnswer> Authenticator::check(std::string_view method, std::string_view target,
-                                               std::string_view authorization,
-                                               int64_t now_s) const {
+                                               std::string_view authorization, int64_t now_s,
+                                               std::string* subject) const {
   if (method == "OPTIONS") return std::nullopt;
   std::string_view path = target.substr(0, target.find('?'));
   if (skipped(path)) return std::nullopt;
@@ -340,6 +340,7 @@ std::optional<HttpAnswer> Authenticator::check(std::string_view method, std::str
     return error_answer(401, "unauthorized", "Invalid token: " + claims.error().message);
   if (!claims.value().reaches(access_for(method, path)))
     return error_answer(403, "forbidden", "Insufficient permissions");
+  if (subject) *subject = claims.value().subject;
   return std::nullopt;
 }
 

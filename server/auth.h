@@ -89,8 +89,10 @@ class Authenticator {
   // The refusal for a request, or nullopt to let it through. `authorization` is the
   // Authorization header ("Bearer <jwt>", any case; a value without the prefix is the
   // token itself); `now_s` the wall clock in seconds.
+  // A let-through token's `sub` goes to `subject` (when not null).
   std::optional<HttpAnswer> check(std::string_view method, std::string_view target,
-                                  std::string_view authorization, int64_t now_s) const;
+                                  std::string_view authorization, int64_t now_s,
+                                  std::string* subject = nullptr) const;
   // The claims of a valid token, or why it is not one.
   Result<TokenClaims> verify(std::string_view token, int64_t now_s) const;
   bool skipped(std::string_view path) const;

@@ -444,7 +444,7 @@ void render_pop_message(const PopMessage& m, const std::string& group, JsonWrite
   w.key("createdAt").string(format_iso_us(m.created_us));
   w.key("leaseId").string(lease_text(m.lease_id));
   w.key("consumerGroup").string(group);
-  w.key("producerSub").null();
+  w.key("producerSub").string_or_null(m.producer_sub);
   w.end_object();
 }
 
@@ -558,7 +558,7 @@ void render_dlq(const DlqReply& reply, JsonWriter& w) {
     w.key("errorMessage").string_or_null(r.error);
     w.key("retryCount").number(r.retry_count);
     w.key("data").raw(r.payload);
-    w.key("producerSub").null();
+    w.key("producerSub").string_or_null(r.producer_sub);
     w.key("createdAt").string(format_iso_us(r.created_us));
     w.key("failedAt").string(format_iso_us(r.failed_at_us));
     w.end_object();
@@ -1753,7 +1753,7 @@ void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
   w.key("partition").string(m.partition);
   w.key("offset").number(m.offset.value);
   w.key("traceId").string_or_null(m.trace_id);
-  w.key("producerSub").null();
+  w.key("producerSub").string_or_null(m.producer_sub);
   w.key("createdAt").string(format_iso_us(m.created_us));
   if (with_payload) w.key("payload").raw(m.payload);
   w.end_object();

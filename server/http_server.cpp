@@ -485,12 +485,13 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     request_kind_ = real::RequestKind::other;
     auto method = req.method_string();
     auto target = req.target();
+    std::string subject;  // the token's sub: stamped on pushed messages as producerSub
     if (const Authenticator* auth = shared_->options.settings.auth.get()) {
       auto header = req[http::field::authorization];
-      auto denied =
-          auth->check(std::string_view(method.data(), method.size()),
-                      std::string_view(target.data(), target.size()),
-                      std::string_view(header.data(), header.size()), ids.now_ms() / 1000);
+      auto denied = auth->check(std::string_view(method.data(), method.size()),
+                                std::string_view(target.data(), target.size()),
+                                std::string_view(header.data(), header.size()), ids.now_ms() / 1000,
+                                &subject);
       if (denied) {
         release_body(front);
         return write_answer(*denied, "application/json");
@@ -509,6 +510,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                                   shared_->options.settings, ids);
     if (parsed.command) {
       request_kind_ = kind_of(parsed.command->command);
+      if (auto* push = std::get_if<PushCmd>(&parsed.command->command); push && !subject.empty())
+        for (PushItem& item : push->items) item.producer_sub = subject;
       adopt_forwarded_request_id(req, &*parsed.command);
       hold_for_forwarding(req, *parsed.command);
     }

@@ -314,6 +314,7 @@ bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& o
     m.trace_id = f.trace_id;
     m.created_us = row->created_us;
     m.payload = readable_payload(env_, f.payload);
+    m.producer_sub = f.producer_sub;
     out->push_back(std::move(m));
   }
   return true;

@@ -29,6 +29,7 @@ struct PushItem {
   // The payload is sealed already (a timer's, sealed when it was scheduled): never sealed
   // twice. Set only by the node, never by the edge.
   bool payload_sealed = false;
+  std::string producer_sub;  // the pusher's JWT sub (POST /api/v1/push with auth on)
 };
 
 struct PushCmd {
@@ -436,7 +437,8 @@ struct PopMessage {
   int64_t created_us = 0;
   std::string payload;
   uint32_t delivery_attempt = 1;
-  LeaseId lease_id;  // nil when auto-acked
+  LeaseId lease_id;          // nil when auto-acked
+  std::string producer_sub;  // empty: none
 };
 
 struct PopReply {
@@ -497,6 +499,7 @@ struct DlqRecord {
   int64_t failed_at_us = 0;
   std::string payload;
   int64_t created_us = 0;
+  std::string producer_sub;
 };
 
 struct DlqReply {

@@ -1497,7 +1497,7 @@ struct NodeImpl {
         const MessageFrame& f = a.value().frames[i];
         out.push_back(PopMessage{q->name, p->name, pid, o, f.transaction_id, f.message_id,
                                  f.trace_id, row.created_us, readable_payload(env, f.payload), 1,
-                                 LeaseId{}});
+                                 LeaseId{}, f.producer_sub});
       }
     }
     return out;
@@ -1532,6 +1532,7 @@ struct NodeImpl {
           rec.transaction_id = m.transaction_id;
           rec.payload = m.payload;
           rec.created_us = m.created_us;
+          rec.producer_sub = m.producer_sub;
         }
         reply.records.push_back(std::move(rec));
       }

@@ -182,8 +182,8 @@ PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open
     std::string payload = i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : item.payload;
     open->bytes += payload.size() + item.transaction_id.size() + 64;
     a.hashes.push_back(item.txn_hash);
-    a.frames.push_back(
-        MessageFrame{item.message_id, item.transaction_id, item.trace_id, std::move(payload)});
+    a.frames.push_back(MessageFrame{item.message_id, item.transaction_id, item.trace_id,
+                                    std::move(payload), item.producer_sub});
     ++a.count;
     planned_next_[pid] = res.offset.next();
     if (window_us > 0)

@@ -505,6 +505,7 @@ Bytes encode_frames(const EffAppend& a) {
     w.str(f.transaction_id);
     w.str(f.trace_id);
     w.str(f.payload);
+    w.str(f.producer_sub);
   }
   return out;
 }
@@ -521,6 +522,7 @@ Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
     f.transaction_id = r.str();
     f.trace_id = r.str();
     f.payload = r.str();
+    f.producer_sub = r.str();
   }
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
   return ok_status();

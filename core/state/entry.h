@@ -23,6 +23,7 @@ struct MessageFrame {
   std::string transaction_id;
   std::string trace_id;
   std::string payload;
+  std::string producer_sub;
   bool operator==(const MessageFrame&) const = default;
 };
 

@@ -127,6 +127,28 @@ TEST_F(AuthTest, GoodHs256AndRs256TokensAreServed) {
   EXPECT_EQ(call("DELETE", "/api/v1/resources/queues/Good", nullptr, rs).status, 200);
 }
 
+TEST_F(AuthTest, APushersSubIsStampedOnItsMessagesAndABodyCannotForgeIt) {
+  json claims = role_claims("admin");
+  claims["sub"] = "producer-7";
+  std::string token = hs_token(claims, kSecret);
+  json body = push_body({{"Stamped", "", "s1", {{"n", 1}}}});
+  body["items"][0]["producerSub"] = "someone-else";
+  ASSERT_EQ(call("POST", "/api/v1/push", body, token).status, 201);
+  json anonymous = role_claims("admin");
+  anonymous.erase("sub");
+  ASSERT_EQ(push_with(hs_token(anonymous, kSecret), "Stamped").status, 201);
+  HttpResult popped = call("GET", pop_target({.queue = "Stamped", .batch = 10}), nullptr, token);
+  ASSERT_EQ(popped.status, 200) << popped.body;
+  json msgs = popped.body_json()["messages"];
+  ASSERT_EQ(msgs.size(), 2u) << popped.body;
+  EXPECT_EQ(msgs[0]["producerSub"], "producer-7") << popped.body;
+  EXPECT_TRUE(msgs[1]["producerSub"].is_null()) << popped.body;
+  std::string pid = msgs[0]["partitionId"];
+  HttpResult got = call("GET", "/api/v1/messages/" + pid + "/s1", nullptr, token);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.body_json()["producerSub"], "producer-7") << got.body;
+}
+
 TEST_F(AuthTest, SkipPathsAndPreflightsAreOpen) {
   HttpResult health = client_->get("/health");
   EXPECT_EQ(health.status, 200) << health.body;
