@@ -121,6 +121,7 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
   read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
+  read_positive(lookup, "QUEEN_RAFT_TRACE_RETENTION_S", &node->trace_retention_s);
   int64_t cleanup_days = 0;
   read_positive(lookup, "PARTITION_CLEANUP_DAYS", &cleanup_days);
   if (cleanup_days > 0) node->partition_cleanup_after_s = cleanup_days * 86400;

@@ -35,6 +35,7 @@ struct NodeConfig {
   // PARTITION_CLEANUP_DAYS x 86400: an empty partition idle this long is deleted (0: never,
   // QUEEN_PARTITION_CLEANUP_ENABLED=false).
   int64_t partition_cleanup_after_s = 30 * 86400;
+  int64_t trace_retention_s = 604800;    // QUEEN_RAFT_TRACE_RETENTION_S (0: kept, up to the cap)
   int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
   uint32_t request_outcomes_max = 1u << 20;
   // Cluster: the voters' ids (this node's included). Empty or one voter: a single node, on

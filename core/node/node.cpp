@@ -1031,6 +1031,10 @@ struct NodeImpl {
       planner.plan_delete_partition(*store.partition(pid), &open);
     }
     for (auto& e : pass.effects) open.entry.effects.push_back(std::move(e));
+    int64_t traces_from_us = now_us - config.trace_retention_s * 1'000'000;
+    if (config.trace_retention_s > 0 && !store.traces().empty() &&
+        store.traces().front().created_us < traces_from_us)
+      open.entry.effects.push_back(EffTraceTrim{traces_from_us});
     if (open.entry.effects.size() == before) return;
     ++open.commands;
     after_plan();

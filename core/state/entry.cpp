@@ -25,6 +25,7 @@ enum class EffTag : uint8_t {
   trace = 19,
   retention = 20,
   partition_delete = 21,
+  trace_trim = 22,
 };
 
 void put_timer_row(ByteWriter& w, const TimerRow& row) {
@@ -257,6 +258,10 @@ struct EffectWriter {
     w.u64(e.pid.value);
     w.u64(e.offset.value);
   }
+  void operator()(const EffTraceTrim& e) {
+    w.u8(static_cast<uint8_t>(EffTag::trace_trim));
+    w.i64(e.before_us);
+  }
   void operator()(const EffPartitionDelete& e) {
     w.u8(static_cast<uint8_t>(EffTag::partition_delete));
     w.u64(e.queue.value);
@@ -426,6 +431,10 @@ bool get_effect(ByteReader& r, Effect* out) {
       e.pid = PartitionId(r.u64());
       e.offset = Offset(r.u64());
       *out = e;
+      return true;
+    }
+    case EffTag::trace_trim: {
+      *out = EffTraceTrim{r.i64()};
       return true;
     }
     case EffTag::partition_delete: {

@@ -220,11 +220,18 @@ struct EffPartitionDelete {
   bool operator==(const EffPartitionDelete&) const = default;
 };
 
+// Drops the traces recorded before `before_us` (QUEEN_RAFT_TRACE_RETENTION_S, decided by the
+// leader's retention pass).
+struct EffTraceTrim {
+  int64_t before_us = 0;
+  bool operator==(const EffTraceTrim&) const = default;
+};
+
 using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
                             EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
                             EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
                             EffDeleteQueue, EffMessageDelete, EffRequestOutcome, EffTimerDlq,
-                            EffTrace, EffRetention, EffPartitionDelete>;
+                            EffTrace, EffRetention, EffPartitionDelete, EffTraceTrim>;
 
 struct Entry {
   LogIndex index;

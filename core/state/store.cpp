@@ -94,8 +94,7 @@ const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
 
 void Store::add_trace(const EffTrace& e, int64_t now_us) {
   traces_.push_back(TraceRow{e, now_us});
-  while (traces_.size() > kTraceRowsMax || traces_.front().created_us + kTraceRetentionUs <= now_us)
-    traces_.pop_front();
+  while (traces_.size() > kTraceRowsMax) traces_.pop_front();
 }
 
 void Store::delete_message(const EffMessageDelete& e) {
@@ -252,6 +251,8 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
                                           e->retry_count, entry.now_us, std::nullopt});
     } else if (auto* e = std::get_if<EffRetention>(&eff)) {
       apply_retention(*e);
+    } else if (auto* e = std::get_if<EffTraceTrim>(&eff)) {
+      while (!traces_.empty() && traces_.front().created_us < e->before_us) traces_.pop_front();
     } else if (auto* e = std::get_if<EffPartitionDelete>(&eff)) {
       delete_partition(*e);
     } else if (auto* e = std::get_if<EffTrace>(&eff)) {

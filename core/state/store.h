@@ -113,9 +113,8 @@ struct TraceRow {
   bool operator==(const TraceRow&) const = default;
 };
 
-// Traces are kept this long (QUEEN_RAFT_TRACE_RETENTION_S) and at most this many, the oldest
-// going first.
-constexpr int64_t kTraceRetentionUs = 604800ll * 1000 * 1000;
+// Traces are kept at most this many, the oldest going first (and for
+// QUEEN_RAFT_TRACE_RETENTION_S: EffTraceTrim).
 constexpr size_t kTraceRowsMax = 200000;
 
 class Store {

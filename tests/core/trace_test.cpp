@@ -105,3 +105,28 @@ TEST(Traces, SurviveARestart) {
 
 }  // namespace
 }  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+TEST(Traces, TracesOlderThanTheRetentionAreDropped) {
+  NodeConfig c;
+  c.retention_interval_ms = 200;
+  c.trace_retention_s = 2;
+  Harness h(c);
+  h.push("orders", "p", {"o-1"});
+  PartitionId pid = h.node().store().partition("orders", "p")->id;
+  h.call<TraceReply>(trace_on(pid, "o-1", "{\"step\":1}", {"old"}, 1));
+  h.env.advance_ms(1500);
+  h.call<TraceReply>(trace_on(pid, "o-1", "{\"step\":2}", {"new"}, 2));
+  h.env.advance_ms(1000);  // the first is 2.5 s old, the second 1 s
+  TraceQueryCmd q = query(TraceQueryKind::message);
+  q.partition_id = pid;
+  q.transaction_id = "o-1";
+  auto left = h.call<TraceReply>(q);
+  ASSERT_EQ(left.traces.size(), 1u);
+  EXPECT_EQ(left.traces[0].data, "{\"step\":2}");
+}
+
+}  // namespace
+}  // namespace queen::testing
