@@ -29,7 +29,7 @@ if ! command -v spin >/dev/null; then
 fi
 bash proofs/check.sh
 step "fuzz"
-bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-10}"
+bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-6}"
 step "sanitizers: core tests and simulator under ASan+UBSan, server tests under TSan"
 bash scripts/sanitize.sh ci
 step "bench smoke"
