@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -167,7 +169,16 @@ uint16_t free_port() {
 
 }  // namespace
 
+// Distinct within the process: the kernel may hand a just-closed port out again, and a
+// cluster test picks six at once.
 uint16_t free_loopback_port() {
+  static std::mutex mutex;
+  static std::set<uint16_t> given;
+  std::lock_guard lock(mutex);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    uint16_t port = free_port();
+    if (given.insert(port).second) return port;
+  }
   return free_port();
 }
 
