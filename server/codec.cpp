@@ -2351,9 +2351,8 @@ Parsed parse_group_route(std::string_view method, const std::vector<std::string>
     GroupListCmd cmd;
     cmd.lagging_min_s = 3600;
     if (auto it = query.find("minLagSeconds"); it != query.end()) {
-      auto v = parse_u64(it->second);
-      if (!v || it->second.find_first_not_of("0123456789") != std::string::npos)
-        return bad_request("minLagSeconds must be a non-negative integer");
+      auto v = parse_u64(it->second);  // digits only: no sign, no blank
+      if (!v) return bad_request("minLagSeconds must be a non-negative integer");
       cmd.lagging_min_s = static_cast<int64_t>(std::min<uint64_t>(*v, INT64_MAX / 2));
     }
     return to_node(ids, t, cmd);

@@ -627,8 +627,7 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
       pv.last_consumed_us = rit->second.last_consumed_us;
     }
     pv.cursor = std::max(pv.cursor, p.log_start);
-    pv.offset_lag = p.next_offset.value - std::min(p.next_offset.value, pv.cursor.value) -
-                    p.deleted_in(pv.cursor, p.next_offset);
+    pv.offset_lag = p.unconsumed(pv.cursor);
     if (pv.offset_lag > 0) {
       if (const AppendRow* r = p.row_of(pv.cursor)) {
         pv.time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);
@@ -681,10 +680,11 @@ void Engine::drop_partition(const EffPartitionDelete& e) {
   }
 }
 
-bool Engine::leased(PartitionId pid, int64_t now_us) const {
+std::set<PartitionId> Engine::leased_partitions(int64_t now_us) const {
+  std::set<PartitionId> out;
   for (const auto& [key, row] : rows_)
-    if (key.pid == pid && row.lease_live(now_us)) return true;
-  return false;
+    if (row.lease_live(now_us)) out.insert(key.pid);
+  return out;
 }
 
 // ---------------------------------------------------------------------------- transactions

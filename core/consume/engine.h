@@ -86,9 +86,9 @@ class Engine {
   GroupChangeReply delete_group(const GroupDeleteCmd& cmd);
   GroupChangeReply seek(const SeekCmd& cmd);
   GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
+  // The partitions on which some group holds a live lease (every row is visited).
+  std::set<PartitionId> leased_partitions(int64_t now_us) const;
   // Groups with their lag; with `group` set, that group's partitions in detail.
-  // Whether a group holds a live lease on `pid` (a linear scan: for rare callers).
-  bool leased(PartitionId pid, int64_t now_us) const;
   GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
 
   TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);

@@ -1025,9 +1025,11 @@ struct NodeImpl {
     RetentionPass pass = retention.scan(store, now_us, config.retention_visit_max,
                                         config.partition_cleanup_after_s * 1'000'000);
     size_t before = open.entry.effects.size();
+    // Idle in the store; the planner and the engine know what has not landed there yet.
+    std::set<PartitionId> leased;
+    if (!pass.idle.empty()) leased = engine.leased_partitions(now_us);
     for (PartitionId pid : pass.idle) {
-      // Idle in the store; the planner and the engine know what has not landed there yet.
-      if (planner.appending(pid) || engine.leased(pid, now_us)) continue;
+      if (planner.appending(pid) || leased.contains(pid)) continue;
       planner.plan_delete_partition(*store.partition(pid), &open);
     }
     for (auto& e : pass.effects) open.entry.effects.push_back(std::move(e));
@@ -1422,9 +1424,7 @@ struct NodeImpl {
         const PartitionState& p = *store.partition(pid);
         v.messages += p.kept();
         const CursorRow* row = store.cursor("__QUEUE_MODE__", pid);
-        Offset consumed =
-            std::max(row ? std::min(row->next, p.next_offset) : Offset(0), p.log_start);
-        v.pending += p.next_offset.value - consumed.value - p.deleted_in(consumed, p.next_offset);
+        v.pending += p.unconsumed(row ? row->next : Offset(0));
         if (!only.empty()) v.partitions.emplace_back(name, p.next_offset.value);
       }
       if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();

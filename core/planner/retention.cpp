@@ -69,8 +69,6 @@ bool partition_idle(const Store& store, const PartitionState& p, int64_t now_us,
     for (const DlqEntry& e : d->second)
       if (!e.timer && e.pid == p.id) return false;
   }
-  for (const auto& [key, row] : store.cursors())
-    if (key.pid == p.id && row.lease_live(now_us)) return false;
   return true;
 }
 
@@ -90,7 +88,7 @@ RetentionPass RetentionScanner::scan(const Store& store, int64_t now_us, uint32_
     ++it;
     const QueueState* q = store.queue(p.queue);
     if (!q) continue;
-    if (p.rows.empty() && partition_idle(store, p, now_us, idle_us)) {
+    if (partition_idle(store, p, now_us, idle_us)) {
       out.idle.push_back(p.id);
       continue;
     }

@@ -36,13 +36,14 @@ EffRetention retention_marks(const Store& store, const QueueState& q, const Part
                              const std::vector<std::string>& groups, int64_t now_us);
 
 // Whether `p` is idle and empty enough to be deleted: no message kept, no append row left
-// (the dedup window has passed), no dead letter, no live lease in the store, and nothing
-// appended or created for `idle_us`.
+// (the dedup window has passed), no dead letter, and nothing appended or created for
+// `idle_us`. Live leases and appends in flight are the caller's to check (the engine and the
+// planner know them before the store does).
 bool partition_idle(const Store& store, const PartitionState& p, int64_t now_us, int64_t idle_us);
 
 struct RetentionPass {
   std::vector<Effect> effects;    // watermarks that move
-  std::vector<PartitionId> idle;  // partitions to delete (the caller checks what is in flight)
+  std::vector<PartitionId> idle;  // partitions to delete (see partition_idle)
 };
 
 class RetentionScanner {

@@ -148,29 +148,29 @@ void Store::apply_retention(const EffRetention& e) {
   }
 }
 
-void Store::delete_partition(const EffPartitionDelete& e) {
-  auto pit = partitions_.find(e.pid);
+void Store::erase_partition(PartitionId pid) {
+  auto pit = partitions_.find(pid);
   if (pit == partitions_.end()) return;
   for (const AppendRow& row : pit->second.rows) ref_file(row.where, -1);
-  if (auto qit = queues_.find(pit->second.queue); qit != queues_.end()) {
-    auto named = qit->second.partitions.find(pit->second.name);
+  std::erase_if(cursors_, [pid](const auto& kv) { return kv.first.pid == pid; });
+  partitions_.erase(pit);
+}
+
+void Store::delete_partition(const EffPartitionDelete& e) {
+  const PartitionState* p = partition(e.pid);
+  if (!p) return;
+  if (auto qit = queues_.find(p->queue); qit != queues_.end()) {
+    auto named = qit->second.partitions.find(p->name);
     if (named != qit->second.partitions.end() && named->second == e.pid)
       qit->second.partitions.erase(named);
   }
-  std::erase_if(cursors_, [&](const auto& kv) { return kv.first.pid == e.pid; });
-  partitions_.erase(pit);
+  erase_partition(e.pid);
 }
 
 void Store::delete_queue(QueueId id) {
   auto qit = queues_.find(id);
   if (qit == queues_.end()) return;
-  for (const auto& named : qit->second.partitions) {
-    PartitionId pid = named.second;
-    if (auto pit = partitions_.find(pid); pit != partitions_.end())
-      for (const AppendRow& row : pit->second.rows) ref_file(row.where, -1);
-    partitions_.erase(pid);
-    std::erase_if(cursors_, [pid](const auto& kv) { return kv.first.pid == pid; });
-  }
+  for (const auto& named : qit->second.partitions) erase_partition(named.second);
   std::erase_if(groups_, [&](const auto& kv) { return kv.first.queue == id; });
   dlq_.erase(id);
   queue_names_.erase(qit->second.name);
@@ -243,8 +243,7 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
       auto pit = partitions_.find(e->pid);
-      bool gone = pit != partitions_.end() &&
-                  (pit->second.is_deleted(e->offset) || e->offset < pit->second.log_start);
+      bool gone = pit != partitions_.end() && pit->second.is_gone(e->offset);
       ++dlq_ids_;  // spent even for a deleted message, which gets no dead letter
       if (!gone)
         dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,

@@ -62,6 +62,11 @@ struct PartitionState {
   bool is_gone(Offset o) const { return o < log_start || is_deleted(o); }
   // Messages still kept: not deleted and not below log_start.
   uint64_t kept() const { return next_offset.value - log_start.value - deleted.size(); }
+  // Kept messages a group whose cursor is `cursor` has still to consume.
+  uint64_t unconsumed(Offset cursor) const {
+    Offset from = std::min(std::max(cursor, log_start), next_offset);
+    return next_offset.value - from.value - deleted_in(from, next_offset);
+  }
   // Deleted messages in [from, to).
   uint64_t deleted_in(Offset from, Offset to) const;
   // The first offset in [from, to) whose hash is `h`, if any.
@@ -176,6 +181,8 @@ class Store {
   void add_trace(const EffTrace& e, int64_t now_us);
   void apply_retention(const EffRetention& e);
   void delete_partition(const EffPartitionDelete& e);
+  // Drops a partition with its rows' file references and its cursors.
+  void erase_partition(PartitionId pid);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
   std::map<LogFileKey, uint64_t> file_refs_;

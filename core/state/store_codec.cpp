@@ -101,6 +101,13 @@ bool get_as(ByteReader& r, T* out) {
   return true;
 }
 
+// A table: its row count, then `read_row` once per row while the reader holds.
+template <typename F>
+void get_table(ByteReader& r, F&& read_row) {
+  uint32_t n = r.count(1);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) read_row();
+}
+
 bool get_dlq(ByteReader& r, QueueId* queue, DlqEntry* d) {
   *queue = QueueId(r.u64());
   d->id = r.u64();
@@ -169,55 +176,45 @@ Result<Store> Store::decode(ByteReader& r) {
   s.partition_ids_ = r.u64();
   s.dlq_ids_ = r.u64();
   s.kv_version_ = r.u64();
-  uint32_t n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  get_table(r, [&] {
     EffCreateQueue q;
-    if (!get_as(r, &q)) break;
-    s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    if (get_as(r, &q)) s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
+  });
+  get_table(r, [&] {
     PartitionState p = get_partition(r);
     s.partitions_[p.id] = std::move(p);
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     EffCursor c;
     if (get_as(r, &c)) s.cursors_[CursorKey{c.group, c.pid}] = std::move(c.row);
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     EffGroupMeta g;
     if (get_as(r, &g)) s.groups_[GroupKey{g.group, g.queue}] = g.meta;
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     QueueId queue;
     DlqEntry d;
     if (get_dlq(r, &queue, &d)) s.dlq_[queue].push_back(std::move(d));
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     EffKvPut kv;
     if (get_as(r, &kv)) s.kv_[KvKey{kv.ns, kv.key}] = std::move(kv.row);
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     EffTimerPut t;
     if (get_as(r, &t)) s.timers_[TimerKey{t.queue, t.timer_key}] = std::move(t.row);
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     uint64_t index = r.u64();
     EffRequestOutcome o;
     if (get_as(r, &o)) s.outcomes_[o.id] = StoredOutcome{index, o.keep_until_us, o.reply};
-  }
-  n = r.count(1);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+  });
+  get_table(r, [&] {
     int64_t created_us = r.i64();
     EffTrace t;
     if (get_as(r, &t)) s.traces_.push_back(TraceRow{std::move(t), created_us});
-  }
+  });
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "store checkpoint framing");
   s.rebuild_indexes();
   return s;

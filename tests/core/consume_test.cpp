@@ -16,13 +16,6 @@ PopCmd pop_cmd(const std::string& queue, const std::string& group, uint32_t batc
   return c;
 }
 
-void configure(Harness& h, const std::string& q, QueueOptionsPatch patch) {
-  ConfigureCmd c;
-  c.queue = q;
-  c.patch = patch;
-  h.call<ConfigureReply>(c);
-}
-
 TEST(Consume, MultiPartitionPopSharesOneLeaseAndCapsTheBatch) {
   Harness h;
   h.push("q", "a", {"a1", "a2"});

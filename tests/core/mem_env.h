@@ -213,4 +213,18 @@ class Harness {
   ReplyHandle next_handle_ = 0;
 };
 
+// Configures queue `q` with `patch` (merged over its options).
+inline void configure(Harness& h, const std::string& q, QueueOptionsPatch patch) {
+  ConfigureCmd c;
+  c.queue = q;
+  c.patch = patch;
+  h.call<ConfigureReply>(c);
+}
+
+inline std::vector<std::string> txns_of(const std::vector<PopMessage>& messages) {
+  std::vector<std::string> out;
+  for (const PopMessage& m : messages) out.push_back(m.transaction_id);
+  return out;
+}
+
 }  // namespace queen::testing

@@ -15,12 +15,6 @@ MessagesReply get_message(Harness& h, PartitionId pid, const std::string& txn) {
   return h.call<MessagesReply>(MessageGetCmd{pid, txn, hash_of(txn)});
 }
 
-std::vector<std::string> txns_of(const std::vector<PopMessage>& messages) {
-  std::vector<std::string> out;
-  for (const PopMessage& m : messages) out.push_back(m.transaction_id);
-  return out;
-}
-
 const QueueMetrics* queue_metrics(const MetricsReply& m, const std::string& queue) {
   for (const QueueMetrics& q : m.queues)
     if (q.queue == queue) return &q;

@@ -11,11 +11,12 @@
 namespace queen::testing {
 namespace {
 
-void configure(Harness& h, const std::string& q, QueueOptionsPatch patch) {
-  ConfigureCmd c;
-  c.queue = q;
-  c.patch = patch;
-  h.call<ConfigureReply>(c);
+// retentionEnabled with retentionSeconds.
+QueueOptionsPatch retained_for(int64_t seconds) {
+  QueueOptionsPatch o;
+  o.retention_enabled = true;
+  o.retention_s = seconds;
+  return o;
 }
 
 NodeConfig fast_retention() {
@@ -28,18 +29,9 @@ const PartitionState& part(Harness& h, const std::string& q, const std::string& 
   return *h.node().store().partition(q, p);
 }
 
-std::vector<std::string> txns_of(const std::vector<PopMessage>& msgs) {
-  std::vector<std::string> out;
-  for (const auto& m : msgs) out.push_back(m.transaction_id);
-  return out;
-}
-
 TEST(Retention, RetentionSecondsRemovesOldMessagesConsumedOrNot) {
   Harness h(fast_retention());
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 10;
-  configure(h, "q", o);
+  configure(h, "q", retained_for(10));
   h.push("q", "p", {"a", "b"});
   h.env.advance_ms(6000);
   h.push("q", "p", {"c"});
@@ -101,10 +93,7 @@ TEST(Retention, MaxWaitTimeEvictsWithoutRetentionEnabled) {
 
 TEST(Retention, AGroupBehindContinuesAfterTheRemovedMessagesAndItsLagSkipsThem) {
   Harness h(fast_retention());
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 1;
-  configure(h, "q", o);
+  configure(h, "q", retained_for(1));
   h.push("q", "p", {"a"});
   PopReply first = h.pop("q", "g", 1);
   h.ack(first.messages[0], "g", AckStatus::completed, first.lease_id);
@@ -119,10 +108,7 @@ TEST(Retention, AGroupBehindContinuesAfterTheRemovedMessagesAndItsLagSkipsThem) 
 
 TEST(Retention, ARemovedMessagesTransactionIdStaysInTheDedupWindow) {
   Harness h(fast_retention());
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 1;
-  configure(h, "q", o);
+  configure(h, "q", retained_for(1));
   h.push("q", "p", {"a"});
   h.env.advance_ms(1500);
   ASSERT_EQ(part(h, "q").log_start, Offset(1));
@@ -140,10 +126,7 @@ TEST(Retention, LogFilesOfRemovedMessagesAreReclaimedAndARestartKeepsTheRest) {
   c.durable_every_ms = 100;
   c.durable_every_bytes = 1;
   Harness h(c);
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 2;
-  configure(h, "q", o);
+  configure(h, "q", retained_for(2));
   std::string big(600, 'x');
   for (int i = 0; i < 12; ++i) {
     h.push("q", "p", {"m" + std::to_string(i) + big});
@@ -164,28 +147,14 @@ TEST(Retention, LogFilesOfRemovedMessagesAreReclaimedAndARestartKeepsTheRest) {
   EXPECT_EQ(txns_of(after.value()), txns_of(before.value()));
 }
 
-}  // namespace
-}  // namespace queen::testing
-
-namespace queen::testing {
-namespace {
-
 TEST(Retention, AStepPassesAtMostTheBatchOfRowsAndTheNextStepsGoOn) {
   NodeConfig c;
   c.retention_interval_ms = 0;  // passes run by hand below
   Harness h(c);
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 1;
-  configure(h, "q", o);
+  configure(h, "q", retained_for(1));
   size_t rows = kRetentionRowsPerStepMax + 200;
-  for (size_t i = 0; i < rows; i += 100) {
-    PushCmd cmd;
-    for (size_t k = i; k < i + 100; ++k)
-      cmd.items.push_back(h.push_cmd("q", "p", {"m" + std::to_string(k)}).items[0]);
-    // One row per item: each goes into its own entry.
-    for (auto& it : cmd.items) h.call<PushReply>(PushCmd{{it}});
-  }
+  // One row per push: each goes into its own entry.
+  for (size_t k = 0; k < rows; ++k) h.push("q", "p", {"m" + std::to_string(k)});
   const Store& s = h.node().store();
   const PartitionState& p = part(h, "q");
   ASSERT_EQ(p.rows.size(), rows);
@@ -194,12 +163,6 @@ TEST(Retention, AStepPassesAtMostTheBatchOfRowsAndTheNextStepsGoOn) {
   EXPECT_EQ(e.log_start, Offset(kRetentionRowsPerStepMax));
   EXPECT_EQ(e.rows_start, Offset(0));  // the dedup window still holds every row
 }
-
-}  // namespace
-}  // namespace queen::testing
-
-namespace queen::testing {
-namespace {
 
 NodeConfig cleanup_config() {
   NodeConfig c;
@@ -210,9 +173,7 @@ NodeConfig cleanup_config() {
 
 TEST(PartitionCleanup, AnEmptyIdlePartitionGoesAndAPushUnderItsNameStartsAfresh) {
   Harness h(cleanup_config());
-  QueueOptionsPatch o;
-  o.retention_enabled = true;
-  o.retention_s = 1;
+  QueueOptionsPatch o = retained_for(1);
   o.dedup_window_s = 0;
   configure(h, "q", o);
   h.push("q", "p", {"a"});

@@ -33,6 +33,13 @@ TraceQueryCmd query(TraceQueryKind kind) {
   return q;
 }
 
+TraceQueryCmd of_message(PartitionId pid, const std::string& txn) {
+  TraceQueryCmd q = query(TraceQueryKind::message);
+  q.partition_id = pid;
+  q.transaction_id = txn;
+  return q;
+}
+
 TEST(Traces, RecordedOnAMessageAndReadBackOldestFirst) {
   Harness h;
   h.push("orders", "p", {"o-1", "o-2"});
@@ -42,9 +49,7 @@ TEST(Traces, RecordedOnAMessageAndReadBackOldestFirst) {
   h.call<TraceReply>(trace_on(pid, "o-1", "{\"step\":2}", {"checkout", "payment"}, 2));
   h.call<TraceReply>(trace_on(pid, "o-2", "{\"step\":1}", {"checkout"}, 3));
 
-  TraceQueryCmd q = query(TraceQueryKind::message);
-  q.partition_id = pid;
-  q.transaction_id = "o-1";
+  TraceQueryCmd q = of_message(pid, "o-1");
   auto of_o1 = h.call<TraceReply>(q);
   ASSERT_EQ(of_o1.traces.size(), 2u);
   EXPECT_EQ(of_o1.traces[0].id, first.recorded);
@@ -94,20 +99,12 @@ TEST(Traces, SurviveARestart) {
   h.call<TraceReply>(trace_on(pid, "o-1", "{\"a\":true}", {"n"}, 1));
   h.env.crash();
   h.restart();
-  TraceQueryCmd q = query(TraceQueryKind::message);
-  q.partition_id = pid;
-  q.transaction_id = "o-1";
+  TraceQueryCmd q = of_message(pid, "o-1");
   auto r = h.call<TraceReply>(q);
   ASSERT_EQ(r.traces.size(), 1u);
   EXPECT_EQ(r.traces[0].data, "{\"a\":true}");
   EXPECT_EQ(r.traces[0].event_type, "step");
 }
-
-}  // namespace
-}  // namespace queen::testing
-
-namespace queen::testing {
-namespace {
 
 TEST(Traces, TracesOlderThanTheRetentionAreDropped) {
   NodeConfig c;
@@ -120,9 +117,7 @@ TEST(Traces, TracesOlderThanTheRetentionAreDropped) {
   h.env.advance_ms(1500);
   h.call<TraceReply>(trace_on(pid, "o-1", "{\"step\":2}", {"new"}, 2));
   h.env.advance_ms(1000);  // the first is 2.5 s old, the second 1 s
-  TraceQueryCmd q = query(TraceQueryKind::message);
-  q.partition_id = pid;
-  q.transaction_id = "o-1";
+  TraceQueryCmd q = of_message(pid, "o-1");
   auto left = h.call<TraceReply>(q);
   ASSERT_EQ(left.traces.size(), 1u);
   EXPECT_EQ(left.traces[0].data, "{\"step\":2}");
