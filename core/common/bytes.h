@@ -95,6 +95,16 @@ class ByteReader {
     pos_ += n;
     return s;
   }
+  // n raw bytes (fails the reader when fewer are left).
+  Bytes bytes(size_t n) {
+    if (!ok_ || n > left()) {
+      ok_ = false;
+      return {};
+    }
+    Bytes b(p_ + pos_, p_ + pos_ + n);
+    pos_ += n;
+    return b;
+  }
   // A bounded count: fails the reader when the count could not fit in the bytes left,
   // given each element takes at least `min_elem_bytes`.
   uint32_t count(size_t min_elem_bytes) {

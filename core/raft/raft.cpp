@@ -7,6 +7,8 @@
 namespace queen::raft {
 namespace {
 constexpr uint64_t kStallTicks = 3;  // ticks without progress before a follower is re-probed
+// Ticks a snapshot may take without an answer before it is asked for again.
+constexpr uint64_t kSnapshotStallTicks = 100;
 }  // namespace
 
 // ---------------------------------------------------------------------------- term runs
@@ -20,6 +22,11 @@ void TermRuns::append(LogIndex index, Term term) {
 void TermRuns::truncate_after(LogIndex index) {
   while (!runs_.empty() && runs_.back().first > index) runs_.pop_back();
   last_ = std::min(last_, index);
+}
+
+void TermRuns::reset(LogIndex index, Term term) {
+  runs_ = {{index, term}};
+  last_ = index;
 }
 
 std::optional<Term> TermRuns::term_at(LogIndex index) const {
@@ -53,13 +60,15 @@ Bytes encode_message(const Message& m) {
     w.u32(static_cast<uint32_t>(e.data.size()));
     w.raw(e.data.data(), e.data.size());
   }
+  w.u32(static_cast<uint32_t>(m.data.size()));
+  w.raw(m.data.data(), m.data.size());
   return out;
 }
 
 bool decode_message(const uint8_t* data, size_t size, Message* m) {
   ByteReader r(data, size);
   uint8_t type = r.u8();
-  if (type < 1 || type > 7) return false;
+  if (type < 1 || type > 10) return false;
   m->type = static_cast<MsgType>(type);
   m->from = NodeId(r.u64());
   m->to = NodeId(r.u64());
@@ -78,12 +87,11 @@ bool decode_message(const uint8_t* data, size_t size, Message* m) {
     LogEntry e;
     e.index = LogIndex(r.u64());
     e.term = Term(r.u64());
-    uint32_t len = r.count(1);
-    if (!r.ok() || len > r.left()) return false;
-    e.data.assign(data + r.pos(), data + r.pos() + len);
-    for (uint32_t k = 0; k < len; ++k) r.u8();  // step over the data just copied
+    e.data = r.bytes(r.count(1));
+    if (!r.ok()) return false;
     m->entries.push_back(std::move(e));
   }
+  m->data = r.bytes(r.count(1));
   return r.ok() && r.left() == 0;
 }
 
@@ -160,7 +168,13 @@ void Raft::become_leader() {
   ++stats_.leaderships;
   progress_.clear();
   for (NodeId v : cfg_.voters)
-    if (v != cfg_.id) progress_[v] = Progress{LogIndex(0), last_index().next(), 0, true, 0, ticks_};
+    if (v != cfg_.id) {
+      Progress& pr = progress_[v];
+      pr = Progress{};
+      pr.next = last_index().next();
+      pr.active = true;
+      pr.match_tick = ticks_;
+    }
   // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
   propose(Bytes{});
 }
@@ -280,6 +294,16 @@ void Raft::respond_append(NodeId to, LogIndex match, uint64_t ctx) {
 
 void Raft::handle_append(const Message& m) {
   become_follower(m.term, m.from);
+  if (m.index < commit_) {
+    // Everything up to the commit index matches (it is committed); below a restored
+    // snapshot the terms are not even known. Keep only what lies past it.
+    Message rest = m;
+    rest.index = commit_;
+    rest.log_term = *term_at(commit_);
+    std::erase_if(rest.entries, [&](const LogEntry& e) { return e.index <= commit_; });
+    if (!rest.entries.empty() && rest.entries.front().index != commit_.next()) return;
+    return handle_append(rest);
+  }
   if (m.index > last_index() || term_at(m.index) != m.log_term) {
     Message r;
     r.type = MsgType::append_resp;
@@ -314,6 +338,39 @@ void Raft::handle_append(const Message& m) {
   }
 }
 
+void Raft::compact(LogIndex upto) {
+  QUEEN_ASSERT(upto <= commit_, "only committed entries are compacted");
+  log_start_ = std::max(log_start_, upto);
+}
+
+LogIndex Raft::slowest_live_match() const {
+  LogIndex out = commit_;
+  if (role_ != Role::leader) return out;
+  for (const auto& [peer, pr] : progress_)
+    if (pr.acked_tick > 0 && ticks_ - pr.acked_tick < 2 * uint64_t{cfg_.election_ticks})
+      out = std::min(out, pr.match);
+  return out;
+}
+
+void Raft::snapshot_failed(NodeId to) {
+  auto it = progress_.find(to);
+  if (role_ != Role::leader || it == progress_.end()) return;
+  it->second.snapshot = LogIndex(0);
+  it->second.match_tick = ticks_;
+}
+
+void Raft::send_snapshot(NodeId to, Progress& pr) {
+  pr.snapshot = log_start_;
+  pr.match_tick = ticks_;
+  pr.inflight = 0;
+  Message m;
+  m.type = MsgType::snapshot;
+  m.to = to;
+  m.index = log_start_;
+  m.log_term = *term_at(log_start_);
+  send(std::move(m));
+}
+
 void Raft::on_persisted(LogIndex index) {
   if (index > last_index() || index <= durable_) return;
   durable_ = index;
@@ -332,6 +389,7 @@ void Raft::handle_append_response(const Message& m) {
   pr.acked_tick = std::max(pr.acked_tick, m.ctx);
   if (pr.inflight > 0) --pr.inflight;
   if (m.reject) {
+    if (pr.snapshot.value > 0) return;  // a heartbeat's answer while the snapshot travels
     pr.next = LogIndex(std::max<uint64_t>(1, std::min(m.hint.value + 1, pr.next.value - 1)));
     pr.inflight = 0;
     send_append(m.from, false);
@@ -341,6 +399,7 @@ void Raft::handle_append_response(const Message& m) {
     pr.match = m.hint;
     pr.match_tick = ticks_;
   }
+  if (pr.snapshot.value > 0 && pr.match >= pr.snapshot) pr.snapshot = LogIndex(0);
   if (pr.next <= pr.match) pr.next = pr.match.next();
   maybe_commit();
   if (transfer_to_ == m.from && pr.match == last_index()) {
@@ -360,6 +419,8 @@ void Raft::send_append(NodeId to, bool heartbeat_only) {
   m.commit = commit_;
   m.ctx = ticks_;
   LogIndex prev(pr.next.value - 1);
+  if (pr.snapshot.value > 0 && !heartbeat_only) return;
+  if (!heartbeat_only && pr.next <= log_start_) return send_snapshot(to, pr);
   if (!heartbeat_only && pr.next <= last_index() && pr.inflight < cfg_.inflight_max) {
     m.entries = log_.entries(prev, last_index(), cfg_.append_bytes_max);
   }
@@ -382,6 +443,10 @@ void Raft::send_append(NodeId to, bool heartbeat_only) {
 // from its match.
 void Raft::reprobe_stalled() {
   for (auto& [peer, pr] : progress_) {
+    if (pr.snapshot.value > 0) {
+      if (ticks_ - pr.match_tick < kSnapshotStallTicks) continue;
+      pr.snapshot = LogIndex(0);  // no answer for long: ask the caller for a snapshot again
+    }
     if (pr.match >= last_index() || ticks_ - pr.match_tick < kStallTicks) continue;
     pr.next = pr.match.next();
     pr.inflight = 0;
@@ -480,6 +545,10 @@ void Raft::step(const Message& m) {
     case MsgType::append_resp:
       if (role_ == Role::leader) handle_append_response(m);
       break;
+    case MsgType::snapshot:
+    case MsgType::snapshot_chunk:
+    case MsgType::snapshot_ack:
+      break;  // the caller's (core/node/snapshot.h)
     case MsgType::timeout_now:
       if (role_ != Role::leader) {
         transfer_to_ = cfg_.id;  // marks the votes as forced

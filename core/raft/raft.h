@@ -10,6 +10,13 @@
 // check-quorum (a leader that has not heard from a majority for an election timeout steps
 // down). Leadership transfer sends TimeoutNow to a caught-up voter.
 //
+// Snapshots: the caller may drop entries up to a point it holds a snapshot of (compact). A
+// follower that needs an entry at or below it gets a `snapshot` message in the Ready instead
+// of appends: the caller sends the snapshot its own way (Raft never sees its bytes). The
+// follower's caller installs it and restarts with a log that begins at the snapshot (a
+// TermRuns reset there, compacted up to it); the leader's next append, which lies below the
+// follower's commit index, is answered with that index, and appends go on from there.
+//
 // Fault model: messages may be lost, duplicated, reordered or delayed; nodes crash and
 // restart with their persisted term, vote and durable log.
 #pragma once
@@ -36,6 +43,11 @@ enum class MsgType : uint8_t {
   append = 5,
   append_resp = 6,
   timeout_now = 7,
+  // Never sent as is: Ready asks the caller to send a snapshot of at least `index` to `to`.
+  snapshot = 8,
+  // The caller's snapshot transfer (core/node/snapshot.h), carried in `data`.
+  snapshot_chunk = 9,
+  snapshot_ack = 10,
 };
 
 struct LogEntry {
@@ -60,6 +72,7 @@ struct Message {
   // append: the leader's tick count when it sent it; append_resp: echoed back. A response
   // proves the follower took the sender as leader no earlier than that tick (leader lease).
   uint64_t ctx = 0;
+  Bytes data;  // snapshot_chunk, snapshot_ack: the transfer's own encoding
   bool operator==(const Message&) const = default;
 };
 
@@ -81,6 +94,8 @@ class TermRuns {
  public:
   void append(LogIndex index, Term term);
   void truncate_after(LogIndex index);
+  // The log restarts from a snapshot: `index` has `term`, nothing is known below it.
+  void reset(LogIndex index, Term term);
   LogIndex last() const { return last_; }
   std::optional<Term> term_at(LogIndex index) const;
 
@@ -139,6 +154,15 @@ class Raft {
   std::optional<LogIndex> propose(Bytes data);
   // The caller made entries up to `index` durable (leader: its own sync completed).
   void on_persisted(LogIndex index);
+  // The caller can no longer read entries up to `upto` (committed): a follower that needs one
+  // gets a snapshot instead.
+  void compact(LogIndex upto);
+  LogIndex log_start() const { return log_start_; }
+  // Leader: the lowest match of a follower heard from within two election timeouts (the
+  // entries the caller should keep to catch it up by appends); the commit index otherwise.
+  LogIndex slowest_live_match() const;
+  // Leader: a snapshot to `to` failed; ask for one again at the next probe.
+  void snapshot_failed(NodeId to);
   // Asks `to` (a caught-up voter) to start an election now.
   bool transfer_leadership(NodeId to);
   // Leader: the follower with the longest durable log (the best successor), if any.
@@ -168,6 +192,7 @@ class Raft {
     bool active = false;      // heard from since the last check-quorum round
     uint64_t acked_tick = 0;  // the latest send tick this follower answered in our term
     uint64_t match_tick = 0;  // when match last moved (or the follower was last re-probed)
+    LogIndex snapshot;        // a snapshot of this index is on its way: no appends meanwhile
   };
 
   void become_follower(Term term, std::optional<NodeId> leader);
@@ -190,6 +215,7 @@ class Raft {
   std::optional<Term> term_at(LogIndex index) const { return runs_.term_at(index); }
   void set_hard_state(Term term, std::optional<NodeId> vote);
   void respond_append(NodeId to, LogIndex match, uint64_t ctx);
+  void send_snapshot(NodeId to, Progress& pr);
 
   Config cfg_;
   HardState hs_;
@@ -199,8 +225,9 @@ class Raft {
   Role role_ = Role::follower;
   std::optional<NodeId> leader_;
   LogIndex commit_;
-  TermRuns runs_;     // the shape of the own log, written or not
-  LogIndex durable_;  // own log durable up to here
+  TermRuns runs_;       // the shape of the own log, written or not
+  LogIndex durable_;    // own log durable up to here
+  LogIndex log_start_;  // entries up to here are compacted (only their terms are known)
   struct AckPending {
     NodeId to;
     LogIndex match;

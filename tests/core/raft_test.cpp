@@ -13,7 +13,9 @@
 namespace queen::raft {
 namespace {
 
-uint64_t next_random(void* ctx) { return (*static_cast<std::mt19937_64*>(ctx))(); }
+uint64_t next_random(void* ctx) {
+  return (*static_cast<std::mt19937_64*>(ctx))();
+}
 
 // One node: Raft over an in-memory log whose unsynced tail a crash loses.
 struct SimNode : LogView {
@@ -182,6 +184,7 @@ TEST(RaftMessage, CodecRoundTrip) {
   m.commit = LogIndex(3);
   m.force = true;
   m.entries = {LogEntry{LogIndex(5), Term(3), Bytes{1, 2, 3}}, LogEntry{LogIndex(6), Term(3), {}}};
+  m.data = Bytes{7, 8};
   Bytes b = encode_message(m);
   Message d;
   ASSERT_TRUE(decode_message(b.data(), b.size(), &d));
@@ -324,9 +327,95 @@ TEST(Raft, LeadershipTransferHandsOverToACaughtUpVoter) {
   EXPECT_EQ(c.violation, "");
 }
 
+TEST(Raft, AFollowerBelowTheCompactedLogIsSentASnapshotThenAppendsResume) {
+  Cluster c(3, 17);
+  for (int t = 0; t < 200 && !c.leader(); ++t) c.step_all();
+  ASSERT_TRUE(c.leader());
+  NodeId lid = *c.leader();
+  SimNode& f = c.node(lid.value == 3 ? NodeId(1) : NodeId(lid.value + 1));
+  c.crash(f);
+  for (int t = 0; t < 100; ++t) c.step_all();
+  SimNode& l = c.node(lid);
+  ASSERT_EQ(c.leader(), lid);
+  LogIndex upto = l.raft->commit();
+  ASSERT_GT(upto.value, 20u);
+  l.raft->compact(upto);
+  // The follower comes back with an empty log: it can only get a snapshot.
+  f.log.clear();
+  f.durable = 0;
+  c.restart(f);
+  std::optional<Message> ask;
+  for (int t = 0; t < 50 && !ask; ++t) {
+    c.step_all();
+    for (const Message& m : c.net) {
+      if (m.to == f.id && m.type == MsgType::snapshot) ask = m;
+      bool stale = m.to == f.id && m.type == MsgType::append && !m.entries.empty() &&
+                   m.entries.front().index <= upto;
+      EXPECT_FALSE(stale) << "an append of a compacted entry";
+    }
+  }
+  ASSERT_TRUE(ask);
+  EXPECT_EQ(ask->index, upto);
+  EXPECT_EQ(ask->log_term, *l.raft->term_of(upto));
+  // Installing it: the follower restarts with everything up to there, committed; the
+  // leader's appends pick up after it.
+  f.log.assign(l.log.begin(), l.log.begin() + static_cast<ptrdiff_t>(upto.value));
+  f.durable = f.log.size();
+  f.start(c.base, upto);
+  f.raft->compact(upto);
+  for (int t = 0; t < 200 && f.raft->commit() < l.raft->commit(); ++t) c.step_all();
+  EXPECT_EQ(f.raft->commit(), l.raft->commit());
+  c.check_log_matching();
+  EXPECT_EQ(c.violation, "");
+}
+
+TEST(Raft, AnAppendBelowARestoredSnapshotIsAnsweredWithItsCommitIndex) {
+  struct NoLog : LogView {
+    std::vector<LogEntry> entries(LogIndex, LogIndex, uint64_t) const override { return {}; }
+  } none;
+  std::mt19937_64 rng(5);
+  Config cfg;
+  cfg.id = NodeId(2);
+  cfg.voters = {NodeId(1), NodeId(2), NodeId(3)};
+  TermRuns runs;
+  runs.reset(LogIndex(10), Term(2));  // a snapshot at 10: nothing known below
+  Raft r(cfg, HardState{Term(3), std::nullopt}, runs, none, LogIndex(10), next_random, &rng);
+  r.compact(LogIndex(10));
+  Message m;
+  m.type = MsgType::append;
+  m.from = NodeId(1);
+  m.to = NodeId(2);
+  m.term = Term(3);
+  m.index = LogIndex(5);
+  m.log_term = Term(1);
+  m.commit = LogIndex(11);
+  for (uint64_t i = 6; i <= 12; ++i)
+    m.entries.push_back(LogEntry{LogIndex(i), Term(i > 10 ? 3 : 2), {}});
+  r.step(m);
+  Ready rd = r.take_ready();
+  ASSERT_EQ(rd.append.size(), 2u);  // only what lies past the snapshot
+  EXPECT_EQ(rd.append.front().index, LogIndex(11));
+  EXPECT_FALSE(rd.truncate_after);
+  r.on_persisted(LogIndex(12));
+  rd = r.take_ready();
+  ASSERT_EQ(rd.messages.size(), 1u);
+  EXPECT_FALSE(rd.messages[0].reject);
+  EXPECT_EQ(rd.messages[0].hint, LogIndex(12));
+  EXPECT_EQ(r.commit(), LogIndex(11));
+  // A heartbeat probing far below: answered with what it holds, not refused.
+  Message hb = m;
+  hb.entries.clear();
+  hb.index = LogIndex(3);
+  r.step(hb);
+  rd = r.take_ready();
+  ASSERT_EQ(rd.messages.size(), 1u);
+  EXPECT_FALSE(rd.messages[0].reject);
+  EXPECT_EQ(rd.messages[0].hint, LogIndex(11));
+}
+
 // The checks are not vacuous: planted bugs are caught within a bounded seed range.
 bool mutant_caught(bool commit_without_majority, bool vote_twice) {
-  for (uint64_t seed = 1; seed <= 60; ++seed) {
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
     Cluster c(3, seed);
     c.base.mutant_commit_without_majority = commit_without_majority;
     c.base.mutant_vote_twice = vote_twice;
@@ -349,8 +438,12 @@ bool mutant_caught(bool commit_without_majority, bool vote_twice) {
   return false;
 }
 
-TEST(RaftMutants, CommitWithoutMajorityIsCaught) { EXPECT_TRUE(mutant_caught(true, false)); }
-TEST(RaftMutants, VoteTwiceIsCaught) { EXPECT_TRUE(mutant_caught(false, true)); }
+TEST(RaftMutants, CommitWithoutMajorityIsCaught) {
+  EXPECT_TRUE(mutant_caught(true, false));
+}
+TEST(RaftMutants, VoteTwiceIsCaught) {
+  EXPECT_TRUE(mutant_caught(false, true));
+}
 
 }  // namespace
 }  // namespace queen::raft
