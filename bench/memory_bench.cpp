@@ -34,6 +34,8 @@ class NullEnv : public Env {
   }
   Status truncate(const std::string&, uint64_t) override { return ok_status(); }
   Status remove(const std::string&) override { return ok_status(); }
+  Status rename(const std::string&, const std::string&) override { return ok_status(); }
+  Result<std::vector<FileInfo>> list_files() override { return std::vector<FileInfo>{}; }
   void reply(ReplyHandle, Reply) override {}
   void fatal(std::string_view) override { std::abort(); }
   void log(LogLevel, std::string_view) override {}

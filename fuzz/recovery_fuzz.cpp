@@ -34,6 +34,12 @@ class FuzzEnv : public queen::Env {
     files.erase(f);
     return queen::ok_status();
   }
+  queen::Result<std::vector<queen::FileInfo>> list_files() override { return list(); }
+  queen::Status rename(const std::string& from, const std::string& to) override {
+    files[to] = files[from];
+    files.erase(from);
+    return queen::ok_status();
+  }
   void reply(queen::ReplyHandle, queen::Reply) override {}
   void fatal(std::string_view) override {}
   void log(queen::LogLevel, std::string_view) override {}

@@ -10,8 +10,9 @@
 //   Node::on_sync_done(token, ok) only after every append() to that file issued before it is
 //   durable; ok=false means the file's state is unknown and the node must stop.
 // - Until a sync completes, appended bytes may be lost, torn or corrupted by a crash.
-// - truncate() and remove() are durable when they return (recovery relies on a cut staying
-//   cut: a record it removed must not come back after another crash).
+// - truncate(), remove() and rename() are durable when they return (recovery relies on a cut
+//   staying cut: a record it removed must not come back after another crash). rename()
+//   replaces `to` if it exists; only a file whose bytes are all durable may be renamed.
 // - Timers are one-shot; setting a timer id again replaces its deadline.
 #pragma once
 
@@ -33,6 +34,7 @@ using TimerId = uint32_t;
 struct FileInfo {
   std::string name;  // relative to the node's data folder, '/'-separated
   uint64_t size_bytes = 0;
+  bool operator==(const FileInfo&) const = default;
 };
 
 enum class LogLevel { debug, info, warn, error };
@@ -69,6 +71,9 @@ class Env {
   virtual Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) = 0;
   virtual Status truncate(const std::string& file, uint64_t size_bytes) = 0;
   virtual Status remove(const std::string& file) = 0;
+  virtual Status rename(const std::string& from, const std::string& to) = 0;
+  // Every file of the data folder (the start-up scan; also used to restart in place).
+  virtual Result<std::vector<FileInfo>> list_files() = 0;
 
   // Peers: a message to another node of the cluster, delivered (or not: it may be lost,
   // duplicated, delayed or reordered) as Node::on_message there. A single node sends none.

@@ -191,6 +191,14 @@ void render_raft(const MetricsReply& m, Exposition& x) {
   x.one("queen_raft_fsyncs_total", "counter", "Completed fsyncs of log files.", m.syncs);
   x.one("queen_raft_entries_read_back_total", "counter",
         "Entries read back from the log files to catch a follower up.", m.entries_read_back);
+  x.one("queen_store_checkpoints_total", "counter", "Store checkpoints written and synced.",
+        m.store_checkpoints);
+  x.one("queen_log_files_reclaimed_total", "counter",
+        "Log files removed once a checkpoint held everything they carried.", m.log_files_reclaimed);
+  x.one("queen_raft_snapshots_sent_total", "counter",
+        "Snapshots started to followers the log could no longer catch up.", m.snapshots_sent);
+  x.one("queen_raft_snapshots_installed_total", "counter",
+        "Snapshots this node installed from a leader.", m.snapshots_installed);
   x.one("queen_raft_recovered_entries", "gauge", "Entries replayed from disk at start.",
         m.recovered_entries);
   x.one("queen_raft_torn_tails_cut", "gauge", "Torn log tails cut at start.", m.torn_tails_cut);

@@ -609,9 +609,30 @@ void Checker::final_check() {
     return;
   }
   if (!verify_recovered(*world_.node(reference_))) return;
+  if (!same_messages_everywhere()) return;
   world_.count("worker_timers_fired", timers_stored_);
   final_dlq();
   final_configured();
+}
+
+// Cluster: every node (followers restored from a snapshot too) reads back the same messages
+// at the same offsets as the reference node.
+bool Checker::same_messages_everywhere() {
+  size_t before = world_.violations().size();
+  std::map<Uuid, std::pair<PartitionId, Offset>> want;
+  final_partitions(*world_.node(reference_), &want);
+  for (int i = 0; i < world_.node_count() && world_.violations().size() == before; ++i) {
+    const Node* n = world_.node(i);
+    if (i == reference_ || n == nullptr) continue;
+    std::map<Uuid, std::pair<PartitionId, Offset>> found;
+    final_partitions(*n, &found);
+    if (world_.violations().size() == before && found != want) {
+      world_.violation("2 state machine safety",
+                       strf("n%d reads back %zu messages, the leader n%d %zu (or others)", i,
+                            found.size(), reference_, want.size()));
+    }
+  }
+  return world_.violations().size() == before;
 }
 
 bool Checker::verify_recovered(const Node& n) {

@@ -84,6 +84,7 @@ class Checker {
   // Cluster: the node whose store the end checks read (the leader once everything settled),
   // and a leader change, which loses the leader's in-memory request-id outcomes like a restart.
   void set_reference(int node) { reference_ = node; }
+  bool same_messages_everywhere();
   void leader_changed() { ++starts_; }
   // The clock leases are judged by: the node's own on one node, simulated time in a cluster.
   int64_t lease_clock_us(int node) const;

@@ -74,6 +74,7 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.commit_without_majority = mutant == Mutant::commit_without_majority;
   c.mutants.vote_twice = mutant == Mutant::vote_twice;
   c.mutants.no_foreign_lease_grace = mutant == Mutant::no_foreign_lease_grace;
+  c.mutants.snapshot_without_log_files = mutant == Mutant::snapshot_without_log_files;
   return c;
 }
 
@@ -105,6 +106,10 @@ void choose_cluster(Rng& rng, RunParams* p) {
   if (p->mutant == Mutant::commit_without_majority || p->mutant == Mutant::vote_twice) {
     p->partition_per_100k_events = std::max<uint32_t>(p->partition_per_100k_events, 40);
   }
+  if (rng.per_mille(500)) {  // long outages with small log files: catch-up by snapshot
+    p->faults.long_outage_per_mille = static_cast<uint32_t>(rng.range(100, 500));
+    p->node.segment_bytes = static_cast<uint64_t>(rng.range(2048, 8192));
+  }
 }
 
 }  // namespace
@@ -117,6 +122,7 @@ std::optional<Mutant> parse_mutant(std::string_view name) {
   if (name == "commit-without-majority") return Mutant::commit_without_majority;
   if (name == "vote-twice") return Mutant::vote_twice;
   if (name == "no-foreign-lease-grace") return Mutant::no_foreign_lease_grace;
+  if (name == "snapshot-without-log-files") return Mutant::snapshot_without_log_files;
   return std::nullopt;
 }
 
@@ -136,6 +142,8 @@ const char* mutant_name(Mutant m) {
       return "vote-twice";
     case Mutant::no_foreign_lease_grace:
       return "no-foreign-lease-grace";
+    case Mutant::snapshot_without_log_files:
+      return "snapshot-without-log-files";
   }
   return "?";
 }
@@ -156,6 +164,8 @@ const char* mutant_invariant(Mutant m) {
       return "2";  // two leaders in one term
     case Mutant::no_foreign_lease_grace:
       return "5";  // a lease of the old leader handed out again by the new one's clock
+    case Mutant::snapshot_without_log_files:
+      return "6";  // a restored follower's store points at messages it cannot read
   }
   return "";
 }
@@ -229,10 +239,11 @@ std::string RunParams::describe() const {
   if (nodes > 1) {
     s += strf(
         " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "
-        "partition_per_100k_events=%u raft_cache_bytes_max=%llu clock_offsets_ms=",
+        "partition_per_100k_events=%u raft_cache_bytes_max=%llu long_outage_per_mille=%u "
+        "clock_offsets_ms=",
         (long long)net.delay_us_min, (long long)net.delay_us_max, net.drop_per_mille,
-        net.dup_per_mille, partition_per_100k_events,
-        (unsigned long long)node.raft_cache_bytes_max);
+        net.dup_per_mille, partition_per_100k_events, (unsigned long long)node.raft_cache_bytes_max,
+        faults.long_outage_per_mille);
     for (const ClockModel& c : node_clocks)
       s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
   }

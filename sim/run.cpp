@@ -24,7 +24,8 @@ class Run {
                                        p.faults.client_delay_us_max}),
         checker_(world_, p),
         workload_(world_, checker_, p),
-        faults_rng_(world_.stream("faults.schedule")) {
+        faults_rng_(world_.stream("faults.schedule")),
+        outage_rng_(world_.stream("faults.outage")) {
     world_.trace().set_echo(o.trace_out);
     g_current_world = &world_;
     world_.before_crash = [this](int n, const Node& node) { checker_.before_crash(n, node); };
@@ -140,7 +141,10 @@ class Run {
       why = "injected with several files unsynced";
     }
     if (why != nullptr) {
-      world_.crash_node(victim, why, true);
+      int64_t down_us = -1;  // the world's usual restart delay
+      if (cluster() && outage_rng_.per_mille(f.long_outage_per_mille))
+        down_us = outage_rng_.range(f.long_outage_ms_min, f.long_outage_ms_max) * 1000;
+      world_.crash_node(victim, why, true, down_us);
       return;
     }
     if (f.pause_per_100k_events > 0 && !world_.paused(victim) &&
@@ -289,6 +293,8 @@ class Run {
       s.entries_read_back += t.entries_read_back;
       s.store_checkpoints += t.store_checkpoints;
       s.log_files_reclaimed += t.log_files_reclaimed;
+      s.snapshots_sent += t.snapshots_sent;
+      s.snapshots_installed += t.snapshots_installed;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -301,6 +307,10 @@ class Run {
     out.counters["torn_tails_cut"] = s.torn_tails_cut;
     out.counters["store_checkpoints"] = s.store_checkpoints;
     out.counters["log_files_reclaimed"] = s.log_files_reclaimed;
+    if (cluster()) {
+      out.counters["snapshots_sent"] = s.snapshots_sent;
+      out.counters["snapshots_installed"] = s.snapshots_installed;
+    }
     out.counters["pushes_answered"] = checker_.pushes_answered();
     out.counters["pops_answered"] = checker_.pops_answered();
     out.counters["acks_answered"] = checker_.acks_answered();
@@ -312,6 +322,7 @@ class Run {
   Checker checker_;
   Workload workload_;
   Rng faults_rng_;
+  Rng outage_rng_;  // long outages: a stream of its own, so other faults keep their draws
   int64_t heal_us_ = 0;
   int64_t partitioned_until_us_ = 0;
   std::map<uint64_t, int> leaders_;                      // term → the node that led it

@@ -10,12 +10,13 @@ namespace queen {
 // Test-only switches that plant known bugs in the real code path; the simulator turns one
 // on to prove its checker notices. Never set by the server.
 struct Mutants {
-  bool answer_before_fsync = false;      // answer a push before its entry is durable
-  bool skip_lease_check = false;         // accept an ack for a lease that is not live
-  bool replay_partial_entry = false;     // recovery replays an entry missing from a log
-  bool commit_without_majority = false;  // Raft commits what only the leader holds
-  bool vote_twice = false;               // Raft grants a second vote in one term
-  bool no_foreign_lease_grace = false;   // a new leader trusts its clock with old leases
+  bool answer_before_fsync = false;         // answer a push before its entry is durable
+  bool skip_lease_check = false;            // accept an ack for a lease that is not live
+  bool replay_partial_entry = false;        // recovery replays an entry missing from a log
+  bool commit_without_majority = false;     // Raft commits what only the leader holds
+  bool vote_twice = false;                  // Raft grants a second vote in one term
+  bool no_foreign_lease_grace = false;      // a new leader trusts its clock with old leases
+  bool snapshot_without_log_files = false;  // a snapshot ships the checkpoint alone
 };
 
 struct NodeConfig {
@@ -49,6 +50,7 @@ struct NodeConfig {
   uint64_t raft_cache_bytes_max = 256u << 20;  // entries kept in memory for followers
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
+  uint64_t snapshot_chunk_bytes = 1u << 20;    // a snapshot travels in chunks of this size
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only
   // once the log has grown by the last checkpoint's size (capped at durable_every_bytes), so

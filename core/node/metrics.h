@@ -72,8 +72,12 @@ struct MetricsReply {
   uint64_t redeliveries = 0;
   uint64_t dlq_moves = 0;
   uint64_t entries_read_back = 0;
-  uint64_t recovered_entries = 0;  // replayed at start
-  uint64_t torn_tails_cut = 0;     // at start
+  uint64_t store_checkpoints = 0;
+  uint64_t log_files_reclaimed = 0;
+  uint64_t snapshots_sent = 0;
+  uint64_t snapshots_installed = 0;  // counted across the in-place restarts they cause
+  uint64_t recovered_entries = 0;    // replayed at start
+  uint64_t torn_tails_cut = 0;       // at start
   TrafficCounters traffic;
 
   std::vector<QueueMetrics> queues;     // by queue name

@@ -13,6 +13,7 @@
 #include "core/kv/locks.h"
 #include "core/node/hard_state.h"
 #include "core/node/outcome.h"
+#include "core/node/snapshot.h"
 #include "core/planner/planner.h"
 #include "core/planner/retention.h"
 #include "core/qlog/log.h"
@@ -38,6 +39,10 @@ constexpr int64_t kClaimMarginMsMax = 250;
 // A store checkpoint waits for the log to grow by its own size, but at most this many
 // durable_every_ms intervals: a quiet node still checkpoints (and reclaims) now and then.
 constexpr int64_t kCheckpointIdleFactor = 30;
+// A snapshot chunk unanswered for this many Raft ticks is sent again; after this many
+// resends in a row the transfer is given up (Raft asks for a new one later).
+constexpr uint64_t kSnapshotResendTicks = 10;
+constexpr uint32_t kSnapshotResendsMax = 30;
 
 struct Parked {
   ReplyHandle handle = 0;
@@ -218,11 +223,39 @@ struct NodeImpl {
   uint64_t applied_chain = 0;
   std::set<uint64_t> dead_tokens;  // syncs of entries a truncation removed
 
-  // Store checkpoints: the newest durable ones (at most two, oldest first) and the write in
-  // flight. Log files below the older one are reclaimed on a single node.
-  std::deque<std::pair<LogIndex, std::string>> checkpoints;
+  // Store checkpoints: the newest durable ones (two, oldest first; more while a snapshot is
+  // being sent) and the write in flight. Log files below the older one are reclaimed.
+  struct CheckpointFile {
+    LogIndex at;
+    std::string file;
+    std::vector<LogFileKey> refs;  // the log files its store points at (a snapshot ships them)
+  };
+  std::deque<CheckpointFile> checkpoints;
   uint64_t checkpoint_token = 0;  // 0: none in flight
-  std::pair<LogIndex, std::string> checkpoint_writing;
+  CheckpointFile checkpoint_writing;
+  // Snapshots (core/node/snapshot.h). Leader: the transfers under way, by follower.
+  struct SnapshotSend {
+    SnapshotManifest manifest;
+    Bytes manifest_bytes;
+    uint64_t chunks = 0;    // data chunks (chunk 0, the manifest, not counted)
+    uint64_t next_seq = 0;  // the chunk on its way, unanswered
+    uint64_t sent_tick = 0;
+    uint32_t resends = 0;
+  };
+  std::map<uint64_t, SnapshotSend> snapshot_sends;
+  uint64_t raft_ticks = 0;
+  // Follower: the snapshot being received, staged under snap/.
+  struct SnapshotRecv {
+    uint64_t from = 0;
+    SnapshotManifest manifest;
+    uint64_t chunks = 0;
+    uint64_t next_seq = 1;
+    std::set<uint64_t> tokens;  // syncs in flight: the staged files, then the manifest
+    bool deciding = false;      // the manifest is being written
+    bool decided = false;       // it is durable: install once no sync is in flight
+  };
+  std::optional<SnapshotRecv> snapshot_recv;
+  bool restart_requested = false;  // installed: the Node restarts in place
   uint64_t log_bytes_since_checkpoint = 0;
   uint64_t last_checkpoint_bytes = 0;
   int64_t last_checkpoint_ms = 0;
@@ -428,6 +461,7 @@ struct NodeImpl {
 
   void send_message(raft::Message m) {
     Cluster& c = *cluster;
+    if (m.type == raft::MsgType::snapshot) return start_snapshot_send(m.to, m.index);
     if (!c.hs_tokens.empty() || !c.held.empty()) {
       c.held.push_back(std::move(m));
       return;
@@ -454,10 +488,17 @@ struct NodeImpl {
     if (!l.newest) return ok_status();
     store = std::move(l.newest->store);
     applied_term = l.newest->term;
-    checkpoints.emplace_back(store.applied(), l.file);
+    applied_chain = l.newest->applied_chain;
+    checkpoints.push_back(CheckpointFile{store.applied(), l.file, file_refs_now()});
     env.log(LogLevel::info,
             "store checkpoint loaded at entry " + std::to_string(store.applied().value));
     return ok_status();
+  }
+
+  std::vector<LogFileKey> file_refs_now() const {
+    std::vector<LogFileKey> out;
+    for (const auto& [file, n] : store.file_refs()) out.push_back(file);
+    return out;
   }
 
   void arm_store_checkpoints() { env.set_timer(kStoreCheckpointTimer, config.durable_every_ms); }
@@ -465,7 +506,7 @@ struct NodeImpl {
   void maybe_write_checkpoint() {
     if (checkpoint_token != 0 || stopped) return;
     LogIndex at = store.applied();
-    if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().first < at))) return;
+    if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().at < at))) return;
     // The log must have grown by the last checkpoint's size, or a long while have passed.
     bool grown =
         log_bytes_since_checkpoint >= std::min(config.durable_every_bytes, last_checkpoint_bytes);
@@ -473,43 +514,267 @@ struct NodeImpl {
     if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
     last_checkpoint_ms = now_ms;
-    Bytes bytes = encode_checkpoint(store, applied_term);
+    Bytes bytes = encode_checkpoint(store, applied_term, applied_chain);
     last_checkpoint_bytes = bytes.size();
     log_bytes_since_checkpoint = 0;
-    checkpoint_writing = {at, checkpoint_file(at)};
-    env.append(checkpoint_writing.second, std::move(bytes));
+    checkpoint_writing = CheckpointFile{at, checkpoint_file(at), file_refs_now()};
+    env.append(checkpoint_writing.file, std::move(bytes));
     checkpoint_token = next_token++;
-    env.sync(checkpoint_writing.second, checkpoint_token);
+    env.sync(checkpoint_writing.file, checkpoint_token);
   }
 
   void on_checkpoint_synced(bool ok) {
     checkpoint_token = 0;
-    if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.second + " failed");
-    checkpoints.push_back(checkpoint_writing);
+    if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.file + " failed");
+    checkpoints.push_back(std::move(checkpoint_writing));
     ++stats.store_checkpoints;
+    // A snapshot being sent reads its checkpoint and log files: keep them until it is done.
+    if (cluster && !snapshot_sends.empty()) return;
     while (checkpoints.size() > 2) {
-      if (!env.remove(checkpoints.front().second).ok())
-        return halt("cannot remove store checkpoint " + checkpoints.front().second);
+      if (!env.remove(checkpoints.front().file).ok())
+        return halt("cannot remove store checkpoint " + checkpoints.front().file);
       checkpoints.pop_front();
     }
-    if (!cluster && checkpoints.size() == 2) reclaim_log_files(checkpoints.front().first);
+    if (checkpoints.size() == 2) reclaim_log_files(checkpoints.front().at);
   }
 
-  // A single node's log files that hold nothing past `upto` and no payload the store points
-  // at. (A cluster keeps its log: a follower may still need any entry.)
+  // Log files that hold nothing past `upto` and no payload the store (or the newest
+  // checkpoint, which a snapshot ships) points at. A leader keeps what a live follower still
+  // has to be sent; one that needs less than what is left gets a snapshot.
   void reclaim_log_files(LogIndex upto) {
-    auto files =
-        writer.reclaimable(upto.value, store.file_refs(), config.reclaim_files_per_pass_max);
+    std::map<LogFileKey, uint64_t> refs = store.file_refs();
+    for (const LogFileKey& f : checkpoints.back().refs) ++refs[f];
+    if (cluster) upto = std::min(upto, cluster->raft->slowest_live_match());
+    auto files = writer.reclaimable(upto.value, refs, config.reclaim_files_per_pass_max);
     for (const LogFileKey& f : files) {
       if (!writer.reclaim(f).ok())
         return halt("cannot remove log file " + log_file_name(f.first, f.second));
       ++stats.log_files_reclaimed;
     }
+    if (cluster && !files.empty()) cluster->raft->compact(upto);
   }
 
   void halt(const std::string& why) {
     stopped = true;
     env.fatal(why);
+  }
+
+  // -------------------------------------------------------------- snapshots: leader
+  void start_snapshot_send(NodeId to, LogIndex at_least) {
+    snapshot_sends.erase(to.value);
+    auto m = build_manifest();
+    if (!m.ok() || m.value().index < at_least) {
+      env.log(LogLevel::warn, "cannot send node " + std::to_string(to.value) + " a snapshot: " +
+                                  (m.ok() ? "no checkpoint recent enough" : m.error().message));
+      cluster->raft->snapshot_failed(to);
+      return;
+    }
+    SnapshotSend s;
+    s.manifest = std::move(m.value());
+    s.manifest_bytes = encode_manifest(s.manifest);
+    s.chunks = chunk_count(s.manifest, config.snapshot_chunk_bytes);
+    env.log(LogLevel::info, "sending node " + std::to_string(to.value) + " a snapshot at entry " +
+                                std::to_string(s.manifest.index.value) + " (" +
+                                std::to_string(s.manifest.total_bytes()) + " bytes)");
+    ++stats.snapshots_sent;
+    send_chunk(to.value, snapshot_sends[to.value] = std::move(s));
+  }
+
+  // The newest checkpoint and the log files its store points at, cut after its entry.
+  Result<SnapshotManifest> build_manifest() {
+    if (checkpoints.empty()) return make_error(Errc::unavailable, "no store checkpoint yet");
+    const CheckpointFile& ck = checkpoints.back();
+    auto term = cluster->raft->term_of(ck.at);
+    auto listed = env.list_files();
+    if (!term || !listed.ok()) return make_error(Errc::io, "cannot list the data folder");
+    std::map<std::string, uint64_t> sizes;
+    for (const FileInfo& f : listed.value()) sizes[f.name] = f.size_bytes;
+    SnapshotManifest m;
+    m.index = ck.at;
+    m.term = *term;
+    if (!sizes.contains(ck.file)) return make_error(Errc::not_found, ck.file + " is gone");
+    m.files.push_back(FileInfo{ck.file, sizes[ck.file]});
+    for (const LogFileKey& k : ck.refs) {
+      std::string name = log_file_name(k.first, k.second);
+      auto it = sizes.find(name);
+      if (it == sizes.end()) return make_error(Errc::not_found, name + " is gone");
+      auto bytes = env.read(name, 0, it->second);
+      if (!bytes.ok()) return bytes.error();
+      uint64_t cut = snapshot_cut(bytes.value(), ck.at);
+      if (cut > 0 && !config.mutants.snapshot_without_log_files)
+        m.files.push_back(FileInfo{name, cut});
+    }
+    return m;
+  }
+
+  void send_chunk(uint64_t to, SnapshotSend& s) {
+    Bytes payload;
+    if (s.next_seq == 0) {
+      payload = s.manifest_bytes;
+    } else {
+      uint64_t from = (s.next_seq - 1) * config.snapshot_chunk_bytes;
+      for (const ChunkPart& p : chunk_parts(s.manifest, from, config.snapshot_chunk_bytes)) {
+        auto b = env.read(s.manifest.files[p.file].name, p.pos, p.len);
+        if (!b.ok() || b.value().size() != p.len) return abort_send(to, "cannot read it back");
+        payload.insert(payload.end(), b.value().begin(), b.value().end());
+      }
+    }
+    raft::Message m;
+    m.type = raft::MsgType::snapshot_chunk;
+    m.from = NodeId(config.node_id);
+    m.to = NodeId(to);
+    m.term = cluster->raft->term();
+    m.index = s.manifest.index;
+    m.log_term = s.manifest.term;
+    m.data = encode_chunk(s.next_seq, payload);
+    s.sent_tick = raft_ticks;
+    send_message(std::move(m));
+  }
+
+  void abort_send(uint64_t to, const std::string& why) {
+    env.log(LogLevel::warn, "snapshot to node " + std::to_string(to) + " given up: " + why);
+    snapshot_sends.erase(to);
+    cluster->raft->snapshot_failed(NodeId(to));
+  }
+
+  void on_snapshot_ack(uint64_t from, const raft::Message& m) {
+    auto it = snapshot_sends.find(from);
+    uint64_t next = 0;
+    if (it == snapshot_sends.end() || m.index != it->second.manifest.index ||
+        m.term != cluster->raft->term() || !decode_ack(m.data, &next))
+      return;
+    SnapshotSend& s = it->second;
+    if (next > s.chunks) {
+      env.log(LogLevel::info, "snapshot at entry " + std::to_string(s.manifest.index.value) +
+                                  " delivered to node " + std::to_string(from));
+      snapshot_sends.erase(it);
+      return;
+    }
+    if (next == s.next_seq && s.resends == 0) return;  // a duplicate answer
+    s.next_seq = next;
+    s.resends = 0;
+    send_chunk(from, s);
+  }
+
+  void tick_snapshots() {
+    ++raft_ticks;
+    std::vector<uint64_t> due;
+    for (auto& [to, s] : snapshot_sends)
+      if (raft_ticks - s.sent_tick >= kSnapshotResendTicks) due.push_back(to);
+    for (uint64_t to : due) {
+      SnapshotSend& s = snapshot_sends.at(to);
+      if (++s.resends > kSnapshotResendsMax) {
+        abort_send(to, "no answer");
+      } else {
+        send_chunk(to, s);
+      }
+    }
+  }
+
+  // -------------------------------------------------------------- snapshots: follower
+  void answer_chunk(uint64_t to, const raft::Message& m, uint64_t next_seq) {
+    raft::Message a;
+    a.type = raft::MsgType::snapshot_ack;
+    a.from = NodeId(config.node_id);
+    a.to = NodeId(to);
+    a.term = cluster->raft->term();
+    a.index = m.index;
+    a.log_term = m.log_term;
+    a.data = encode_ack(next_seq);
+    send_message(std::move(a));
+  }
+
+  void on_snapshot_chunk(uint64_t from, const raft::Message& m) {
+    Cluster& c = *cluster;
+    uint64_t seq = 0;
+    Bytes payload;
+    if (m.term != c.raft->term() || c.raft->leader() != NodeId(from) ||
+        !decode_chunk(m.data, &seq, &payload))
+      return;
+    if (c.commit >= m.index.value) return answer_chunk(from, m, UINT64_MAX);  // has it all
+    auto& r = snapshot_recv;
+    bool same =
+        r && r->from == from && r->manifest.index == m.index && r->manifest.term == m.log_term;
+    if (!same) {
+      if (r && (r->deciding || r->decided)) return;  // bound to install the one it has
+      if (seq != 0) return answer_chunk(from, m, 0);
+      auto manifest = decode_manifest(payload.data(), payload.size());
+      if (!manifest.ok() || manifest.value().index != m.index) return;
+      discard_staged();
+      r = SnapshotRecv{};
+      r->from = from;
+      r->manifest = std::move(manifest.value());
+      r->chunks = chunk_count(r->manifest, config.snapshot_chunk_bytes);
+      env.log(LogLevel::info, "receiving a snapshot at entry " + std::to_string(m.index.value) +
+                                  " from node " + std::to_string(from));
+      return answer_chunk(from, m, 1);
+    }
+    if (seq != r->next_seq || seq == 0 || seq > r->chunks)
+      return answer_chunk(from, m, r->next_seq);
+    uint64_t at = (seq - 1) * config.snapshot_chunk_bytes;
+    auto parts = chunk_parts(r->manifest, at, config.snapshot_chunk_bytes);
+    uint64_t want = 0;
+    for (const ChunkPart& p : parts) want += p.len;
+    if (payload.size() != want) return;
+    uint64_t done = 0;
+    for (const ChunkPart& p : parts) {
+      auto b = payload.begin() + static_cast<ptrdiff_t>(done);
+      env.append(kSnapshotStaging + r->manifest.files[p.file].name,
+                 Bytes(b, b + static_cast<ptrdiff_t>(p.len)));
+      done += p.len;
+    }
+    if (++r->next_seq > r->chunks) sync_staged();
+    answer_chunk(from, m, r->next_seq);
+  }
+
+  void sync_staged() {
+    for (const FileInfo& f : snapshot_recv->manifest.files) {
+      snapshot_recv->tokens.insert(next_token);
+      env.sync(kSnapshotStaging + f.name, next_token++);
+    }
+  }
+
+  // A staged snapshot that will not be installed: its files go, its syncs are ignored.
+  void discard_staged() {
+    if (!snapshot_recv) return;
+    for (uint64_t t : snapshot_recv->tokens) dead_tokens.insert(t);
+    for (const FileInfo& f : snapshot_recv->manifest.files)
+      (void)env.remove(kSnapshotStaging + f.name);  // absent when nothing of it arrived
+    snapshot_recv.reset();
+  }
+
+  // Staged files synced: the manifest decides the install; once it is durable, install.
+  void on_staged_synced(uint64_t token, bool ok) {
+    SnapshotRecv& r = *snapshot_recv;
+    r.tokens.erase(token);
+    if (!ok) return halt("fsync of a staged snapshot file failed");
+    if (!r.tokens.empty()) return;
+    if (r.deciding) {
+      r.decided = true;
+      return;
+    }
+    r.deciding = true;
+    env.append(kSnapshotManifestFile, encode_manifest(r.manifest));
+    r.tokens.insert(next_token);
+    env.sync(kSnapshotManifestFile, next_token++);
+  }
+
+  // Installs a decided snapshot once no sync of the old log is in flight; the Node then
+  // restarts in place from the files (start() finishes what this does not).
+  void maybe_install() {
+    if (!snapshot_recv || !snapshot_recv->decided || restart_requested) return;
+    if (!sync_tokens.empty() || !dead_tokens.empty() || !cluster->hs_tokens.empty() ||
+        checkpoint_token != 0)
+      return;
+    fail_answers_after(0, "this node is installing a snapshot");
+    auto listed = env.list_files();
+    if (!listed.ok()) return halt("cannot list the data folder: " + listed.error().message);
+    if (auto st = finish_install(env, snapshot_recv->manifest, listed.value()); !st.ok())
+      return halt("cannot install the snapshot: " + st.error().message);
+    env.log(LogLevel::info,
+            "installed a snapshot at entry " + std::to_string(snapshot_recv->manifest.index.value));
+    ++stats.snapshots_installed;
+    restart_requested = true;
   }
 
   // Follower (or a new leader's first entry): writes what Raft appended to the own log.
@@ -622,6 +887,7 @@ struct NodeImpl {
     c.lead_term = 0;
     c.writable = false;
     c.consume_from_ms = INT64_MAX;
+    snapshot_sends.clear();
     fail_answers_after(c.written, "the leader changed before this write was replicated");
     open = OpenEntry{};
     sealed.clear();
@@ -673,32 +939,37 @@ struct NodeImpl {
     // A checkpoint holds only applied entries, and those were committed.
     opt.apply_upto = std::max(c.persisted.commit.value, store.applied().value);
     opt.keep_recent_max = config.raft_recovered_cached_max;
+    // Entries the checkpoint holds stay in the log while a follower may need them: Raft sees
+    // them from index 1 when none is missing. Otherwise (reclaimed, or the node came from a
+    // snapshot) its log starts at the checkpoint, and only a snapshot reaches further back.
+    LogIndex base = store.applied();
+    Term base_term = applied_term;
+    bool rebased = false;
+    auto rebase = [&] {
+      if (runs.last() >= base) return;
+      runs.reset(base, base_term);
+      entry_records.assign(base.value, EntryRecords{});
+      rebased = true;
+    };
+    opt.on_below_store = [&](const Entry& e, const RecordLocation& at,
+                             const std::vector<RecordLocation>& messages) {
+      if (e.index != runs.last().next()) return;
+      runs.append(e.index, e.term);
+      entry_records.push_back(EntryRecords{at, messages});
+    };
     opt.on_replayed = [&](const Entry& e, const RecordLocation& at,
                           const std::vector<RecordLocation>& messages) {
+      rebase();
       runs.append(e.index, e.term);
       applied_term = e.term;
       if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
       entry_records.push_back(EntryRecords{at, messages});
     };
-    // Entries the checkpoint holds stay in the log (a follower may need them): Raft still
-    // sees them, from index 1 without a gap.
-    bool below_complete = true;
-    opt.on_below_store = [&](const Entry& e, const RecordLocation& at,
-                             const std::vector<RecordLocation>& messages) {
-      if (!below_complete || e.index != runs.last().next()) {
-        below_complete = false;
-        return;
-      }
-      opt.on_replayed(e, at, messages);
-    };
     std::vector<RecoveredEntry> recovered;
     RecoveryStats rs;
     auto st = recover(env, files, opt, &store, &writer, &rs, &recovered);
     if (!st.ok()) return st;
-    if (store.applied().value > 0 && runs.last() < store.applied())
-      return make_error(Errc::corrupt, "the log below the store checkpoint at entry " +
-                                           std::to_string(store.applied().value) +
-                                           " is incomplete: this node needs a snapshot");
+    rebase();
     stats.recovered_entries = rs.entries_replayed;
     stats.torn_tails_cut = rs.torn_tails_cut;
     for (auto& r : recovered) {
@@ -732,8 +1003,11 @@ struct NodeImpl {
     c.raft =
         std::make_unique<raft::Raft>(rc, raft::HardState{c.persisted.term, c.persisted.vote},
                                      std::move(runs), c.cache, LogIndex(commit), env_random, &env);
+    if (rebased) c.raft->compact(base);
     c.cache.fallback = [this](uint64_t index) -> std::optional<raft::LogEntry> {
-      if (index == 0 || index > commit || index > entry_records.size()) return std::nullopt;
+      if (index <= cluster->raft->log_start().value || index > commit ||
+          index > entry_records.size())
+        return std::nullopt;
       const EntryRecords& at = entry_records[index - 1];
       auto data = read_replicated(env, at.record, at.messages);
       auto term = cluster->raft->term_of(LogIndex(index));
@@ -909,7 +1183,8 @@ struct NodeImpl {
     if (stopped || !serving) return;
     if (cluster) {
       process_ready();
-      if (stopped || !cluster->writable) return;
+      maybe_install();
+      if (stopped || restart_requested || !cluster->writable) return;
     }
     int64_t now_us = env.now_us();
     engine.expire(now_us);
@@ -985,7 +1260,7 @@ struct NodeImpl {
     for (auto& [key, row] : due) {
       PushCmd push;
       push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash, row.message_id,
-                                    row.payload, "", looks_sealed(row.payload)});
+                                    row.payload, "", looks_sealed(row.payload), ""});
       auto pushed = planner.plan_push(push, now_us, &open);
       if (pushed.refused) {
         fire_failed(key, std::move(row), pushed.refused->message, now_us);
@@ -1341,6 +1616,10 @@ struct NodeImpl {
     m.redeliveries = engine.stats().redeliveries;
     m.dlq_moves = engine.stats().dlq_moves;
     m.entries_read_back = stats.entries_read_back;
+    m.store_checkpoints = stats.store_checkpoints;
+    m.log_files_reclaimed = stats.log_files_reclaimed;
+    m.snapshots_sent = stats.snapshots_sent;
+    m.snapshots_installed = stats.snapshots_installed;
     m.recovered_entries = stats.recovered_entries;
     m.torn_tails_cut = stats.torn_tails_cut;
     m.traffic = traffic;
@@ -1518,7 +1797,7 @@ struct NodeImpl {
         if (reply.records.size() >= cmd.limit) continue;
         DlqRecord rec{d.id,           q->name, "", d.pid,   d.group,
                       d.offset,       {},      {}, d.error, d.retry_count,
-                      d.failed_at_us, "null",  0};
+                      d.failed_at_us, "null",  0,  ""};
         if (d.timer) {
           rec.partition = d.timer->partition;
           rec.message_id = d.timer->message_id;
@@ -1548,8 +1827,34 @@ struct NodeImpl {
 Node::Node(Env& env, NodeConfig config) : impl_(std::make_unique<NodeImpl>(env, config)) {}
 Node::~Node() = default;
 
-Status Node::start(const std::vector<FileInfo>& files) {
+void sync_done(NodeImpl& n, uint64_t token, bool ok);
+void timer_fired(NodeImpl& n, TimerId id);
+
+// A follower installed a snapshot: it starts again from its files, as after a restart, with
+// its counters and its sync tokens going on (completions of old syncs are not expected: it
+// installs only once none is in flight).
+void Node::restart_if_installed() {
+  if (!impl_->restart_requested) return;
+  Env& env = impl_->env;
+  NodeConfig config = impl_->config;
+  NodeStats stats = impl_->stats;
+  uint64_t next_token = impl_->next_token;
+  auto files = env.list_files();
+  impl_ = std::make_unique<NodeImpl>(env, config);
+  impl_->stats = stats;
+  impl_->next_token = next_token;
+  Status st = files.ok() ? start(files.value()) : Status(files.error());
+  if (!st.ok()) {
+    impl_->stopped = true;
+    env.fatal("restart after installing a snapshot failed: " + st.error().message);
+  }
+}
+
+Status Node::start(const std::vector<FileInfo>& found) {
   NodeImpl& n = *impl_;
+  auto settled = settle_snapshot(n.env, found);
+  if (!settled.ok()) return settled.error();
+  const std::vector<FileInfo>& files = settled.value();
   RecoveryOptions opt;
   opt.replay_partial_entry = n.config.mutants.replay_partial_entry;
   if (auto st = n.load_store_checkpoint(files); !st.ok()) return st;
@@ -1654,7 +1959,11 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
 }
 
 void Node::on_timer(TimerId id) {
-  NodeImpl& n = *impl_;
+  timer_fired(*impl_, id);
+  restart_if_installed();
+}
+
+void timer_fired(NodeImpl& n, TimerId id) {
   if (n.stopped || !n.serving) return;
   if (id == kStoreCheckpointTimer) {
     n.maybe_write_checkpoint();
@@ -1663,6 +1972,7 @@ void Node::on_timer(TimerId id) {
   if (n.cluster) {
     if (id == kRaftTick) {
       n.cluster->raft->tick();
+      n.tick_snapshots();
       n.env.set_timer(kRaftTick, n.config.raft_heartbeat_ms);
     }
     if (id == kCommitPersistTimer) {
@@ -1685,7 +1995,11 @@ void Node::on_timer(TimerId id) {
 }
 
 void Node::on_sync_done(uint64_t token, bool ok) {
-  NodeImpl& n = *impl_;
+  sync_done(*impl_, token, ok);
+  restart_if_installed();
+}
+
+void sync_done(NodeImpl& n, uint64_t token, bool ok) {
   if (n.stopped) return;
   if (n.cluster && n.cluster->hs_tokens.contains(token)) {
     if (!ok) return n.halt("fsync of the Raft state failed: stopping to recover");
@@ -1693,7 +2007,15 @@ void Node::on_sync_done(uint64_t token, bool ok) {
     n.after_event();
     return;
   }
-  if (n.dead_tokens.erase(token)) return;
+  if (n.dead_tokens.erase(token)) {
+    n.after_event();
+    return;
+  }
+  if (n.snapshot_recv && n.snapshot_recv->tokens.contains(token)) {
+    n.on_staged_synced(token, ok);
+    n.after_event();
+    return;
+  }
   if (token == n.checkpoint_token) {
     n.on_checkpoint_synced(ok);
     n.after_event();
@@ -1733,8 +2055,18 @@ void Node::on_message(uint64_t from, const Bytes& message) {
     n.env.log(LogLevel::warn, "dropped a malformed message from node " + std::to_string(from));
     return;
   }
-  n.cluster->raft->step(m);
+  if (m.type == raft::MsgType::snapshot_chunk) {
+    n.on_snapshot_chunk(from, m);
+  } else if (m.type == raft::MsgType::snapshot_ack) {
+    n.on_snapshot_ack(from, m);
+  } else if (m.type == raft::MsgType::append && n.snapshot_recv && n.snapshot_recv->deciding) {
+    // Bound to install a snapshot, which replaces the log: nothing more is written to the
+    // old one (an entry acknowledged now would be lost with it).
+  } else if (m.type != raft::MsgType::snapshot) {
+    n.cluster->raft->step(m);
+  }
   n.after_event();
+  restart_if_installed();
 }
 
 bool Node::hand_over() {

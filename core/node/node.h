@@ -36,6 +36,8 @@ struct NodeStats {
   uint64_t log_files_reclaimed = 0;
   uint64_t torn_tails_cut = 0;
   uint64_t entries_read_back = 0;  // cluster: old entries read from the log for a follower
+  uint64_t snapshots_sent = 0;     // transfers started (a leader)
+  uint64_t snapshots_installed = 0;
 };
 
 class Node {
@@ -82,6 +84,7 @@ class Node {
   RaftView raft_view() const;
 
  private:
+  void restart_if_installed();
   std::unique_ptr<NodeImpl> impl_;
 };
 

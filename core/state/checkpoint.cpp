@@ -9,8 +9,8 @@ namespace queen {
 namespace {
 
 constexpr uint64_t kMagic = 0x54504b434e455551ull;  // "QUENCKPT"
-constexpr uint32_t kFormat = 1;
-constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8;
+constexpr uint32_t kFormat = 2;
+constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8 + 8;
 constexpr const char* kPrefix = "store/ckpt.";
 
 }  // namespace
@@ -34,13 +34,14 @@ bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
   return true;
 }
 
-Bytes encode_checkpoint(const Store& store, Term applied_term) {
+Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain) {
   Bytes out;
   ByteWriter w(&out);
   w.u64(kMagic);
   w.u32(kFormat);
   w.u64(store.applied().value);
   w.u64(applied_term.value);
+  w.u64(applied_chain);
   size_t len_at = out.size();
   w.u64(0);
   store.encode(w);
@@ -59,12 +60,13 @@ Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size) {
     return make_error(Errc::corrupt, "not a store checkpoint of this format");
   LogIndex applied(r.u64());
   Term term(r.u64());
+  uint64_t chain = r.u64();
   if (r.u64() != size - 8 - kHeaderBytes) return make_error(Errc::corrupt, "checkpoint length");
   auto store = Store::decode(r);
   if (!store.ok()) return store.error();
   if (store.value().applied() != applied)
     return make_error(Errc::corrupt, "checkpoint index disagrees with its store");
-  return Checkpoint{std::move(store.value()), term};
+  return Checkpoint{std::move(store.value()), term, chain};
 }
 
 Result<LoadedCheckpoint> load_checkpoint(Env& env, const std::vector<FileInfo>& files) {

@@ -3,7 +3,8 @@
 // verifies and replays only the log entries after it, and log files that hold nothing past
 // it (and no payload the store still points at) can be reclaimed.
 //
-// File: magic, format, applied index, the applied entry's term, body length, the body
+// File: magic, format, applied index, the applied entry's term, the applied chain (a hash
+// over every applied entry, kept when the node tracks it for the checker), body length, the body
 // (Store::encode), then an xxh3-64 over everything before it. A checkpoint torn by a crash
 // fails its checksum and is skipped; the older one it was to replace is removed only after
 // the new one is durable, so one valid checkpoint (or none, on a fresh node) always remains.
@@ -23,11 +24,12 @@ namespace queen {
 std::string checkpoint_file(LogIndex applied);
 bool parse_checkpoint_file(const std::string& name, LogIndex* applied);
 
-Bytes encode_checkpoint(const Store& store, Term applied_term);
+Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain = 0);
 
 struct Checkpoint {
   Store store;
   Term term;  // of the store's applied entry
+  uint64_t applied_chain = 0;
 };
 Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size);
 

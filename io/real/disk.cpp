@@ -312,6 +312,33 @@ Status Disk::remove(const std::string& file) {
   return ok_status();
 }
 
+Status Disk::rename(const std::string& from, const std::string& to) {
+  if (!valid_file_name(from) || !valid_file_name(to))
+    return make_error(Errc::io, "bad file name " + from + " or " + to);
+  wait_idle();
+  forget(from);
+  forget(to);
+  {
+    std::lock_guard lock(files_mutex_);
+    failed_.erase(to);
+    new_files_.erase(from);
+    new_files_.erase(to);
+  }
+  fs::path src = full_path(from), dst = full_path(to);
+  std::error_code ec;
+  bool made = fs::create_directories(dst.parent_path(), ec);
+  if (ec) return make_error(Errc::io, "cannot create the folder of " + to + ": " + ec.message());
+  if (::rename(src.c_str(), dst.c_str()) != 0) {
+    int err = errno;
+    return make_error(err == ENOENT ? Errc::not_found : Errc::io,
+                      "rename of " + from + " failed: " + errno_text(err));
+  }
+  bool synced = fsync_dir(dst.parent_path().string()) && fsync_dir(src.parent_path().string());
+  if (made) synced = synced && fsync_dir(dst.parent_path().parent_path().string());
+  if (!synced) return make_error(Errc::io, "fsync of the folders of " + to + " failed");
+  return ok_status();
+}
+
 void Disk::stop() {
   {
     std::lock_guard lock(queue_mutex_);

@@ -61,6 +61,8 @@ class Disk {
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
   Status truncate(const std::string& file, uint64_t size_bytes);
   Status remove(const std::string& file);
+  // Moves `from` to `to` (replacing it, creating its folder); durable when it returns.
+  Status rename(const std::string& from, const std::string& to);
 
   // Lets the writer finish what is queued, then joins it. Idempotent.
   void stop();

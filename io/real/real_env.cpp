@@ -59,6 +59,10 @@ Status RealEnv::remove(const std::string& file) {
   return disk_.remove(file);
 }
 
+Status RealEnv::rename(const std::string& from, const std::string& to) {
+  return disk_.rename(from, to);
+}
+
 void RealEnv::reply(ReplyHandle handle, Reply reply) {
   sink_.deliver(handle, std::move(reply));
 }

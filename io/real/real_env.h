@@ -54,6 +54,8 @@ class RealEnv final : public Env {
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
   Status truncate(const std::string& file, uint64_t size_bytes) override;
   Status remove(const std::string& file) override;
+  Status rename(const std::string& from, const std::string& to) override;
+  Result<std::vector<FileInfo>> list_files() override { return disk_.list_files(); }
 
   void reply(ReplyHandle handle, Reply reply) override;
   // Peers: messages go to the cluster transport (io/real/transport.h) once one is set.

@@ -91,6 +91,16 @@ Status SimDisk::remove(const std::string& file) {
   return ok_status();
 }
 
+Status SimDisk::rename(const std::string& from, const std::string& to) {
+  auto it = files_.find(from);
+  if (it == files_.end()) return make_error(Errc::not_found, "sim disk: no file " + from);
+  QUEEN_ASSERT(it->second.durable_bytes == it->second.data.size(), "rename of a volatile file");
+  File f = std::move(it->second);
+  files_.erase(it);
+  files_[to] = std::move(f);
+  return ok_status();
+}
+
 std::vector<FileInfo> SimDisk::list() const {
   std::vector<FileInfo> out;
   out.reserve(files_.size());

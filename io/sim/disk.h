@@ -75,6 +75,8 @@ class SimDisk {
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len, bool* corrupted);
   Status truncate(const std::string& file, uint64_t size_bytes);
   Status remove(const std::string& file);
+  // Moves a fully durable file to `to` (replacing it); durable at once.
+  Status rename(const std::string& from, const std::string& to);
   std::vector<FileInfo> list() const;
 
   // The machine lost power (or the process died): decides the fate of every volatile suffix.

@@ -24,6 +24,8 @@ class SimEnv final : public Env {
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
   Status truncate(const std::string& file, uint64_t size_bytes) override;
   Status remove(const std::string& file) override;
+  Status rename(const std::string& from, const std::string& to) override;
+  Result<std::vector<FileInfo>> list_files() override;
   void send(uint64_t to_node, Bytes message) override;
   void reply(ReplyHandle handle, Reply reply) override;
   void fatal(std::string_view reason) override;

@@ -36,6 +36,8 @@ void add_stats(NodeStats* into, const NodeStats& s) {
   into->entries_read_back += s.entries_read_back;
   into->store_checkpoints += s.store_checkpoints;
   into->log_files_reclaimed += s.log_files_reclaimed;
+  into->snapshots_sent += s.snapshots_sent;
+  into->snapshots_installed += s.snapshots_installed;
 }
 
 }  // namespace
@@ -209,7 +211,8 @@ void SimWorld::start_node(int node) {
   finish_fatal_crashes();
 }
 
-void SimWorld::crash_node(int node, std::string_view reason, bool restart) {
+void SimWorld::crash_node(int node, std::string_view reason, bool restart,
+                          int64_t restart_delay_us) {
   NodeSlot& slot = *nodes_[node];
   if (!slot.up) return;
   if (before_crash) before_crash(node, *slot.node);
@@ -237,8 +240,9 @@ void SimWorld::crash_node(int node, std::string_view reason, bool restart) {
            static_cast<unsigned long long>(r.torn_writes),
            static_cast<unsigned long long>(r.bytes_lost)));
   if (!restart) return;
-  int64_t delay_us =
-      restart_rng_.range(slot.setup.restart_delay_us_min, slot.setup.restart_delay_us_max);
+  int64_t delay_us = restart_delay_us >= 0 ? restart_delay_us
+                                           : restart_rng_.range(slot.setup.restart_delay_us_min,
+                                                                slot.setup.restart_delay_us_max);
   after(delay_us, strf("restart n%d", node), [this, node] { start_node(node); });
 }
 
@@ -361,6 +365,17 @@ Status SimWorld::env_remove(int n, const std::string& file) {
   return nodes_[n]->disk->remove(file);
 }
 
+Result<std::vector<FileInfo>> SimWorld::env_list(int n) {
+  if (!env_live(n)) return make_error(Errc::io, "process is exiting");
+  return nodes_[n]->disk->list();
+}
+
+Status SimWorld::env_rename(int n, const std::string& from, const std::string& to) {
+  trace_.add(strf("  n%d rename %s %s", n, from.c_str(), to.c_str()));
+  if (!env_live(n)) return make_error(Errc::io, "process is exiting");
+  return nodes_[n]->disk->rename(from, to);
+}
+
 void SimWorld::env_reply(int n, ReplyHandle handle, Reply reply) {
   if (!env_live(n)) return;
   auto it = pending_.find(handle);
@@ -420,6 +435,12 @@ Status SimEnv::truncate(const std::string& file, uint64_t size_bytes) {
 }
 Status SimEnv::remove(const std::string& file) {
   return world_.env_remove(node_, file);
+}
+Status SimEnv::rename(const std::string& from, const std::string& to) {
+  return world_.env_rename(node_, from, to);
+}
+Result<std::vector<FileInfo>> SimEnv::list_files() {
+  return world_.env_list(node_);
 }
 void SimEnv::send(uint64_t to_node, Bytes message) {
   world_.env_send(node_, to_node, std::move(message));

@@ -129,7 +129,8 @@ class SimWorld {
   uint64_t incarnation(int node) const;
   int64_t node_now_us(int node) const;
   void start_node(int node);
-  void crash_node(int node, std::string_view reason, bool restart);
+  // restart_delay_us < 0: drawn between the setup's bounds.
+  void crash_node(int node, std::string_view reason, bool restart, int64_t restart_delay_us = -1);
   void pause_node(int node, int64_t duration_us);
   bool paused(int node) const;
   int64_t resume_us(int node) const;  // when a paused node runs again
@@ -191,6 +192,8 @@ class SimWorld {
   Result<Bytes> env_read(int n, const std::string& file, uint64_t pos, uint64_t len);
   Status env_truncate(int n, const std::string& file, uint64_t size_bytes);
   Status env_remove(int n, const std::string& file);
+  Status env_rename(int n, const std::string& from, const std::string& to);
+  Result<std::vector<FileInfo>> env_list(int n);
   void env_reply(int n, ReplyHandle handle, Reply reply);
   void env_fatal(int n, std::string_view reason);
   void env_send(int n, uint64_t to_node, Bytes message);

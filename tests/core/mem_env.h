@@ -61,6 +61,20 @@ class MemEnv : public Env {
     synced.erase(f);
     return ok_status();
   }
+  Result<std::vector<FileInfo>> list_files() override {
+    std::vector<FileInfo> out;
+    for (const auto& [name, bytes] : files) out.push_back(FileInfo{name, bytes.size()});
+    return out;
+  }
+  Status rename(const std::string& from, const std::string& to) override {
+    auto it = files.find(from);
+    if (it == files.end()) return make_error(Errc::not_found, "no file " + from);
+    files[to] = std::move(it->second);
+    files.erase(from);
+    synced[to] = synced[from];
+    synced.erase(from);
+    return ok_status();
+  }
   void reply(ReplyHandle h, Reply r) override { replies[h] = std::move(r); }
   std::vector<std::pair<uint64_t, Bytes>> outbox;  // messages to peers, delivered by the test
   void send(uint64_t to, Bytes m) override { outbox.emplace_back(to, std::move(m)); }
