@@ -598,9 +598,13 @@ struct NodeImpl {
       std::string name = log_file_name(k.first, k.second);
       auto it = sizes.find(name);
       if (it == sizes.end()) return make_error(Errc::not_found, name + " is gone");
-      auto bytes = env.read(name, 0, it->second);
-      if (!bytes.ok()) return bytes.error();
-      uint64_t cut = snapshot_cut(bytes.value(), ck.at);
+      uint64_t cut = it->second;
+      auto max_index = writer.max_index(k);
+      if (!max_index || *max_index > ck.at.value) {  // it holds later entries too: cut there
+        auto bytes = env.read(name, 0, it->second);
+        if (!bytes.ok()) return bytes.error();
+        cut = snapshot_cut(bytes.value(), ck.at);
+      }
       if (cut > 0 && !config.mutants.snapshot_without_log_files)
         m.files.push_back(FileInfo{name, cut});
     }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,12 @@ class LogWriter {
   // Removes a reclaimable file (durable when it returns).
   Status reclaim(const LogFileKey& file);
   size_t files_tracked() const { return file_max_index_.size(); }
+  // The highest entry index `file` may hold a record of (never lower than the truth).
+  std::optional<uint64_t> max_index(const LogFileKey& file) const {
+    auto it = file_max_index_.find(file);
+    if (it == file_max_index_.end()) return std::nullopt;
+    return it->second;
+  }
 
  private:
   struct LogState {
