@@ -893,6 +893,17 @@ struct NodeImpl {
     c.consume_from_ms = INT64_MAX;
     snapshot_sends.clear();
     fail_answers_after(c.written, "the leader changed before this write was replicated");
+    // A pop parked at a written entry may still commit under the next leader, but its lease
+    // was timed by this one: answered late, it would hand out a lease already expired (and
+    // perhaps already re-granted). The client pops again; a committed claim just expires.
+    for (auto it = answers.begin(); it != answers.end();) {
+      if (!std::holds_alternative<PopReply>(it->second.reply.body)) {
+        ++it;
+        continue;
+      }
+      send(Parked{it->second.handle, error_reply(503, "retry", "the leader changed", 1)});
+      it = answers.erase(it);
+    }
     open = OpenEntry{};
     sealed.clear();
     for (auto& w : checkpoint_waiters) {
