@@ -244,6 +244,7 @@ void reclaiming(NodeConfig& c) {
   c.segment_bytes = 2048;
   c.durable_every_ms = 20;
   c.durable_every_bytes = 4096;
+  c.snapshot_chunk_bytes = 1000;  // a snapshot takes several chunks, split across files
 }
 
 TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
