@@ -648,6 +648,7 @@ struct NodeImpl {
         m.term != cluster->raft->term() || !decode_ack(m.data, &next))
       return;
     SnapshotSend& s = it->second;
+    cluster->raft->snapshot_progress(NodeId(from));
     if (next > s.chunks) {
       env.log(LogLevel::info, "snapshot at entry " + std::to_string(s.manifest.index.value) +
                                   " delivered to node " + std::to_string(from));
@@ -700,7 +701,8 @@ struct NodeImpl {
     bool same =
         r && r->from == from && r->manifest.index == m.index && r->manifest.term == m.log_term;
     if (!same) {
-      if (r && (r->deciding || r->decided)) return;  // bound to install the one it has
+      // Bound to install the one it has once all of it arrived (committed state all the same).
+      if (r && r->next_seq > r->chunks) return;
       if (seq != 0) return answer_chunk(from, m, 0);
       auto manifest = decode_manifest(payload.data(), payload.size());
       if (!manifest.ok() || manifest.value().index != m.index) return;

@@ -359,6 +359,12 @@ void Raft::snapshot_failed(NodeId to) {
   it->second.match_tick = ticks_;
 }
 
+void Raft::snapshot_progress(NodeId to) {
+  auto it = progress_.find(to);
+  if (role_ == Role::leader && it != progress_.end() && it->second.snapshot.value > 0)
+    it->second.match_tick = ticks_;
+}
+
 void Raft::send_snapshot(NodeId to, Progress& pr) {
   pr.snapshot = log_start_;
   pr.match_tick = ticks_;

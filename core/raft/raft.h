@@ -163,6 +163,9 @@ class Raft {
   LogIndex slowest_live_match() const;
   // Leader: a snapshot to `to` failed; ask for one again at the next probe.
   void snapshot_failed(NodeId to);
+  // Leader: the snapshot to `to` is making progress (a chunk was answered): it is not asked
+  // for again while it does.
+  void snapshot_progress(NodeId to);
   // Asks `to` (a caught-up voter) to start an election now.
   bool transfer_leadership(NodeId to);
   // Leader: the follower with the longest durable log (the best successor), if any.
