@@ -43,6 +43,7 @@ constexpr int64_t kCheckpointIdleFactor = 30;
 // resends in a row the transfer is given up (Raft asks for a new one later).
 constexpr uint64_t kSnapshotResendTicks = 10;
 constexpr uint32_t kSnapshotResendsMax = 30;
+constexpr uint64_t kSnapshotWindow = 4;  // data chunks sent and not yet answered
 
 struct Parked {
   ReplyHandle handle = 0;
@@ -238,7 +239,9 @@ struct NodeImpl {
     SnapshotManifest manifest;
     Bytes manifest_bytes;
     uint64_t chunks = 0;    // data chunks (chunk 0, the manifest, not counted)
-    uint64_t next_seq = 0;  // the chunk on its way, unanswered
+    uint64_t acked = 0;     // the first chunk the follower has not answered
+    uint64_t sent_end = 0;  // chunks below this were sent
+    uint64_t rewound = 0;   // sent_end was last moved back to `acked` at this value of it
     uint64_t sent_tick = 0;
     uint32_t resends = 0;
   };
@@ -577,7 +580,7 @@ struct NodeImpl {
                                 std::to_string(s.manifest.index.value) + " (" +
                                 std::to_string(s.manifest.total_bytes()) + " bytes)");
     ++stats.snapshots_sent;
-    send_chunk(to.value, snapshot_sends[to.value] = std::move(s));
+    send_window(to.value, snapshot_sends[to.value] = std::move(s));
   }
 
   // The newest checkpoint and the log files its store points at, cut after its entry.
@@ -611,15 +614,28 @@ struct NodeImpl {
     return m;
   }
 
-  void send_chunk(uint64_t to, SnapshotSend& s) {
+  // Sends the chunks of the window not sent yet: the manifest alone until it is answered,
+  // then up to kSnapshotWindow unanswered data chunks (go-back-N: a resend starts over from
+  // the first unanswered one). False when the transfer had to be given up.
+  bool send_window(uint64_t to, SnapshotSend& s) {
+    uint64_t end = s.acked == 0 ? 1 : std::min(s.acked + kSnapshotWindow, s.chunks + 1);
+    for (; s.sent_end < end; ++s.sent_end)
+      if (!send_chunk(to, s, s.sent_end)) return false;
+    return true;
+  }
+
+  bool send_chunk(uint64_t to, SnapshotSend& s, uint64_t seq) {
     Bytes payload;
-    if (s.next_seq == 0) {
+    if (seq == 0) {
       payload = s.manifest_bytes;
     } else {
-      uint64_t from = (s.next_seq - 1) * config.snapshot_chunk_bytes;
+      uint64_t from = (seq - 1) * config.snapshot_chunk_bytes;
       for (const ChunkPart& p : chunk_parts(s.manifest, from, config.snapshot_chunk_bytes)) {
         auto b = env.read(s.manifest.files[p.file].name, p.pos, p.len);
-        if (!b.ok() || b.value().size() != p.len) return abort_send(to, "cannot read it back");
+        if (!b.ok() || b.value().size() != p.len) {
+          abort_send(to, "cannot read it back");
+          return false;
+        }
         payload.insert(payload.end(), b.value().begin(), b.value().end());
       }
     }
@@ -630,9 +646,10 @@ struct NodeImpl {
     m.term = cluster->raft->term();
     m.index = s.manifest.index;
     m.log_term = s.manifest.term;
-    m.data = encode_chunk(s.next_seq, payload);
+    m.data = encode_chunk(seq, payload);
     s.sent_tick = raft_ticks;
     send_message(std::move(m));
+    return true;
   }
 
   void abort_send(uint64_t to, const std::string& why) {
@@ -655,10 +672,21 @@ struct NodeImpl {
       snapshot_sends.erase(it);
       return;
     }
-    if (next == s.next_seq && s.resends == 0) return;  // a duplicate answer
-    s.next_seq = next;
+    if (next == 0) {
+      s.acked = s.sent_end = 0;  // the follower has nothing of it: from the manifest again
+    } else if (next > s.acked) {
+      s.acked = next;
+      s.sent_end = std::max(s.sent_end, next);
+    } else if (next == s.acked && s.rewound != s.acked && s.sent_end > s.acked + 1) {
+      // The same chunk wanted again while later ones are out: they came out of order and the
+      // follower dropped them. Send again from it, once per answered position.
+      s.rewound = s.acked;
+      s.sent_end = s.acked;
+    } else {
+      return;  // nothing new answered
+    }
     s.resends = 0;
-    send_chunk(from, s);
+    send_window(from, s);
   }
 
   void tick_snapshots() {
@@ -671,7 +699,8 @@ struct NodeImpl {
       if (++s.resends > kSnapshotResendsMax) {
         abort_send(to, "no answer");
       } else {
-        send_chunk(to, s);
+        s.sent_end = s.acked;
+        send_window(to, s);
       }
     }
   }
