@@ -2,11 +2,14 @@
 // (reclaimed, or a follower whose data folder was wiped). A snapshot is the leader's newest
 // store checkpoint plus the log files its store points at, each cut after the last record of
 // an entry the checkpoint holds. Raft asks for one (raft::MsgType::snapshot); the node sends
-// it as a stream of chunks over the Raft transport, one unanswered at a time.
+// it as a stream of chunks over the Raft transport.
 //
 // Transfer: chunk 0 carries the manifest; chunk s >= 1 carries bytes [(s-1)K, sK) of the
-// files laid end to end in manifest order (K = the chunk size). The follower answers each
-// chunk with the next one it wants (0: it has nothing of this snapshot, start over).
+// files laid end to end in manifest order (K = the chunk size). The follower takes chunks in
+// order and answers each with the next one it wants (0: it has nothing of this snapshot,
+// start over). The leader sends the manifest alone, then keeps a few data chunks unanswered,
+// and goes back to the first unanswered one on a timeout or when the follower asks again for
+// it while later ones are out.
 //
 // Installing (crash-safe): the follower stages the files under snap/ and syncs them, then
 // writes snap/manifest and syncs it: from then on the install is decided. It removes its
