@@ -122,6 +122,9 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
   read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
   read_positive(lookup, "QUEEN_RAFT_TRACE_RETENTION_S", &node->trace_retention_s);
+  int64_t purge_hold_s = 0;
+  read_positive(lookup, "QUEEN_RAFT_PURGE_HOLD_S", &purge_hold_s);
+  if (purge_hold_s > 0) node->raft_purge_hold_ms = purge_hold_s * 1000;
   int64_t cleanup_days = 0;
   read_positive(lookup, "PARTITION_CLEANUP_DAYS", &cleanup_days);
   if (cleanup_days > 0) node->partition_cleanup_after_s = cleanup_days * 86400;

@@ -110,6 +110,7 @@ void choose_cluster(Rng& rng, RunParams* p) {
     p->faults.long_outage_per_mille = static_cast<uint32_t>(rng.range(100, 500));
     p->node.segment_bytes = static_cast<uint64_t>(rng.range(2048, 8192));
     p->node.snapshot_chunk_bytes = static_cast<uint64_t>(rng.range(512, 16384));
+    p->node.raft_purge_hold_ms = rng.range(500, 2500);  // shorter than the outages
   }
 }
 
@@ -241,10 +242,11 @@ std::string RunParams::describe() const {
     s += strf(
         " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "
         "partition_per_100k_events=%u raft_cache_bytes_max=%llu long_outage_per_mille=%u "
-        "snapshot_chunk_bytes=%llu clock_offsets_ms=",
+        "snapshot_chunk_bytes=%llu purge_hold_ms=%lld clock_offsets_ms=",
         (long long)net.delay_us_min, (long long)net.delay_us_max, net.drop_per_mille,
         net.dup_per_mille, partition_per_100k_events, (unsigned long long)node.raft_cache_bytes_max,
-        faults.long_outage_per_mille, (unsigned long long)node.snapshot_chunk_bytes);
+        faults.long_outage_per_mille, (unsigned long long)node.snapshot_chunk_bytes,
+        (long long)node.raft_purge_hold_ms);
     for (const ClockModel& c : node_clocks)
       s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
   }

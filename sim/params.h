@@ -46,8 +46,8 @@ struct FaultParams {
   int64_t client_delay_us_max = 2000;
   int64_t restart_delay_ms_min = 1;
   int64_t restart_delay_ms_max = 2000;
-  // Cluster: a crashed node stays down this long instead, past the two election timeouts a
-  // leader keeps its log for a silent follower: it returns to a reclaimed log (a snapshot).
+  // Cluster: a crashed node stays down this long instead, past the hold a leader keeps its
+  // log for an absent follower (drawn shorter): it returns to a reclaimed log (a snapshot).
   uint32_t long_outage_per_mille = 0;
   int64_t long_outage_ms_min = 3000;
   int64_t long_outage_ms_max = 8000;

@@ -51,6 +51,7 @@ struct NodeConfig {
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
   uint64_t snapshot_chunk_bytes = 1u << 20;    // a snapshot travels in chunks of this size
+  int64_t raft_purge_hold_ms = 600'000;        // QUEEN_RAFT_PURGE_HOLD_S: log kept for the absent
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only
   // once the log has grown by the last checkpoint's size (capped at durable_every_bytes), so

@@ -542,12 +542,12 @@ struct NodeImpl {
   }
 
   // Log files that hold nothing past `upto` and no payload the store (or the newest
-  // checkpoint, which a snapshot ships) points at. A leader keeps what a live follower still
-  // has to be sent; one that needs less than what is left gets a snapshot.
+  // checkpoint, which a snapshot ships) points at. A leader keeps what a follower it heard
+  // from within QUEEN_RAFT_PURGE_HOLD_S still needs; one away longer gets a snapshot.
   void reclaim_log_files(LogIndex upto) {
     std::map<LogFileKey, uint64_t> refs = store.file_refs();
     for (const LogFileKey& f : checkpoints.back().refs) ++refs[f];
-    if (cluster) upto = std::min(upto, cluster->raft->slowest_live_match());
+    if (cluster) upto = std::min(upto, cluster->raft->slowest_held_match());
     auto files = writer.reclaimable(upto.value, refs, config.reclaim_files_per_pass_max);
     for (const LogFileKey& f : files) {
       if (!writer.reclaim(f).ok())
@@ -1043,6 +1043,8 @@ struct NodeImpl {
     rc.election_ticks = static_cast<uint32_t>(std::max<int64_t>(
         2, config.raft_election_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
     rc.inflight_max = config.raft_inflight_max;
+    rc.log_hold_ticks = static_cast<uint64_t>(std::max<int64_t>(
+        1, config.raft_purge_hold_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
     rc.append_bytes_max = config.batch_bytes_max;
     rc.mutant_commit_without_majority = config.mutants.commit_without_majority;
     rc.mutant_vote_twice = config.mutants.vote_twice;

@@ -174,6 +174,7 @@ void Raft::become_leader() {
       pr.next = last_index().next();
       pr.active = true;
       pr.match_tick = ticks_;
+      pr.heard_tick = ticks_;
     }
   // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
   propose(Bytes{});
@@ -343,12 +344,11 @@ void Raft::compact(LogIndex upto) {
   log_start_ = std::max(log_start_, upto);
 }
 
-LogIndex Raft::slowest_live_match() const {
+LogIndex Raft::slowest_held_match() const {
   LogIndex out = commit_;
   if (role_ != Role::leader) return out;
   for (const auto& [peer, pr] : progress_)
-    if (pr.acked_tick > 0 && ticks_ - pr.acked_tick < 2 * uint64_t{cfg_.election_ticks})
-      out = std::min(out, pr.match);
+    if (ticks_ - pr.heard_tick < cfg_.log_hold_ticks) out = std::min(out, pr.match);
   return out;
 }
 
@@ -392,6 +392,7 @@ void Raft::handle_append_response(const Message& m) {
   if (it == progress_.end()) return;
   Progress& pr = it->second;
   pr.active = true;
+  pr.heard_tick = ticks_;
   pr.acked_tick = std::max(pr.acked_tick, m.ctx);
   if (pr.inflight > 0) --pr.inflight;
   if (m.reject) {

@@ -113,6 +113,9 @@ struct Config {
   bool check_quorum = true;
   uint64_t append_bytes_max = 1u << 20;  // per append message
   uint32_t inflight_max = 64;            // append messages unacknowledged per follower
+  // A leader keeps the log a follower still needs while it heard from it within this many
+  // ticks (counted from its own election for one it never heard from).
+  uint64_t log_hold_ticks = 6000;
   // Test-only planted bugs: the checkers must notice them.
   bool mutant_commit_without_majority = false;
   bool mutant_vote_twice = false;
@@ -158,9 +161,9 @@ class Raft {
   // gets a snapshot instead.
   void compact(LogIndex upto);
   LogIndex log_start() const { return log_start_; }
-  // Leader: the lowest match of a follower heard from within two election timeouts (the
-  // entries the caller should keep to catch it up by appends); the commit index otherwise.
-  LogIndex slowest_live_match() const;
+  // Leader: the lowest match of a follower heard from within log_hold_ticks (the entries the
+  // caller should keep to catch it up by appends); the commit index otherwise.
+  LogIndex slowest_held_match() const;
   // Leader: a snapshot to `to` failed; ask for one again at the next probe.
   void snapshot_failed(NodeId to);
   // Leader: the snapshot to `to` is making progress (a chunk was answered): it is not asked
@@ -196,6 +199,7 @@ class Raft {
     uint64_t acked_tick = 0;  // the latest send tick this follower answered in our term
     uint64_t match_tick = 0;  // when match last moved (or the follower was last re-probed)
     LogIndex snapshot;        // a snapshot of this index is on its way: no appends meanwhile
+    uint64_t heard_tick = 0;  // its latest answer (or this leader's election)
   };
 
   void become_follower(Term term, std::optional<NodeId> leader);

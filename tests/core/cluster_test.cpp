@@ -245,6 +245,22 @@ void reclaiming(NodeConfig& c) {
   c.durable_every_ms = 20;
   c.durable_every_bytes = 4096;
   c.snapshot_chunk_bytes = 1000;  // a snapshot takes several chunks, split across files
+  c.raft_purge_hold_ms = 300;     // a follower away longer gets a snapshot
+}
+
+// `n` KV writes through node l, each answered: entries that carry no message, in the system
+// log, whose files checkpoints make reclaimable.
+void write_kv(TestCluster& c, int l, int n) {
+  for (int i = 0; i < n; ++i) {
+    KvOp op;
+    op.op = KvOpKind::put;
+    op.ns = "ns";
+    op.key = "k" + std::to_string(i % 10);
+    op.value = std::to_string(i);
+    op.forever = true;
+    ReplyHandle h = c.send(l, KvCmd{{op}});
+    ASSERT_TRUE(c.run_until(500, [&] { return c.take(l, h).has_value(); })) << i;
+  }
 }
 
 TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
@@ -261,16 +277,7 @@ TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
     pushed.push_back("m" + std::to_string(i));
     ASSERT_NE(as<PushReply>(c.push(l, pushed.back())), nullptr) << i;
   }
-  for (int i = 0; i < 200; ++i) {
-    KvOp op;
-    op.op = KvOpKind::put;
-    op.ns = "ns";
-    op.key = "k" + std::to_string(i % 10);
-    op.value = std::to_string(i);
-    op.forever = true;
-    ReplyHandle h = c.send(l, KvCmd{{op}});
-    ASSERT_TRUE(c.run_until(500, [&] { return c.take(l, h).has_value(); })) << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(write_kv(c, l, 200));
   c.run_ms(500);  // checkpoints come and go; the down follower holds nothing back
   ASSERT_GT(c.node(l).stats().log_files_reclaimed, 0u);
   c.start(f);
@@ -290,6 +297,23 @@ TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
   want.push_back("\"after\"");
   EXPECT_EQ(c.payloads(f), want);
   EXPECT_FALSE(c.env(f).fatal_called);
+}
+
+TEST(Cluster, AFollowerAwayForLessThanTheHoldCatchesUpFromTheLog) {
+  TestCluster c(3, [](NodeConfig& cfg) {
+    reclaiming(cfg);
+    cfg.raft_purge_hold_ms = 60'000;
+  });
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  c.crash(f);
+  ASSERT_NO_FATAL_FAILURE(write_kv(c, l, 200));
+  c.run_ms(500);
+  c.start(f);
+  ASSERT_TRUE(c.run_until(5000, [&] { return c.converged(); }));
+  EXPECT_EQ(c.node(l).stats().snapshots_sent, 0u);  // the log it needed was kept for it
+  EXPECT_EQ(c.node(f).store().kv(), c.node(l).store().kv());
 }
 
 TEST(Cluster, IsolatedLeaderCannotCommitAndItsUnansweredWriteIsCut) {

@@ -3,7 +3,8 @@
 // under load elects another within 5 s and loses no answered push while consumers carry on,
 // SIGTERM of the leader hands over in under a second, a restarted node catches up, and a node
 // whose data folder was wiped is brought back by a snapshot of a log the leader reclaimed.
-// Small log files and frequent checkpoints make every node reclaim its log within a test.
+// Small log files, frequent checkpoints and a one-second hold for an absent follower make
+// every node reclaim its log within a test.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -44,7 +45,8 @@ class ClusterTest : public ::testing::Test {
                                              {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS", "100"},
                                              {"QUEEN_RAFT_SEGMENT_BYTES", "8192"},
                                              {"QUEEN_RAFT_DURABLE_EVERY_MS", "100"},
-                                             {"QUEEN_RAFT_DURABLE_EVERY_BYTES", "16384"}};
+                                             {"QUEEN_RAFT_DURABLE_EVERY_BYTES", "16384"},
+                                             {"QUEEN_RAFT_PURGE_HOLD_S", "1"}};
       nodes_[i] = std::make_unique<ServerProcess>(
           data(i), dir_.path() + "/n" + std::to_string(i + 1) + ".log", env);
       nodes_[i]->fix_port(http_[i]);
