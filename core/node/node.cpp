@@ -639,16 +639,9 @@ struct NodeImpl {
         payload.insert(payload.end(), b.value().begin(), b.value().end());
       }
     }
-    raft::Message m;
-    m.type = raft::MsgType::snapshot_chunk;
-    m.from = NodeId(config.node_id);
-    m.to = NodeId(to);
-    m.term = cluster->raft->term();
-    m.index = s.manifest.index;
-    m.log_term = s.manifest.term;
-    m.data = encode_chunk(seq, payload);
     s.sent_tick = raft_ticks;
-    send_message(std::move(m));
+    send_transfer(raft::MsgType::snapshot_chunk, to, s.manifest.index, s.manifest.term,
+                  encode_chunk(seq, payload));
     return true;
   }
 
@@ -707,15 +700,20 @@ struct NodeImpl {
 
   // -------------------------------------------------------------- snapshots: follower
   void answer_chunk(uint64_t to, const raft::Message& m, uint64_t next_seq) {
-    raft::Message a;
-    a.type = raft::MsgType::snapshot_ack;
-    a.from = NodeId(config.node_id);
-    a.to = NodeId(to);
-    a.term = cluster->raft->term();
-    a.index = m.index;
-    a.log_term = m.log_term;
-    a.data = encode_ack(next_seq);
-    send_message(std::move(a));
+    send_transfer(raft::MsgType::snapshot_ack, to, m.index, m.log_term, encode_ack(next_seq));
+  }
+
+  // A message of a snapshot transfer (a chunk or its answer) for the snapshot at `index`.
+  void send_transfer(raft::MsgType type, uint64_t to, LogIndex index, Term term, Bytes data) {
+    raft::Message m;
+    m.type = type;
+    m.from = NodeId(config.node_id);
+    m.to = NodeId(to);
+    m.term = cluster->raft->term();
+    m.index = index;
+    m.log_term = term;
+    m.data = std::move(data);
+    send_message(std::move(m));
   }
 
   void on_snapshot_chunk(uint64_t from, const raft::Message& m) {
