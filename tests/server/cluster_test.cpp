@@ -280,18 +280,22 @@ TEST_F(ClusterTest, RestartedAndWipedNodesCatchUp) {
   for (int n = 0; n < 30; ++n) ASSERT_EQ(push(l, "cq", "p" + std::to_string(n)).status, 201);
   // Consumer traffic (entries that carry no message) fills the system log; once two
   // checkpoints hold it, the leader removes its files, and the wiped node, silent all along,
-  // can only come back by snapshot.
-  for (int n = 0; n < 60; ++n) ASSERT_EQ(push(l, "wq", "w" + std::to_string(n)).status, 201);
+  // can only come back by snapshot. Where the checkpoints fall depends on timing, so the
+  // traffic goes on until the leader has reclaimed a file.
   HttpClient c(http_[l]);
-  int popped = 0;
-  ASSERT_TRUE(eventually(20s, [&] {
-    auto r = c.get(
-        "/api/v1/pop/queue/wq?batch=1&wait=false&consumerGroup=warm"
-        "&subscriptionMode=all&autoAck=true");
-    popped += r.status == 200 ? 1 : 0;
-    return popped == 60;
-  })) << popped;
-  ASSERT_TRUE(eventually(10s, [&] { return metric(l, "queen_log_files_reclaimed_total") > 0; }))
+  int pushed = 0, popped = 0;
+  auto traffic_until_reclaimed = [&] {
+    for (int n = 0; n < 10; ++n) {
+      if (push(l, "wq", "w" + std::to_string(pushed)).status == 201) ++pushed;
+      auto r = c.get(
+          "/api/v1/pop/queue/wq?batch=1&wait=false&consumerGroup=warm"
+          "&subscriptionMode=all&autoAck=true");
+      popped += r.status == 200 ? 1 : 0;
+    }
+    return pushed >= 60 && metric(l, "queen_log_files_reclaimed_total") > 0;
+  };
+  ASSERT_TRUE(eventually(60s, traffic_until_reclaimed))
+      << pushed << " pushed, " << popped << " popped\n"
       << log_tails();
   // The wiped node is needed for a majority while the other follower restarts.
   nodes_[f]->stop();
