@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/node/command_codec.h"
 #include "core/qlog/log.h"
 #include "core/qlog/record.h"
 #include "core/raft/raft.h"
@@ -56,6 +57,24 @@ int main(int argc, char** argv) {
   m.type = raft::MsgType::vote;
   m.entries.clear();
   write(dir + "/raft_message_fuzz/vote", raft::encode_message(m));
+  // A forwarded push and transaction, and a reply.
+  ForwardedCommand push;
+  PushItem item;
+  item.queue = "q";
+  item.payload = "{\"x\":1}";
+  push.command = PushCmd{{item}};
+  write(dir + "/raft_message_fuzz/forwarded_push", encode_command(push));
+  ForwardedCommand txn;
+  TxnCmd t;
+  t.operations.resize(2);
+  t.operations[0].is_ack = true;
+  t.operations[1].items = {item};
+  t.kv.resize(1);
+  txn.command = t;
+  write(dir + "/raft_message_fuzz/forwarded_txn", encode_command(txn));
+  PopReply pop;
+  pop.messages.resize(2);
+  write(dir + "/raft_message_fuzz/forwarded_reply", encode_reply(Reply{pop}));
   // A recovery input: the system log and queue logs concatenated as the target splits them.
   Bytes logs = msg;
   logs.insert(logs.end(), rec.begin(), rec.end());
