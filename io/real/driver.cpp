@@ -52,6 +52,7 @@ Status NodeDriver::start() {
     transport_ = std::make_unique<Transport>(*options_.transport, [this](uint64_t from, Bytes m) {
       asio::post(context_, [this, from, m = std::move(m)] { node_->on_message(from, m); });
     });
+    if (forward_handler_.deliver) transport_->set_forward_handler(forward_handler_);
     Status listening = transport_->start();
     if (!listening) return listening;
     env_->set_peer_sender([this](uint64_t to, Bytes m) { transport_->send(to, std::move(m)); });
@@ -86,6 +87,10 @@ bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
   }
   asio::post(context_, std::move(hand_over));
   return true;
+}
+
+void NodeDriver::send_forward(uint64_t to, uint64_t key, Bytes message) {
+  if (transport_) transport_->send_forward(to, key, std::move(message));
 }
 
 void NodeDriver::cancel(ReplyHandle handle) {

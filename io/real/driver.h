@@ -52,7 +52,11 @@ class NodeDriver {
   NodeDriver(const NodeDriver&) = delete;
   NodeDriver& operator=(const NodeDriver&) = delete;
 
+  // Before start(), in a cluster: where commands and replies forwarded by peers go.
+  void set_forward_handler(ForwardHandler handler) { forward_handler_ = std::move(handler); }
   Status start();
+  // From any thread, in a cluster: sends a forwarded command or reply to peer `to`.
+  void send_forward(uint64_t to, uint64_t key, Bytes message);
   // False when too many commands are already waiting for the node thread.
   bool submit(ReplyHandle handle, CommandEnvelope command);
   void cancel(ReplyHandle handle);
@@ -70,6 +74,7 @@ class NodeDriver {
   std::unique_ptr<RealEnv> env_;
   std::unique_ptr<Node> node_;
   std::unique_ptr<Transport> transport_;
+  ForwardHandler forward_handler_;
   std::thread thread_;
   std::atomic<size_t> commands_queued_{0};
 };

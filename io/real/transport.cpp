@@ -36,6 +36,7 @@ using asio::use_awaitable;
 namespace {
 
 constexpr const char* kPath = "/raft/messages";
+constexpr const char* kForwardPath = "/raft/forward";
 constexpr const char* kTokenHeader = "x-queen-raft-token";
 constexpr const char* kFromHeader = "x-queen-raft-from";
 
@@ -50,17 +51,25 @@ bool tokens_equal(const std::string& a, const std::string& b) {
 }
 
 struct Transport::Impl {
-  struct Peer {
-    PeerAddress address;
+  // One connection to a peer and what waits for it. Lane 0 carries Raft messages; lanes 1..N
+  // carry forwarded commands and their replies.
+  struct Lane {
     std::deque<Bytes> queue;
     uint64_t queued_bytes = 0;
     bool sending = false;
+    bool watching = false;  // idle, waiting to see the peer close the connection
     std::optional<beast::tcp_stream> stream;
     int64_t backoff_ms = 0;
   };
 
+  struct Peer {
+    PeerAddress address;
+    std::vector<Lane> lanes;
+  };
+
   TransportOptions options;
   Deliver deliver;
+  ForwardHandler forward;
   asio::io_context context;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   tcp::acceptor acceptor{context};
@@ -70,7 +79,10 @@ struct Transport::Impl {
   uint16_t bound_port = 0;
 
   Impl(TransportOptions o, Deliver d) : options(std::move(o)), deliver(std::move(d)) {
-    for (const auto& p : options.peers) peers[p.id].address = p;
+    for (const auto& p : options.peers) {
+      peers[p.id].address = p;
+      peers[p.id].lanes.resize(1 + options.forward_streams);
+    }
   }
 
   // ---- receiving ----
@@ -99,8 +111,9 @@ struct Transport::Impl {
       if (ec) co_return;
       const auto& head = parser.get();
       auto token = head[kTokenHeader];
+      bool forwarded = head.target() == kForwardPath;
       if (!tokens_equal(std::string(token.data(), token.size()), options.token) ||
-          head.target() != kPath) {
+          (head.target() != kPath && !forwarded)) {
         ++stats.refused;
         http::response<http::string_body> res{http::status::unauthorized, head.version()};
         res.set(http::field::content_type, "application/json");
@@ -117,7 +130,7 @@ struct Transport::Impl {
       auto from_field = parser.get()[kFromHeader];
       uint64_t from =
           std::strtoull(std::string(from_field.data(), from_field.size()).c_str(), nullptr, 10);
-      unpack(from, parser.get().body());
+      unpack(from, parser.get().body(), forwarded && forward.deliver ? forward.deliver : deliver);
       http::response<http::empty_body> res{http::status::no_content, head.version()};
       res.keep_alive(parser.get().keep_alive());
       co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
@@ -125,7 +138,7 @@ struct Transport::Impl {
     }
   }
 
-  void unpack(uint64_t from, const std::vector<uint8_t>& body) {
+  void unpack(uint64_t from, const std::vector<uint8_t>& body, const Deliver& to) {
     size_t pos = 0;
     while (pos + 4 <= body.size()) {
       uint32_t len = 0;
@@ -133,70 +146,108 @@ struct Transport::Impl {
       pos += 4;
       if (len > body.size() - pos) return;  // a damaged batch: the rest is dropped
       ++stats.received;
-      deliver(from, Bytes(body.begin() + static_cast<long>(pos),
-                          body.begin() + static_cast<long>(pos + len)));
+      to(from,
+         Bytes(body.begin() + static_cast<long>(pos), body.begin() + static_cast<long>(pos + len)));
       pos += len;
     }
   }
 
   // ---- sending ----
 
-  void enqueue(uint64_t to, Bytes message) {
+  void enqueue(uint64_t to, size_t lane, Bytes message) {
     auto it = peers.find(to);
     if (it == peers.end()) return;
     Peer& p = it->second;
-    if (p.queued_bytes + message.size() > options.queued_bytes_max) {
+    Lane& l = p.lanes[lane];
+    if (l.queued_bytes + message.size() > options.queued_bytes_max) {
       ++stats.dropped;
+      if (lane > 0) lost(to);
       return;
     }
-    p.queued_bytes += message.size();
-    p.queue.push_back(std::move(message));
-    if (!p.sending) {
-      p.sending = true;
-      asio::co_spawn(context, send_loop(p), asio::detached);
-    }
-  }
-
-  awaitable<void> send_loop(Peer& p) {
-    while (!p.queue.empty()) {
-      if (!p.stream && !co_await connect(p)) {
-        drop_queue(p);
-        asio::steady_timer wait(context, std::chrono::milliseconds(p.backoff_ms));
-        beast::error_code ec;
-        co_await wait.async_wait(asio::redirect_error(use_awaitable, ec));
-        p.backoff_ms = std::min(options.reconnect_ms_max,
-                                std::max(options.reconnect_ms_min, p.backoff_ms * 2));
-        continue;
-      }
-      http::request<http::vector_body<uint8_t>> req{http::verb::post, kPath, 11};
-      req.set(http::field::host, p.address.host);
-      req.set(kTokenHeader, options.token);
-      req.set(kFromHeader, std::to_string(options.self_id));
-      req.set(http::field::content_type, "application/octet-stream");
-      req.keep_alive(true);
-      size_t count = take_batch(p, &req.body());
-      req.prepare_payload();
+    l.queued_bytes += message.size();
+    l.queue.push_back(std::move(message));
+    if (l.watching && l.stream) {
       beast::error_code ec;
-      p.stream->expires_after(std::chrono::milliseconds(options.io_timeout_ms));
-      co_await http::async_write(*p.stream, req, asio::redirect_error(use_awaitable, ec));
-      if (!ec) {
-        beast::flat_buffer buffer;
-        http::response<http::string_body> res;
-        co_await http::async_read(*p.stream, buffer, res, asio::redirect_error(use_awaitable, ec));
-        if (!ec && res.result() != http::status::no_content) ec = asio::error::access_denied;
-      }
-      if (ec) {
-        stats.dropped += count;
-        p.stream.reset();
-        continue;
-      }
-      stats.sent += count;
-      p.backoff_ms = 0;
+      l.stream->socket().cancel(ec);  // the watch ends and the loop sends
     }
-    p.sending = false;
+    if (!l.sending) {
+      l.sending = true;
+      asio::co_spawn(context, send_loop(p, lane), asio::detached);
+    }
   }
 
-  size_t take_batch(Peer& p, std::vector<uint8_t>* body) {
+  void lost(uint64_t peer) {
+    if (forward.lost) forward.lost(peer);
+  }
+
+  awaitable<void> send_loop(Peer& p, size_t lane) {
+    Lane& l = p.lanes[lane];
+    for (;;) {
+      while (!l.queue.empty()) co_await send_batch(p, lane);
+      // A forward lane watches its idle connection: a peer that goes away fails what waits
+      // on it at once instead of at its deadline.
+      if (lane == 0 || !l.stream) break;
+      if (!co_await idle_until_closed(l)) continue;  // something to send
+      l.stream.reset();
+      lost(p.address.id);
+      if (l.queue.empty()) break;
+    }
+    l.sending = false;
+  }
+
+  // True when the peer closed the idle connection; false when there is something to send.
+  awaitable<bool> idle_until_closed(Lane& l) {
+    l.watching = true;
+    beast::error_code ec;
+    co_await l.stream->socket().async_wait(tcp::socket::wait_read,
+                                           asio::redirect_error(use_awaitable, ec));
+    l.watching = false;
+    // Cancelled: something was queued. Readable: a server never writes unasked, so the peer
+    // closed it (or an error did).
+    co_return ec != asio::error::operation_aborted;
+  }
+
+  awaitable<void> send_batch(Peer& p, size_t lane) {
+    Lane& l = p.lanes[lane];
+    if (!l.stream && !co_await connect(p, l)) {
+      drop_queue(p.address.id, lane);
+      asio::steady_timer wait(context, std::chrono::milliseconds(l.backoff_ms));
+      beast::error_code ec;
+      co_await wait.async_wait(asio::redirect_error(use_awaitable, ec));
+      l.backoff_ms =
+          std::min(options.reconnect_ms_max, std::max(options.reconnect_ms_min, l.backoff_ms * 2));
+      co_return;
+    }
+    http::request<http::vector_body<uint8_t>> req{http::verb::post,
+                                                  lane == 0 ? kPath : kForwardPath, 11};
+    req.set(http::field::host, p.address.host);
+    req.set(kTokenHeader, options.token);
+    req.set(kFromHeader, std::to_string(options.self_id));
+    req.set(http::field::content_type, "application/octet-stream");
+    req.keep_alive(true);
+    size_t count = take_batch(l, &req.body());
+    req.prepare_payload();
+    beast::error_code ec;
+    l.stream->expires_after(std::chrono::milliseconds(options.io_timeout_ms));
+    co_await http::async_write(*l.stream, req, asio::redirect_error(use_awaitable, ec));
+    if (!ec) {
+      beast::flat_buffer buffer;
+      http::response<http::string_body> res;
+      co_await http::async_read(*l.stream, buffer, res, asio::redirect_error(use_awaitable, ec));
+      if (!ec && res.result() != http::status::no_content) ec = asio::error::access_denied;
+    }
+    if (ec) {
+      stats.dropped += count;
+      l.stream.reset();
+      if (lane > 0) lost(p.address.id);
+      co_return;
+    }
+    l.stream->expires_never();
+    stats.sent += count;
+    l.backoff_ms = 0;
+  }
+
+  size_t take_batch(Lane& p, std::vector<uint8_t>* body) {
     size_t count = 0;
     while (!p.queue.empty() &&
            (count == 0 || body->size() + p.queue.front().size() + 4 <= options.batch_bytes_max)) {
@@ -212,17 +263,19 @@ struct Transport::Impl {
     return count;
   }
 
-  void drop_queue(Peer& p) {
-    stats.dropped += p.queue.size();
-    p.queue.clear();
-    p.queued_bytes = 0;
+  void drop_queue(uint64_t peer, size_t lane) {
+    Lane& l = peers[peer].lanes[lane];
+    stats.dropped += l.queue.size();
+    l.queue.clear();
+    l.queued_bytes = 0;
+    if (lane > 0) lost(peer);
   }
 
-  awaitable<bool> connect(Peer& p) {
+  awaitable<bool> connect(Peer& p, Lane& l) {
     auto stream = co_await connect_within(context.get_executor(), p.address.host, p.address.port,
                                           options.io_timeout_ms);
     if (!stream) co_return false;
-    p.stream.emplace(std::move(*stream));
+    l.stream.emplace(std::move(*stream));
     co_return true;
   }
 };
@@ -259,7 +312,19 @@ Status Transport::start() {
 void Transport::send(uint64_t to, Bytes message) {
   Impl& t = *impl_;
   asio::post(t.context,
-             [&t, to, m = std::move(message)]() mutable { t.enqueue(to, std::move(m)); });
+             [&t, to, m = std::move(message)]() mutable { t.enqueue(to, 0, std::move(m)); });
+}
+
+void Transport::set_forward_handler(ForwardHandler handler) {
+  impl_->forward = std::move(handler);
+}
+
+void Transport::send_forward(uint64_t to, uint64_t key, Bytes message) {
+  Impl& t = *impl_;
+  size_t lane = 1 + key % std::max<uint32_t>(1, t.options.forward_streams);
+  asio::post(t.context, [&t, to, lane, m = std::move(message)]() mutable {
+    t.enqueue(to, lane, std::move(m));
+  });
 }
 
 void Transport::stop() {

@@ -11,7 +11,13 @@
 // read; a wrong or missing token is answered 401 and the connection closed. Every message of
 // an accepted batch is handed to `deliver(from, bytes)` on the transport thread, in order.
 //
-// Limits: queued_bytes_max per peer (past it, new messages to that peer are dropped and
+// Forwarding: besides that Raft connection, forward_streams more per peer
+// (QUEEN_RAFT_FWD_STREAMS) carry forwarded commands and their replies, POST /raft/forward,
+// same framing and token; `send_forward` picks the stream by a key, so one command's messages
+// keep their order. A forward stream that fails, or an idle one the peer closes, reports the
+// peer `lost` at once: what was forwarded there will get no reply.
+//
+// Limits: queued_bytes_max per peer and stream (past it, new messages to that peer are dropped and
 // counted), batch_bytes_max per request sent, body_bytes_max per request received.
 #pragma once
 
@@ -45,6 +51,7 @@ struct TransportOptions {
   int64_t reconnect_ms_min = 50;
   int64_t reconnect_ms_max = 1000;
   int64_t io_timeout_ms = 5000;
+  uint32_t forward_streams = 4;  // QUEEN_RAFT_FWD_STREAMS
 };
 
 struct TransportStats {
@@ -57,19 +64,29 @@ struct TransportStats {
 // True when a and b are equal, in time that depends only on their lengths.
 bool tokens_equal(const std::string& a, const std::string& b);
 
+using Deliver = std::function<void(uint64_t from, Bytes message)>;
+
+// Where forwarded messages go, on the transport thread.
+struct ForwardHandler {
+  Deliver deliver;
+  std::function<void(uint64_t peer)> lost;
+};
+
 class Transport {
  public:
-  using Deliver = std::function<void(uint64_t from, Bytes message)>;
-
   Transport(TransportOptions options, Deliver deliver);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
+  // Before start(): where forwarded messages are delivered.
+  void set_forward_handler(ForwardHandler handler);
   // Binds the raft port and starts the transport thread; an error names the address.
   Status start();
   // From any thread: queues `message` for peer `to` (dropped when `to` is unknown).
   void send(uint64_t to, Bytes message);
+  // From any thread: queues a forwarded message on the stream `key` picks.
+  void send_forward(uint64_t to, uint64_t key, Bytes message);
   void stop();
   uint16_t bound_port() const;
   const TransportStats& stats() const;
