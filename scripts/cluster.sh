@@ -5,7 +5,8 @@
 #   node 1: HTTP 127.0.0.1:6632, raft 127.0.0.1:7401
 #   node 2: HTTP 127.0.0.1:6642, raft 127.0.0.1:7402
 #   node 3: HTTP 127.0.0.1:6652, raft 127.0.0.1:7403
-# Every node serves clients (a follower forwards to the leader). Ctrl-C stops all three.
+# Every node serves clients (a follower forwards prepared commands to the leader). Ctrl-C
+# stops all three.
 #   scripts/cluster.sh            build, start, wait
 #   QUEEN_RAFT_TOKEN=secret scripts/cluster.sh   peers must present the token
 # Other QUEEN_* variables pass through to every node (README.md).

@@ -175,6 +175,36 @@ bool txn_grows(const nlohmann::json& body) {
 
 }  // namespace
 
+namespace {
+
+bool kv_writes(const std::vector<KvOp>& ops) {
+  for (const KvOp& op : ops) {
+    bool read = op.op == KvOpKind::get || op.op == KvOpKind::get_many ||
+                op.op == KvOpKind::get_prefix || op.op == KvOpKind::check || op.op == KvOpKind::del;
+    if (!read) return true;
+  }
+  return false;
+}
+
+bool timer_schedules(const std::vector<TimerOp>& ops) {
+  for (const TimerOp& op : ops)
+    if (op.op != TimerOpKind::cancel) return true;
+  return false;
+}
+
+}  // namespace
+
+bool grows_storage(const Command& command) {
+  if (std::holds_alternative<PushCmd>(command)) return true;
+  if (const auto* kv = std::get_if<KvCmd>(&command)) return kv_writes(kv->ops);
+  if (const auto* timers = std::get_if<TimerCmd>(&command)) return timer_schedules(timers->ops);
+  const auto* txn = std::get_if<TxnCmd>(&command);
+  if (!txn) return false;
+  for (const TxnOperation& op : txn->operations)
+    if (!op.is_ack) return true;
+  return kv_writes(txn->kv) || timer_schedules(txn->timers);
+}
+
 bool grows_storage(std::string_view method, std::string_view target, std::string_view body) {
   std::string_view path = target.substr(0, target.find('?'));
   if (method == "PUT") return at_or_below(path, "/api/v1/kv");

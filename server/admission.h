@@ -27,6 +27,8 @@
 #include <optional>
 #include <string>
 
+#include "core/node/command.h"
+
 namespace queen::server {
 
 // Who a permit is held for: 0 for the node's own clients, else the forwarding peer's node id.
@@ -114,5 +116,7 @@ class DiskGate {
 // deletes, pops and reads pass, also when sent as POST bodies (KV gets and checks, timer
 // cancels, an ack-only transaction). A body that does not parse is judged by its route.
 bool grows_storage(std::string_view method, std::string_view target, std::string_view body);
+// The same judgement of a prepared command (one a follower forwarded).
+bool grows_storage(const Command& command);
 
 }  // namespace queen::server

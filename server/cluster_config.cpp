@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "server/config.h"
+
 namespace queen::server {
 namespace {
 
@@ -113,6 +115,20 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
       return make_error(Errc::bad_request, "QUEEN_RAFT_LISTEN=" + *listen + " is not host:port");
   }
   if (auto token = lookup("QUEEN_RAFT_TOKEN")) c.token = *token;
+  auto streams = positive(lookup, "QUEEN_RAFT_FWD_STREAMS", kForwardStreamsDefault);
+  if (!streams.ok()) return streams.error();
+  if (streams.value() > kForwardStreamsMax)
+    return make_error(Errc::bad_request, "QUEEN_RAFT_FWD_STREAMS must be between 1 and 64");
+  c.forward_streams = static_cast<uint32_t>(streams.value());
+  if (auto offload = lookup("QUEEN_RAFT_CLIENT_OFFLOAD"); offload && !offload->empty()) {
+    auto on = parse_bool(*offload);
+    if (!on) {
+      return make_error(Errc::bad_request, "QUEEN_RAFT_CLIENT_OFFLOAD=" + *offload +
+                                               " is not a boolean (true/false, 1/0, yes/no, "
+                                               "on/off)");
+    }
+    c.client_offload = *on;
+  }
   node->voters.clear();
   for (const auto& p : c.peers) node->voters.push_back(p.id);
   return std::optional<ClusterConfig>(std::move(c));

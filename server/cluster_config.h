@@ -1,6 +1,8 @@
 // The cluster's configuration: QUEEN_RAFT_NODE_ID, QUEEN_RAFT_PEERS, QUEEN_RAFT_LISTEN,
-// QUEEN_RAFT_TOKEN, QUEEN_RAFT_ELECTION_MS, QUEEN_RAFT_HEARTBEAT_MS, and the consumption
-// engine's QUEEN_CONSUME_LEADER_LEASE_MS and QUEEN_RAFT_MAX_CLOCK_SKEW_MS.
+// QUEEN_RAFT_TOKEN, QUEEN_RAFT_ELECTION_MS, QUEEN_RAFT_HEARTBEAT_MS, the consumption
+// engine's QUEEN_CONSUME_LEADER_LEASE_MS and QUEEN_RAFT_MAX_CLOCK_SKEW_MS, and how a follower
+// forwards: QUEEN_RAFT_CLIENT_OFFLOAD (on: the prepared command, over QUEEN_RAFT_FWD_STREAMS
+// streams on the raft port; off: the whole HTTP request).
 //
 // QUEEN_RAFT_PEERS lists every voter, this node included: `id=raft_host:port/http_host:port`
 // separated by commas, e.g. `1=127.0.0.1:7401/127.0.0.1:6641,2=...`. No peers (or only this
@@ -28,12 +30,17 @@ struct PeerSpec {
   uint16_t http_port = 0;
 };
 
+constexpr int64_t kForwardStreamsDefault = 4;
+constexpr int64_t kForwardStreamsMax = 64;
+
 struct ClusterConfig {
   uint64_t node_id = 1;
   std::vector<PeerSpec> peers;  // every voter, this node included, by id
   std::string listen_host = "0.0.0.0";
   uint16_t listen_port = 0;
   std::string token;
+  uint32_t forward_streams = kForwardStreamsDefault;  // QUEEN_RAFT_FWD_STREAMS (1-64)
+  bool client_offload = true;                         // QUEEN_RAFT_CLIENT_OFFLOAD
   const PeerSpec* find(uint64_t id) const {
     for (const auto& p : peers)
       if (p.id == id) return &p;

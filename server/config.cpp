@@ -164,6 +164,7 @@ void read_admission(const EnvLookup& lookup, ServerConfig* config) {
     }
   }
   read_positive(lookup, "QUEEN_RAFT_ADMIT_HOLD_MS", &config->admit_hold_ms);
+  read_positive(lookup, "QUEEN_RAFT_ADMIT_FWD_HOLD_MS", &config->admit_fwd_hold_ms);
 }
 
 void read_edge_limits(const EnvLookup& lookup, ServerConfig* config) {

@@ -38,6 +38,7 @@ struct ServerConfig {
   // QUEEN_RAFT_ADMIT_MAX_MB (0: off); unset: max(128 MiB, (pipeline + 2) x batch bytes).
   uint64_t admit_bytes_max = 0;
   int64_t admit_hold_ms = 15000;        // QUEEN_RAFT_ADMIT_HOLD_MS (jittered by +-25%)
+  int64_t admit_fwd_hold_ms = 2000;     // QUEEN_RAFT_ADMIT_FWD_HOLD_MS
   int disk_high_pct = 85;               // QUEEN_RAFT_DISK_HIGH_PCT
   int disk_low_pct = 80;                // QUEEN_RAFT_DISK_LOW_PCT
   int64_t disk_check_ms = 100;          // QUEEN_RAFT_DISK_CHECK_MS (10-60000)

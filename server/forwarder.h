@@ -33,6 +33,9 @@ struct HttpAddress {
 
 struct ForwardOptions {
   uint64_t self_id = 0;
+  // QUEEN_RAFT_CLIENT_OFFLOAD: forward the prepared command over the raft port's forward
+  // streams (server/command_forwarder.h); off: the whole HTTP request, as below.
+  bool offload = true;
   std::map<uint64_t, HttpAddress> nodes;  // every voter's HTTP address, by node id
   int64_t timeout_ms = 30000;
 };

@@ -18,6 +18,7 @@
 #include "io/real/log.h"
 #include "io/real/real_env.h"
 #include "server/auth.h"
+#include "server/command_forwarder.h"
 #include "server/routes.h"
 
 namespace queen::server {
@@ -40,6 +41,7 @@ struct HttpServer::Shared {
   Admission admission;
   DiskGate disk;
   std::atomic<size_t> connections{0};
+  std::shared_ptr<CommandForwarder> forwarder;  // a cluster with client offload
 };
 
 // ---------- reply router ----------
@@ -93,6 +95,9 @@ constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
 // deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
 constexpr int kForwardAttemptsMax = 300;
 constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
+// A forwarded command's deadline at the leader ends this long before the follower stops
+// waiting for its reply.
+constexpr int64_t kForwardReplyMarginMs = 100;
 
 // A request read from the connection, or an answer decided while reading it.
 struct Pending {
@@ -169,6 +174,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     std::shared_ptr<ForwardRequest> request;  // as received, with the forwarding headers
     CommandEnvelope envelope;                 // as submitted to this node
     HttpAnswer last;                          // the answer to give when the retries run out
+    uint64_t attempt = 0;                     // the forward id of the command at a leader
     std::chrono::steady_clock::time_point until;
     int attempts_left = kForwardAttemptsMax;
   };
@@ -254,12 +260,54 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     int64_t left_ms =
         std::chrono::duration_cast<milliseconds>(f.until - std::chrono::steady_clock::now())
             .count();
+    if (shared_->forwarder) return forward_command_to(leader, left_ms);
     if (left_ms <= 0) return false;
     forward_request(stream_.get_executor(), to->second, *f.request, left_ms,
                     [self = shared_from_this(), leader](std::optional<ForwardResponse> res) {
                       self->on_forwarded(std::move(res), leader);
                     });
     return true;
+  }
+
+  // Client offload: only the prepared command goes to the leader. Its deadline there ends
+  // kForwardReplyMarginMs before this node stops waiting, so its answer has time to come back.
+  bool forward_command_to(uint64_t leader, int64_t left_ms) {
+    auto& f = *forwarding_;
+    if (left_ms <= kForwardReplyMarginMs) return false;
+    std::weak_ptr<Session> weak = weak_from_this();
+    auto done = [weak, leader, executor = stream_.get_executor()](std::optional<Reply> reply) {
+      asio::post(executor, [weak, leader, reply = std::move(reply)]() mutable {
+        if (auto self = weak.lock()) self->on_forwarded_reply(std::move(reply), leader);
+      });
+    };
+    f.attempt = shared_->forwarder->forward(leader, f.envelope, left_ms - kForwardReplyMarginMs,
+                                            std::move(done));
+    forward_timer_.expires_after(milliseconds(left_ms));
+    forward_timer_.async_wait([self = shared_from_this(), attempt = f.attempt](auto ec) {
+      if (ec || !self->forwarding_ || self->forwarding_->attempt != attempt) return;
+      self->shared_->forwarder->abandon(attempt);
+      self->forwarding_->attempt = 0;
+      self->give_up();
+    });
+    return true;
+  }
+
+  // The leader's reply to the prepared command, or nullopt when it went away.
+  void on_forwarded_reply(std::optional<Reply> reply, uint64_t leader) {
+    if (closed_ || !forwarding_ || forwarding_->attempt == 0) return;
+    forwarding_->attempt = 0;
+    forward_timer_.cancel();
+    if (reply) {
+      const auto* e = std::get_if<ErrorReply>(&reply->body);
+      if (!e || !retryable(*e)) {
+        forwarding_.reset();
+        return write_answer(render_reply(*reply, held_render_), "application/json");
+      }
+      forwarding_->last = render_reply(*reply, held_render_);
+      if (e->leader != 0 && e->leader != leader && forward_to(e->leader)) return;
+    }
+    // The leader is gone or lost its leadership: ask this node again under the same id.
+    if (!resubmit_later()) give_up();
   }
 
   // Starts forwarding state for a request this follower's edge serves (not one forwarded to
@@ -270,9 +318,11 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     const auto& fwd = shared_->options.forward;
     if (!fwd || !req[kForwardedHeader].empty()) return;
     auto f = std::make_shared<Forwarding>();
-    f->request = std::make_shared<ForwardRequest>(req);
-    f->request->set(kForwardedHeader, std::to_string(fwd->self_id));
-    f->request->set(kRequestIdHeader, uuid_to_string(envelope.request_id));
+    if (!shared_->forwarder) {  // the whole request goes to the leader
+      f->request = std::make_shared<ForwardRequest>(req);
+      f->request->set(kForwardedHeader, std::to_string(fwd->self_id));
+      f->request->set(kRequestIdHeader, uuid_to_string(envelope.request_id));
+    }
     f->envelope = envelope;
     int64_t left_ms = std::min<int64_t>(fwd->timeout_ms, envelope.deadline_ms - EdgeIds().now_ms());
     f->until = std::chrono::steady_clock::now() + milliseconds(std::max<int64_t>(0, left_ms));
@@ -675,7 +725,20 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       acceptor_(context_),
       accept_retry_(context_),
       disk_timer_(context_),
-      shared_(std::make_shared<Shared>(options, driver, router)) {}
+      shared_(std::make_shared<Shared>(options, driver, router)) {
+  if (options_.forward && options_.forward->offload) {
+    EdgeIds ids;
+    shared_->forwarder = std::make_shared<CommandForwarder>(
+        context_.get_executor(), driver, router, shared_->admission, shared_->disk,
+        CommandForwarder::Options{.admit_hold_ms = options_.admit_fwd_hold_ms,
+                                  .first_id = ids.random_u64() >> 1});
+  }
+}
+
+std::optional<real::ForwardHandler> HttpServer::forward_handler() {
+  if (!shared_->forwarder) return std::nullopt;
+  return shared_->forwarder->handler();
+}
 
 HttpServer::~HttpServer() {
   stop();

@@ -25,7 +25,9 @@
 // - A request the node has not answered by its deadline (+ kDeadlineGraceMs) is answered 503
 //   timeout with Retry-After, and the node is told (Node::on_cancel); the write may land.
 // - In a cluster, a request the node refuses with "503 retry, the leader is N" is forwarded to
-//   N's HTTP address and N's answer returned (server/forwarder.h).
+//   N: its prepared command over the raft port (server/command_forwarder.h), or with client
+//   offload off the whole request to N's HTTP address (server/forwarder.h); N's answer is
+//   the client's.
 // - While the disk gate is full, pushes, KV writes, timer schedules and transactions are
 //   answered 507 storage_full; everything else is served.
 #pragma once
@@ -87,6 +89,7 @@ struct HttpServerOptions {
   int64_t idle_timeout_ms = 120000;         // QUEEN_HTTP_IDLE_TIMEOUT_MS
   uint64_t admit_bytes_max = 128ull << 20;  // QUEEN_RAFT_ADMIT_MAX_MB (0: off)
   int64_t admit_hold_ms = 15000;            // QUEEN_RAFT_ADMIT_HOLD_MS
+  int64_t admit_fwd_hold_ms = 2000;         // QUEEN_RAFT_ADMIT_FWD_HOLD_MS
   DiskGateOptions disk;
   int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
   EdgeSettings settings;
@@ -103,6 +106,9 @@ class HttpServer {
   HttpServer(HttpServerOptions options, real::NodeDriver& driver, ReplyRouter& router);
   ~HttpServer();
 
+  // In a cluster with client offload: where the driver's transport delivers forwarded
+  // commands and replies (set it on the driver before the driver starts).
+  std::optional<real::ForwardHandler> forward_handler();
   // Binds and listens; returns an error naming the address when it cannot.
   Status listen();
   uint16_t bound_port() const { return bound_port_; }

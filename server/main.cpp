@@ -37,6 +37,7 @@ std::optional<queen::server::ForwardOptions> forward_options(
   if (!config.cluster) return std::nullopt;
   queen::server::ForwardOptions f;
   f.self_id = config.cluster->node_id;
+  f.offload = config.cluster->client_offload;
   f.timeout_ms = config.stmt_timeout_ms;
   for (const auto& p : config.cluster->peers) f.nodes[p.id] = {p.http_host, p.http_port};
   return f;
@@ -52,6 +53,7 @@ queen::server::HttpServerOptions http_options(const queen::server::ServerConfig&
                                           .idle_timeout_ms = config.idle_timeout_ms,
                                           .admit_bytes_max = config.admit_bytes_max,
                                           .admit_hold_ms = config.admit_hold_ms,
+                                          .admit_fwd_hold_ms = config.admit_fwd_hold_ms,
                                           .disk = {.data_dir = config.data_dir,
                                                    .high_pct = config.disk_high_pct,
                                                    .low_pct = config.disk_low_pct,
@@ -70,6 +72,7 @@ std::optional<queen::real::TransportOptions> transport_options(
   t.listen_host = c.listen_host;
   t.listen_port = c.listen_port;
   t.token = c.token;
+  t.forward_streams = c.forward_streams;
   for (const auto& p : c.peers)
     if (p.id != c.node_id) t.peers.push_back({p.id, p.raft_host, p.raft_port});
   return t;
@@ -116,11 +119,12 @@ int main() {
                                               .payload_key = config.encryption_key,
                                               .transport = transport_options(config)},
                           router);
+  server::HttpServer http(http_options(config), driver, router);
+  if (auto handler = http.forward_handler()) driver.set_forward_handler(*handler);
   Status started = driver.start();
   if (!started)
     return fail("recovery of " + config.data_dir + " failed: " + started.error().message);
 
-  server::HttpServer http(http_options(config), driver, router);
   Status listening = http.listen();
   if (!listening) return fail(listening.error().message);
   http.run();

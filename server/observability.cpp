@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/real/latency.h"
+#include "server/forward_counters.h"
 #include "server/json_writer.h"
 
 namespace queen::server {
@@ -153,6 +154,16 @@ void render_latencies(Exposition& x) {
   histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync);
 }
 
+void render_forwarding(Exposition& x) {
+  const ForwardCounters& c = forward_counters();
+  x.family("queen_raft_forwarded_commands_total", "counter",
+           "Prepared commands: forwarded to the leader (sent), served for a peer (served), "
+           "failed with their stream (lost).");
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "sent"}}, c.sent.load());
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "served"}}, c.served.load());
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "lost"}}, c.lost.load());
+}
+
 void render_process(Exposition& x) {
   double up =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
@@ -290,6 +301,7 @@ HttpAnswer render_metrics(const MetricsReply& reply) {
   render_process(x);
   render_latencies(x);
   render_raft(reply, x);
+  render_forwarding(x);
   render_traffic(reply, x);
   render_queues(reply, x);
   render_groups(reply, x);

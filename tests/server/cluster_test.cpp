@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
 
 namespace queen::test {
@@ -24,6 +25,9 @@ constexpr int kNodes = 3;
 
 class ClusterTest : public ::testing::Test {
  protected:
+  // QUEEN_RAFT_CLIENT_OFFLOAD: on (the default) forwards prepared commands.
+  virtual std::string offload() const { return "on"; }
+
   void SetUp() override {
     std::string peers;
     for (int i = 0; i < kNodes; ++i) {
@@ -46,7 +50,8 @@ class ClusterTest : public ::testing::Test {
                                              {"QUEEN_RAFT_SEGMENT_BYTES", "8192"},
                                              {"QUEEN_RAFT_DURABLE_EVERY_MS", "100"},
                                              {"QUEEN_RAFT_DURABLE_EVERY_BYTES", "16384"},
-                                             {"QUEEN_RAFT_PURGE_HOLD_S", "1"}};
+                                             {"QUEEN_RAFT_PURGE_HOLD_S", "1"},
+                                             {"QUEEN_RAFT_CLIENT_OFFLOAD", offload()}};
       nodes_[i] = std::make_unique<ServerProcess>(
           data(i), dir_.path() + "/n" + std::to_string(i + 1) + ".log", env);
       nodes_[i]->fix_port(http_[i]);
@@ -111,7 +116,7 @@ class ClusterTest : public ::testing::Test {
     return seen;
   }
 
-  // A counter or gauge of node i's /metrics/prometheus (-1 when absent).
+  // A counter or gauge of node i's /metrics/prometheus, by name and labels (-1 when absent).
   double metric(int i, const std::string& name) {
     HttpClient c(http_[i]);
     std::string text = c.get("/metrics/prometheus", 1000).body;
@@ -149,6 +154,65 @@ TEST_F(ClusterTest, PushToAFollowerIsAnswered201AndAppliedOnEveryNode) {
     EXPECT_EQ(q.status, 200) << q.body;
   }
   EXPECT_EQ(drain(f, "cq", "g"), std::set<std::string>{"via-follower"});
+  // Only the prepared command travelled, over the raft port's forward streams.
+  EXPECT_GE(metric(f, R"(queen_raft_forwarded_commands_total{event="sent"})"), 1);
+  EXPECT_GE(metric(l, R"(queen_raft_forwarded_commands_total{event="served"})"), 1);
+}
+
+// Every kind of request a client sends a follower is answered as the leader would: the
+// prepared command and its typed reply carry every field.
+TEST_F(ClusterTest, AFollowerServesAWorkerStepThroughTheLeader) {
+  int f = (leader() + 1) % kNodes;
+  HttpClient c(http_[f]);
+  ASSERT_EQ(configure(c, "steps", {{"leaseTime", 30}, {"retryLimit", 5}}).status, 200);
+  json q = c.get("/api/v1/resources/queues/steps").body_json();
+  EXPECT_EQ(q["options"]["retryLimit"], 5) << q;
+  HttpResult pushed =
+      queen::test::push(c, {{"steps", "p1", "in-1", {{"n", 1}}}, {"steps", "p1", "in-2", 2}});
+  ASSERT_EQ(pushed.status, 201) << pushed.body;
+  HttpResult again = queen::test::push(c, {{"steps", "p1", "in-1", {{"n", 1}}}});
+  ASSERT_EQ(again.status, 201) << again.body;
+  EXPECT_EQ(again.body_json()[0]["status"], "duplicate") << again.body;
+  EXPECT_EQ(again.body_json()[0]["message_id"], pushed.body_json()[0]["message_id"]);
+
+  HttpResult popped =
+      pop(c, {.queue = "steps", .group = "w", .batch = 2, .subscription_mode = "all"});
+  ASSERT_EQ(popped.status, 200) << popped.body;
+  json batch = popped.body_json();
+  ASSERT_EQ(batch["messages"].size(), 2u) << popped.body;
+  EXPECT_EQ(batch["messages"][0]["data"], json({{"n", 1}}));
+  EXPECT_FALSE(batch["leaseId"].get<std::string>().empty());
+  HttpResult acked = ack(c, batch["messages"][0], "completed", "w");
+  ASSERT_EQ(acked.status, 200) << acked.body;
+
+  // One step: ack the second input, push an output and write KV, atomically.
+  json step = {
+      {"operations",
+       {{{"type", "ack"},
+         {"transactionId", batch["messages"][1]["transactionId"]},
+         {"partitionId", batch["messages"][1]["partitionId"]},
+         {"leaseId", batch["leaseId"]},
+         {"consumerGroup", "w"},
+         {"status", "completed"}},
+        {{"type", "push"}, {"queue", "out"}, {"payload", {{"from", "in-2"}}}}}},
+      {"kv", {{{"op", "put"}, {"ns", "steps"}, {"key", "k"}, {"value", 7}, {"forever", true}}}}};
+  HttpResult txn = c.post("/api/v1/transaction", step);
+  ASSERT_EQ(txn.status, 200) << txn.body;
+  EXPECT_EQ(txn.body_json()["success"], true) << txn.body;
+  HttpResult kv =
+      c.post("/api/v1/kv", json{{"operations", {{{"op", "get"}, {"ns", "steps"}, {"key", "k"}}}}});
+  ASSERT_EQ(kv.status, 200) << kv.body;
+  EXPECT_EQ(kv.body_json()[0]["value"], 7) << kv.body;
+  HttpResult groups = c.get("/api/v1/consumer-groups");
+  ASSERT_EQ(groups.status, 200) << groups.body;
+  EXPECT_NE(groups.body.find("\"w\""), std::string::npos) << groups.body;
+  EXPECT_EQ(pop(c, {.queue = "steps", .group = "w", .subscription_mode = "all"}).status, 204);
+  EXPECT_EQ(drain(f, "out", "g").size(), 1u);
+  // A bad request is refused at the follower's edge, naming the field, and never forwarded.
+  HttpResult bad =
+      c.post("/api/v1/push", json{{"items", {{{"queue", "steps"}, {"partition", 5}}}}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("partition"), std::string::npos) << bad.body;
 }
 
 TEST_F(ClusterTest, FollowerAnswersWithTheLeaderWhenForwardingIsRefused) {
@@ -313,6 +377,22 @@ TEST_F(ClusterTest, RestartedAndWipedNodesCatchUp) {
   nodes_[l]->stop();
   ASSERT_GE(wait_leader(5s, l), 0) << log_tails();
   EXPECT_EQ(drain(w, "cq", "g").size(), 35u);
+}
+
+// QUEEN_RAFT_CLIENT_OFFLOAD=off: a follower forwards the whole HTTP request instead.
+class ClusterWithoutOffloadTest : public ClusterTest {
+ protected:
+  std::string offload() const override { return "off"; }
+};
+
+TEST_F(ClusterWithoutOffloadTest, AFollowerForwardsTheWholeRequest) {
+  int l = leader();
+  int f = (l + 1) % kNodes;
+  HttpResult r = push(f, "cq", "whole-request");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(drain(f, "cq", "g"), std::set<std::string>{"whole-request"});
+  EXPECT_EQ(metric(f, R"(queen_raft_forwarded_commands_total{event="sent"})"), 0);
+  EXPECT_EQ(metric(l, R"(queen_raft_forwarded_commands_total{event="served"})"), 0);
 }
 
 }  // namespace

@@ -220,5 +220,33 @@ TEST(Config, BooleansAndNumbers) {
   EXPECT_FALSE(port.ok()) << "a port in the bind address is fatal";
 }
 
+TEST(Config, ForwardingOfACluster) {
+  std::map<std::string, std::string> env{
+      {"QUEEN_RAFT_NODE_ID", "2"},
+      {"QUEEN_RAFT_PEERS", "1=127.0.0.1:7401/127.0.0.1:6632,2=127.0.0.1:7402/127.0.0.1:6642"}};
+  auto c = load_config(lookup_from(env));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c.value().cluster);
+  EXPECT_EQ(c.value().cluster->forward_streams, 4u);
+  EXPECT_TRUE(c.value().cluster->client_offload);
+  env["QUEEN_RAFT_FWD_STREAMS"] = "64";
+  env["QUEEN_RAFT_CLIENT_OFFLOAD"] = "off";
+  c = load_config(lookup_from(env));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().cluster->forward_streams, 64u);
+  EXPECT_FALSE(c.value().cluster->client_offload);
+  for (const char* bad : {"0", "65", "many"}) {
+    env["QUEEN_RAFT_FWD_STREAMS"] = bad;
+    auto refused = load_config(lookup_from(env));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("QUEEN_RAFT_FWD_STREAMS"), std::string::npos);
+  }
+  env["QUEEN_RAFT_FWD_STREAMS"] = "4";
+  env["QUEEN_RAFT_CLIENT_OFFLOAD"] = "sometimes";
+  auto refused = load_config(lookup_from(env));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("QUEEN_RAFT_CLIENT_OFFLOAD"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace queen::server
