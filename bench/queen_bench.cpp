@@ -3,7 +3,6 @@
 // Open loop (--rate > 0): each connection sends on a fixed schedule and latency counts from
 // the scheduled instant, so queueing shows. Closed loop (--rate 0): as fast as answers come.
 // Prints one JSON result line (for bench/results.jsonl) and a human summary.
-#include <utility>  // before Boost 1.74 Asio, which uses std::exchange
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -11,11 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>  // before Boost 1.74 Asio, which uses std::exchange
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -44,9 +45,9 @@ class Histogram {
     if (total_ == 0) return 0;
     uint64_t want = static_cast<uint64_t>(std::ceil(p / 100.0 * total_));
     uint64_t seen = 0;
-    for (const auto& [i, c] : counts_) {
-      seen += c;
-      if (seen >= want) return value(i) / 1000.0;
+    for (uint32_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= want && counts_[i] > 0) return value(i) / 1000.0;
     }
     return 0;
   }
@@ -56,6 +57,7 @@ class Histogram {
   }
 
  private:
+  static constexpr uint32_t kBuckets = 60 * 64;  // up to 2^64 us
   static uint32_t index(uint64_t v) {
     if (v < 64) return static_cast<uint32_t>(v);
     int exp = 63 - __builtin_clzll(v);  // >= 6
@@ -69,7 +71,7 @@ class Histogram {
     return static_cast<double>((uint64_t{1} << exp) + (sub << (exp - 6)));
   }
   mutable std::mutex mu_;
-  std::map<uint32_t, uint64_t> counts_;
+  std::array<uint64_t, kBuckets> counts_{};
   uint64_t total_ = 0;
 };
 
@@ -88,17 +90,28 @@ struct Options {
   int pop_batch = 500;
   std::string queue = "bench";
   std::string label;
+  // --hosts h:p,h:p: connections go round-robin over these nodes (a cluster); else host:port.
+  std::vector<std::pair<std::string, std::string>> hosts;
+  // --fill: every item of a push goes to its own partition, in order, until `partitions` of
+  // them hold a message; the run ends then (or at the duration).
+  bool fill = false;
 };
+
+// The node connection number `n` talks to.
+std::pair<std::string, std::string> endpoint(const Options& o, int n) {
+  if (o.hosts.empty()) return {o.host, o.port};
+  return o.hosts[static_cast<size_t>(n) % o.hosts.size()];
+}
 
 class Client {
  public:
-  Client(const Options& o) : o_(o), stream_(ioc_) { connect(); }
+  Client(const Options& o, int n) : host_(endpoint(o, n)), stream_(ioc_) { connect(); }
   // Returns the status, or 0 on a transport error (the connection is then renewed).
   int request(http::verb verb, const std::string& target, const std::string& body,
               std::string* out) {
     try {
       http::request<http::string_body> req{verb, target, 11};
-      req.set(http::field::host, o_.host);
+      req.set(http::field::host, host_.first);
       req.keep_alive(true);
       if (!body.empty()) {
         req.set(http::field::content_type, "application/json");
@@ -121,10 +134,10 @@ class Client {
     beast::error_code ec;
     stream_.close();
     asio::ip::tcp::resolver resolver(ioc_);
-    auto eps = resolver.resolve(o_.host, o_.port, ec);
+    auto eps = resolver.resolve(host_.first, host_.second, ec);
     if (!ec) stream_.connect(eps, ec);
   }
-  const Options& o_;
+  std::pair<std::string, std::string> host_;
   asio::io_context ioc_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
@@ -138,20 +151,44 @@ int64_t now_us() {
 
 struct Totals {
   std::atomic<uint64_t> pushed{0}, consumed{0}, push_errors{0}, pop_errors{0}, txns{0};
+  std::atomic<uint64_t> next_fill{0};  // --fill: the next partition to give a message
+  std::atomic<int64_t> filled_us{0};   // --fill: when the last one was answered
   Histogram push_ms, pop_ms, e2e_ms, txn_ms;
 };
 
-std::string payload(const Options& o, int64_t sent_us) {
-  std::string pad(static_cast<size_t>(std::max(0, o.payload_bytes - 40)), 'x');
-  return "{\"ts\":" + std::to_string(sent_us) + ",\"pad\":\"" + pad + "\"}";
+// Bodies are built as text: the generator shares the node's cores, so it must stay cheap.
+void append_payload(const Options& o, int64_t sent_us, std::string* out) {
+  *out += "{\"ts\":";
+  *out += std::to_string(sent_us);
+  *out += ",\"pad\":\"";
+  out->append(static_cast<size_t>(std::max(0, o.payload_bytes - 40)), 'x');
+  *out += "\"}";
 }
 
 std::string queue_name(const Options& o, uint64_t i) {
   return o.queues > 1 ? o.queue + "-" + std::to_string(i % o.queues) : o.queue;
 }
 
+// One push body: `count` items, item i into partition first + i * step.
+std::string push_body(const Options& o, uint64_t first, uint64_t step, int count, int64_t sent_us) {
+  std::string body;
+  body.reserve(static_cast<size_t>(count) * (static_cast<size_t>(o.payload_bytes) + 64) + 16);
+  body += "{\"items\":[";
+  for (int i = 0; i < count; ++i) {
+    uint64_t part = first + static_cast<uint64_t>(i) * step;
+    if (i > 0) body += ',';
+    body += "{\"queue\":\"" + queue_name(o, part) + "\",\"partition\":\"p";
+    body += std::to_string(part);
+    body += "\",\"payload\":";
+    append_payload(o, sent_us, &body);
+    body += '}';
+  }
+  body += "]}";
+  return body;
+}
+
 void producer(const Options& o, int id, Clock::time_point end, Totals* t) {
-  Client c(o);
+  Client c(o, id);
   double per_conn_rate = o.rate / o.producers / o.batch;  // pushes per second per connection
   auto next = Clock::now();
   uint64_t seq = 0;
@@ -161,28 +198,73 @@ void producer(const Options& o, int id, Clock::time_point end, Totals* t) {
       std::this_thread::sleep_until(next);  // pacing the open loop, not waiting on a condition
       next += std::chrono::microseconds(static_cast<int64_t>(1e6 / per_conn_rate));
     }
-    uint64_t part = (static_cast<uint64_t>(id) * 7919 + seq++) % o.partitions;
-    json items = json::array();
-    int64_t sent = now_us();
-    for (int i = 0; i < o.batch; ++i)
-      items.push_back({{"queue", queue_name(o, part)},
-                       {"partition", "p" + std::to_string(part)},
-                       {"payload", json::parse(payload(o, sent))}});
-    std::string body = json{{"items", items}}.dump();
+    int count = o.batch;
+    uint64_t first = (static_cast<uint64_t>(id) * 7919 + seq++) % o.partitions;
+    uint64_t step = 0;
+    if (o.fill) {
+      first = t->next_fill.fetch_add(static_cast<uint64_t>(o.batch));
+      if (first >= o.partitions) break;
+      count = static_cast<int>(std::min<uint64_t>(o.batch, o.partitions - first));
+      step = 1;
+    }
+    std::string body = push_body(o, first, step, count, now_us());
     auto start = per_conn_rate > 0 ? scheduled : Clock::now();
     int status = c.request(http::verb::post, "/api/v1/push", body, nullptr);
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
     if (status == 201) {
-      t->pushed += o.batch;
+      t->pushed += static_cast<uint64_t>(count);
       t->push_ms.add(us.count());
+      if (o.fill) t->filled_us = std::max<int64_t>(t->filled_us, now_us());
     } else {
       ++t->push_errors;
     }
   }
 }
 
+// What an ack needs of a popped message, and its send time.
+struct Popped {
+  std::string transaction_id, partition_id, lease_id;
+  int64_t sent_us = -1;
+};
+
+// The string value after `key` at or past `*at`, moving `*at` past it; false when absent.
+bool scan_string(const std::string& body, const char* key, size_t* at, std::string* out) {
+  size_t k = body.find(key, *at);
+  if (k == std::string::npos) return false;
+  size_t from = k + std::strlen(key);
+  size_t to = body.find('"', from);
+  if (to == std::string::npos) return false;
+  out->assign(body, from, to - from);
+  *at = to + 1;
+  return true;
+}
+
+// The node renders pop messages with fixed field order (transactionId, partitionId, data,
+// leaseId), so the fields are found by scanning, not by parsing 500 messages as a tree.
+std::vector<Popped> scan_pop(const std::string& body) {
+  std::vector<Popped> out;
+  size_t at = body.find("\"messages\":[");
+  if (at == std::string::npos) return out;
+  for (;;) {
+    Popped p;
+    if (!scan_string(body, "\"transactionId\":\"", &at, &p.transaction_id)) break;
+    if (!scan_string(body, "\"partitionId\":\"", &at, &p.partition_id)) break;
+    size_t ts = body.find("\"data\":{\"ts\":", at);
+    size_t lease = body.find("\"leaseId\":\"", at);
+    if (ts != std::string::npos && ts < lease) p.sent_us = std::atoll(body.c_str() + ts + 13);
+    if (!scan_string(body, "\"leaseId\":\"", &at, &p.lease_id)) break;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string ack_item(const Popped& p) {
+  return "{\"transactionId\":\"" + p.transaction_id + "\",\"partitionId\":\"" + p.partition_id +
+         "\",\"leaseId\":\"" + p.lease_id + "\",\"status\":\"completed\"";
+}
+
 void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool txn) {
-  Client c(o);
+  Client c(o, o.producers + id);
   while (Clock::now() < end) {
     std::string q = queue_name(o, static_cast<uint64_t>(id));
     std::string target = "/api/v1/pop/queue/" + q + "?batch=" + std::to_string(o.pop_batch) +
@@ -197,66 +279,99 @@ void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool t
     }
     t->pop_ms.add(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
-    json res = json::parse(body, nullptr, false);
-    if (!res.is_object() || !res["messages"].is_array()) continue;
-    json acks = json::array();
+    std::vector<Popped> popped = scan_pop(body);
     int64_t now = now_us();
-    for (const auto& m : res["messages"]) {
-      if (m["data"].is_object() && m["data"].contains("ts"))
-        t->e2e_ms.add(now - m["data"]["ts"].get<int64_t>());
-      acks.push_back({{"transactionId", m["transactionId"]},
-                      {"partitionId", m["partitionId"]},
-                      {"leaseId", m["leaseId"]},
-                      {"status", "completed"}});
-    }
-    t->consumed += acks.size();
+    for (const Popped& p : popped)
+      if (p.sent_us >= 0) t->e2e_ms.add(now - p.sent_us);
+    t->consumed += popped.size();
+    if (popped.empty()) continue;
     if (!txn) {
-      c.request(http::verb::post, "/api/v1/ack/batch",
-                json{{"acknowledgments", acks}, {"consumerGroup", "bench"}}.dump(), nullptr);
+      std::string acks = "{\"consumerGroup\":\"bench\",\"acknowledgments\":[";
+      for (size_t i = 0; i < popped.size(); ++i) {
+        if (i > 0) acks += ',';
+        acks += ack_item(popped[i]) + '}';
+      }
+      acks += "]}";
+      if (c.request(http::verb::post, "/api/v1/ack/batch", acks, nullptr) != 200) ++t->pop_errors;
       continue;
     }
-    for (const auto& a : acks) {
-      json ops = json::array();
-      json ack = a;
-      ack["type"] = "ack";
-      ack["consumerGroup"] = "bench";
-      ops.push_back(ack);
-      json items = json::array();
-      for (int i = 0; i < 10; ++i)
-        items.push_back({{"queue", o.queue + "-out"},
-                         {"partition", a["partitionId"].get<std::string>()},
-                         {"payload", {{"i", i}}}});
-      ops.push_back({{"type", "push"}, {"items", items}});
+    for (const Popped& p : popped) {
+      std::string ops = "{\"operations\":[" + ack_item(p) +
+                        ",\"type\":\"ack\",\"consumerGroup\":\"bench\"},{\"type\":\"push\","
+                        "\"items\":[";
+      for (int i = 0; i < 10; ++i) {
+        if (i > 0) ops += ',';
+        ops += "{\"queue\":\"" + o.queue + "-out\",\"partition\":\"" + p.partition_id +
+               "\",\"payload\":{\"i\":" + std::to_string(i) + "}}";
+      }
+      ops += "]}]}";
       auto ts = Clock::now();
-      int st = c.request(http::verb::post, "/api/v1/transaction",
-                         json{{"operations", ops}}.dump(), nullptr);
+      int st = c.request(http::verb::post, "/api/v1/transaction", ops, nullptr);
       if (st == 200) {
         ++t->txns;
         t->txn_ms.add(
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ts).count());
+      } else {
+        ++t->pop_errors;
       }
     }
   }
+}
+
+std::vector<std::pair<std::string, std::string>> parse_hosts(const std::string& list) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t from = 0;
+  while (from <= list.size()) {
+    size_t comma = list.find(',', from);
+    std::string one = list.substr(from, comma == std::string::npos ? comma : comma - from);
+    size_t colon = one.rfind(':');
+    if (colon == std::string::npos) {
+      std::fprintf(stderr, "--hosts wants host:port,host:port; got %s\n", one.c_str());
+      std::exit(2);
+    }
+    out.emplace_back(one.substr(0, colon), one.substr(colon + 1));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
 }
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--host") o.host = v;
-    else if (k == "--port") o.port = v;
-    else if (k == "--scenario") o.scenario = v;
-    else if (k == "--producers") o.producers = std::stoi(v);
-    else if (k == "--consumers") o.consumers = std::stoi(v);
-    else if (k == "--duration-s") o.duration_s = std::stod(v);
-    else if (k == "--rate") o.rate = std::stod(v);
-    else if (k == "--batch") o.batch = std::stoi(v);
-    else if (k == "--payload-bytes") o.payload_bytes = std::stoi(v);
-    else if (k == "--partitions") o.partitions = std::stoull(v);
-    else if (k == "--queues") o.queues = std::stoi(v);
-    else if (k == "--pop-batch") o.pop_batch = std::stoi(v);
-    else if (k == "--queue") o.queue = v;
-    else if (k == "--label") o.label = v;
+    if (k == "--host")
+      o.host = v;
+    else if (k == "--port")
+      o.port = v;
+    else if (k == "--scenario")
+      o.scenario = v;
+    else if (k == "--producers")
+      o.producers = std::stoi(v);
+    else if (k == "--consumers")
+      o.consumers = std::stoi(v);
+    else if (k == "--duration-s")
+      o.duration_s = std::stod(v);
+    else if (k == "--rate")
+      o.rate = std::stod(v);
+    else if (k == "--batch")
+      o.batch = std::stoi(v);
+    else if (k == "--payload-bytes")
+      o.payload_bytes = std::stoi(v);
+    else if (k == "--partitions")
+      o.partitions = std::stoull(v);
+    else if (k == "--queues")
+      o.queues = std::stoi(v);
+    else if (k == "--pop-batch")
+      o.pop_batch = std::stoi(v);
+    else if (k == "--queue")
+      o.queue = v;
+    else if (k == "--label")
+      o.label = v;
+    else if (k == "--fill")
+      o.fill = v == "1" || v == "true";
+    else if (k == "--hosts")
+      o.hosts = parse_hosts(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -272,6 +387,7 @@ int main(int argc, char** argv) {
   bool consume = o.scenario == "inout" || o.scenario == "txn";
   Totals t;
   auto begin = Clock::now();
+  int64_t begin_us = now_us();
   auto end = begin + std::chrono::milliseconds(static_cast<int64_t>(o.duration_s * 1000));
   std::vector<std::thread> threads;
   for (int i = 0; i < o.producers; ++i) threads.emplace_back(producer, std::cref(o), i, end, &t);
@@ -289,6 +405,10 @@ int main(int argc, char** argv) {
             {"payload_bytes", o.payload_bytes},
             {"partitions", o.partitions},
             {"queues", o.queues},
+            {"nodes", o.hosts.empty() ? 1 : o.hosts.size()},
+            {"fill", o.fill},
+            {"fill_s",
+             o.fill && t.filled_us > 0 ? static_cast<double>(t.filled_us - begin_us) / 1e6 : 0.0},
             {"rate_offered", o.rate},
             {"pushed_per_s", t.pushed / secs},
             {"consumed_per_s", t.consumed / secs},

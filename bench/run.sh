@@ -1,25 +1,66 @@
 #!/usr/bin/env bash
-# Runs one benchmark scenario against a fresh single node and appends the result.
-#   bench/run.sh SCENARIO [queen-bench options...]
-# SCENARIO: push | inout | txn | partitions | queues | smoke (a 10 s push run for CI).
-# Needs a Release build in build/ (scripts/run.sh or scripts/test.sh makes one). The node
-# gets a fresh data folder under a temp dir and a free port; its CPU time and peak RSS are
-# added to the result line appended to bench/results.jsonl.
+# Runs one benchmark scenario against a fresh node (or a fresh 3-node cluster on loopback)
+# and appends the result.
+#   bench/run.sh [--cluster] SCENARIO [queen-bench options...]
+# SCENARIO: push | inout | txn | partitions | queues | fill-1m | fill-10m |
+#           smoke (a 10 s push run for CI).
+# fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
+# report the time it took and the node's peak RSS.
+# --cluster: three nodes; the load generator's connections go round-robin over all of them
+# (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
+# three nodes' sum and the RSS the largest.
+# Needs a Release build in build/ (scripts/run.sh or scripts/test.sh makes one). Each node
+# gets a fresh data folder under a temp dir and free ports; CPU time and peak RSS are added to
+# the result line appended to bench/results.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scenario=${1:?usage: bench/run.sh SCENARIO [options]}
+nodes=1
+if [[ ${1:-} == --cluster ]]; then
+  nodes=3
+  shift
+fi
+scenario=${1:?usage: bench/run.sh [--cluster] SCENARIO [options]}
 shift || true
 bin=build/server/queen
 bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 data=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/raft LOG_LEVEL=warn "$bin" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-  sleep 0.1
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+pids=()
+http_ports=()
+raft_ports=()
+for i in $(seq 1 "$nodes"); do
+  http_ports+=("$(free_port)")
+  raft_ports+=("$(free_port)")
+done
+peers=""
+if ((nodes > 1)); then
+  for i in $(seq 1 "$nodes"); do
+    peers+="${peers:+,}$i=127.0.0.1:${raft_ports[i - 1]}/127.0.0.1:${http_ports[i - 1]}"
+  done
+fi
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  rm -rf "$data"
+}
+trap cleanup EXIT
+for i in $(seq 1 "$nodes"); do
+  PORT=${http_ports[i - 1]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n$i LOG_LEVEL=warn \
+    QUEEN_RAFT_NODE_ID=$i QUEEN_RAFT_PEERS=$peers "$bin" &
+  pids+=($!)
+done
+hosts=""
+for i in $(seq 1 "$nodes"); do
+  port=${http_ports[i - 1]}
+  hosts+="${hosts:+,}127.0.0.1:$port"
+  # /health answers 200 once the node knows a settled leader.
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+    sleep 0.1
+  done
 done
 case $scenario in
   push) args=(--scenario push --producers 8 --batch 100 --duration-s 20) ;;
@@ -27,12 +68,23 @@ case $scenario in
   txn) args=(--scenario txn --producers 2 --consumers 8 --batch 10 --duration-s 20) ;;
   partitions) args=(--scenario push --producers 8 --batch 100 --partitions 10000 --duration-s 20) ;;
   queues) args=(--scenario push --producers 8 --batch 100 --queues 100 --duration-s 20) ;;
+  fill-1m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 1000000
+    --duration-s 600) ;;
+  fill-10m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 10000000
+    --duration-s 3600) ;;
   smoke) args=(--scenario push --producers 2 --batch 100 --duration-s 10) ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
-line=$("$bench" --port "$port" --label "$scenario" "${args[@]}" "$@")
-ticks=$(awk '{print $14+$15}' /proc/$pid/stat)
-rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
+label=$scenario
+if ((nodes > 1)); then label=cluster-$scenario; fi
+line=$("$bench" --hosts "$hosts" --label "$label" "${args[@]}" "$@")
+ticks=0
+rss_kb=0
+for pid in "${pids[@]}"; do
+  ticks=$((ticks + $(awk '{print $14+$15}' "/proc/$pid/stat")))
+  rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+  if ((rss > rss_kb)); then rss_kb=$rss; fi
+done
 hz=$(getconf CLK_TCK)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(server_cpu_s=int(sys.argv[2])/int(sys.argv[3]), server_peak_rss_mb=int(sys.argv[4])/1024, commit=sys.argv[5]); print(json.dumps(r))' "$line" "$ticks" "$hz" "$rss_kb" "$commit")
