@@ -1,13 +1,18 @@
 // Fuzz target: every JSON command parser of server/codec.h (push, ack, ack batch, configure,
 // lease extend, transaction, KV, single-key KV, locks, timers) on the input as a body, and
 // the query-string parsers (pop, discovery pop, DLQ, timer delete and query) on it as a
-// query string. None may throw or crash; each yields a command or a well-formed answer.
+// query string. None may throw or crash; each yields a command or a well-formed answer. The
+// push body scanner (server/json_scan.h) never takes a value nlohmann/json refuses.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "core/common/assert.h"
 #include "fuzz/fuzz_edge.h"
+#include "server/json_scan.h"
 
 namespace {
 
@@ -41,6 +46,14 @@ void parse_queries(std::string_view text, const EdgeSettings& s, fuzz::FixedIds&
   fuzz::check_parsed(parse_timer_query("q", std::nullopt, *query, s, ids));
 }
 
+void scan_agrees(std::string_view text) {
+  JsonScan s(text, kJsonDepthMax);
+  std::string_view raw;
+  if (!s.value(&raw) || !s.at_end()) return;
+  QUEEN_ASSERT(json_depth(text, kJsonDepthMax) <= kJsonDepthMax && nlohmann::json::accept(text),
+               "the scanner took a value nlohmann/json refuses");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -49,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FixedIds ids;
   parse_bodies(text, settings, ids);
   parse_queries(text, settings, ids);
+  scan_agrees(text);
   (void)json_depth(text, kJsonDepthMax);
   (void)utf8_lossy(text);
   return 0;

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "server/json_scan.h"
 #include "server/json_writer.h"
 #include "server/observability.h"
 
@@ -204,33 +205,137 @@ std::optional<std::string> compact_payload(const json& item) {
   }
 }
 
+// The fields of one push item, however they were read.
+struct PushItemFields {
+  std::string queue;
+  std::optional<std::string> partition, transaction_id, trace_id;
+  std::string payload = "null";  // compact JSON
+};
+
+// Checks the fields and fills `out`; returns an answer to send at once when the item is
+// refused.
+std::optional<Parsed> finish_push_item(PushItemFields f, const std::string& at, int64_t now_ms,
+                                       IdSource& ids, PushItem* out) {
+  out->queue = std::move(f.queue);
+  if (f.partition && !f.partition->empty()) out->partition = std::move(*f.partition);
+  if (out->queue.size() + out->partition.size() > kNameBytesMax) {
+    return name_too_long(at + ".queue and partition are");
+  }
+  auto& transaction_id = f.transaction_id;
+  if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
+    return bad_request(at + ".transactionId is longer than " +
+                       std::to_string(kTransactionIdBytesMax) + " bytes");
+  }
+  out->payload = std::move(f.payload);
+  out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
+  bool has_txn = transaction_id && !transaction_id->empty();
+  out->transaction_id = has_txn ? std::move(*transaction_id) : uuid_to_string(out->message_id);
+  out->txn_hash = hash_transaction_id(out->transaction_id);
+  if (f.trace_id) out->trace_id = std::move(*f.trace_id);
+  return std::nullopt;
+}
+
 // Fills `out` from items[i]; returns an answer to send at once when the item is refused.
 std::optional<Parsed> read_push_item(const json& item, const std::string& at, int64_t now_ms,
                                      IdSource& ids, PushItem* out) {
   if (!item.is_object()) return bad_request(at + " must be an object");
   FieldReader r(item, at);
-  out->queue = r.required_string("queue", /*allow_empty=*/false);
-  auto partition = r.opt_string("partition");
-  auto transaction_id = r.opt_string("transactionId");
-  auto trace_id = r.opt_string("traceId");
+  PushItemFields f;
+  f.queue = r.required_string("queue", /*allow_empty=*/false);
+  f.partition = r.opt_string("partition");
+  f.transaction_id = r.opt_string("transactionId");
+  f.trace_id = r.opt_string("traceId");
   if (!r.ok()) return bad_request(r.error());
-  if (partition && !partition->empty()) out->partition = *partition;
-  if (out->queue.size() + out->partition.size() > kNameBytesMax) {
-    return name_too_long(at + ".queue and partition are");
-  }
-  if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
-    return bad_request(at + ".transactionId is longer than " +
-                       std::to_string(kTransactionIdBytesMax) + " bytes");
-  }
   auto payload = compact_payload(item);
   if (!payload) return bad_request(at + ".payload cannot be encoded as JSON");
-  out->payload = std::move(*payload);
-  out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
-  bool has_txn = transaction_id && !transaction_id->empty();
-  out->transaction_id = has_txn ? std::move(*transaction_id) : uuid_to_string(out->message_id);
-  out->txn_hash = hash_transaction_id(out->transaction_id);
-  if (trace_id) out->trace_id = std::move(*trace_id);
-  return std::nullopt;
+  f.payload = std::move(*payload);
+  return finish_push_item(std::move(f), at, now_ms, ids, out);
+}
+
+// ---------- push without a tree ----------
+// The hot path: a push body is scanned (server/json_scan.h), each payload kept as sent. Any
+// body it does not take as is (an error, a repeated key, a field of an unexpected type) goes
+// to the general parser, which names the error.
+
+// A string-or-null field, read once: null leaves `out` empty.
+bool scan_opt_string(JsonScan& s, std::optional<std::string>* out, bool* seen) {
+  if (*seen) return false;
+  *seen = true;
+  if (s.next_is('n')) {
+    std::string_view raw;
+    return s.value(&raw) && raw == "null";
+  }
+  std::string v;
+  if (!s.string(&v)) return false;
+  *out = std::move(v);
+  return true;
+}
+
+bool scan_push_item(JsonScan& s, PushItemFields* f) {
+  if (!s.eat('{')) return false;
+  if (s.eat('}')) return false;  // no queue: the general parser names it
+  std::optional<std::string> queue;
+  bool seen[5] = {};
+  std::string key;
+  do {
+    if (!s.string(&key) || !s.eat(':')) return false;
+    bool ok = true;
+    if (key == "queue") {
+      ok = scan_opt_string(s, &queue, &seen[0]);
+    } else if (key == "partition") {
+      ok = scan_opt_string(s, &f->partition, &seen[1]);
+    } else if (key == "transactionId") {
+      ok = scan_opt_string(s, &f->transaction_id, &seen[2]);
+    } else if (key == "traceId") {
+      ok = scan_opt_string(s, &f->trace_id, &seen[3]);
+    } else {
+      std::string_view raw;
+      ok = s.value(&raw);
+      if (key == "payload") {
+        ok = ok && !seen[4];
+        seen[4] = true;
+        f->payload.assign(raw);
+      }
+    }
+    if (!ok) return false;
+  } while (s.eat(','));
+  if (!s.eat('}') || !queue || queue->empty()) return false;
+  f->queue = std::move(*queue);
+  return true;
+}
+
+bool scan_push_items(JsonScan& s, std::vector<PushItemFields>* items) {
+  if (!s.eat('[')) return false;
+  if (s.eat(']')) return true;
+  do {
+    if (!scan_push_item(s, &items->emplace_back())) return false;
+  } while (s.eat(','));
+  return s.eat(']');
+}
+
+std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
+  JsonScan s(body, kJsonDepthMax);
+  std::vector<PushItemFields> items;
+  bool seen_items = false;
+  if (!s.eat('{')) return std::nullopt;
+  if (!s.eat('}')) {
+    std::string key;
+    do {
+      if (!s.string(&key) || !s.eat(':')) return std::nullopt;
+      bool ok = true;
+      if (key == "items") {
+        ok = !seen_items && scan_push_items(s, &items);
+        seen_items = true;
+      } else {
+        std::string_view raw;
+        ok = s.value(&raw);
+      }
+      if (!ok) return std::nullopt;
+    } while (s.eat(','));
+    if (!s.eat('}')) return std::nullopt;
+  }
+  if (!seen_items || !s.at_end()) return std::nullopt;
+  return items;
 }
 
 // ---------- pop ----------
@@ -2072,7 +2177,26 @@ std::optional<int64_t> parse_iso_us(std::string_view t) {
 
 // ---------- public: parsers ----------
 
+// The push body as scanned; nullopt when the general parser must read it.
+std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettings& settings,
+                                         IdSource& ids) {
+  auto items = scan_push(body);
+  if (!items) return std::nullopt;
+  if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
+  PushCmd cmd;
+  cmd.items.resize(items->size());
+  int64_t now_ms = ids.now_ms();
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (auto refused = finish_push_item(std::move((*items)[i]), indexed("items", i), now_ms, ids,
+                                        &cmd.items[i])) {
+      return std::move(*refused);
+    }
+  }
+  return to_node(ids, settings.pop_timeout_ms_default, std::move(cmd));
+}
+
 Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  if (auto scanned = parse_push_scanned(body, settings, ids)) return std::move(*scanned);
   std::string error;
   auto doc = parse_object(body, &error);
   if (!doc) return bad_request(error);

@@ -1,0 +1,190 @@
+// The push body scanner against nlohmann/json: it never accepts what the general parser
+// refuses, keeps a payload's bytes as sent, and leaves errors to the general parser, so a
+// refused push names its field as before.
+#include "server/json_scan.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+#include "server/codec.h"
+
+namespace queen::server {
+namespace {
+
+using json = nlohmann::json;
+
+// True when the scanner takes `text` as one JSON value.
+bool scans(std::string_view text) {
+  JsonScan s(text, kJsonDepthMax);
+  std::string_view raw;
+  return s.value(&raw) && s.at_end();
+}
+
+bool nlohmann_accepts(std::string_view text) {
+  return json_depth(text, kJsonDepthMax) <= kJsonDepthMax && json::accept(text);
+}
+
+TEST(JsonScan, AgreesWithTheGeneralParserOnEdgeCases) {
+  const char* cases[] = {"0",
+                         "-0",
+                         "01",
+                         "1.",
+                         ".5",
+                         "1e",
+                         "1e+",
+                         "1E-7",
+                         "-",
+                         "1.5e308",
+                         "1e309",
+                         "-1e400",
+                         "123456789012345678901234567890",
+                         "true",
+                         "tru",
+                         "nul",
+                         "null ",
+                         " [ ] ",
+                         "[,]",
+                         "[1,]",
+                         "{}",
+                         "{\"a\"}",
+                         "{\"a\":}",
+                         "{\"a\":1,}",
+                         "{1:2}",
+                         "\"\\u00e9\"",
+                         "\"\\ud83d\\ude00\"",
+                         "\"\\ud83d\"",
+                         "\"\\ude00\"",
+                         "\"\\ud83d\\u0041\"",
+                         "\"\\x\"",
+                         "\"\\u12\"",
+                         "\"a\tb\"",
+                         "\"\x7f\"",
+                         "\"\xc3\xa9\"",
+                         "\"\xc0\xaf\"",
+                         "\"\xed\xa0\x80\"",
+                         "\"\xf4\x90\x80\x80\"",
+                         "\"\xe2\x82\"",
+                         "\"\xf0\x9f\x98\x80\"",
+                         "\"\xff\"",
+                         "\"\\u0000\"",
+                         "[1 2]",
+                         "{} {}",
+                         "",
+                         "\"unterminated",
+                         "[[[[[[[[[[]]]]]]]]]]"};
+  for (const char* text : cases) {
+    EXPECT_EQ(scans(text), nlohmann_accepts(text)) << text;
+  }
+  std::string deep(kJsonDepthMax, '[');
+  deep += std::string(kJsonDepthMax, ']');
+  EXPECT_TRUE(scans(deep));
+  EXPECT_FALSE(scans("[" + deep + "]")) << "deeper than kJsonDepthMax";
+}
+
+// A random JSON value, rendered with random whitespace.
+rc::Gen<std::string> genJsonText(int depth) {
+  auto scalar = rc::gen::oneOf(
+      rc::gen::map(rc::gen::arbitrary<int64_t>(), [](int64_t v) { return std::to_string(v); }),
+      rc::gen::map(rc::gen::arbitrary<double>(),
+                   [](double v) { return std::isfinite(v) ? json(v).dump() : "null"; }),
+      rc::gen::map(rc::gen::arbitrary<std::string>(),
+                   [](std::string v) {
+                     return json(v).dump(-1, ' ', false, json::error_handler_t::replace);
+                   }),
+      rc::gen::element<std::string>("true", "false", "null", "\"\\u00e9\\/\\n\""));
+  if (depth == 0) return scalar;
+  auto space = rc::gen::element<std::string>("", " ", "\n\t", "\r ");
+  auto array = rc::gen::map(
+      rc::gen::pair(rc::gen::container<std::vector<std::string>>(genJsonText(depth - 1)), space),
+      [](const auto& p) {
+        std::string out = "[" + p.second;
+        for (size_t i = 0; i < p.first.size(); ++i) out += (i ? "," : "") + p.first[i];
+        return out + p.second + "]";
+      });
+  auto object = rc::gen::map(
+      rc::gen::container<std::vector<std::pair<std::string, std::string>>>(
+          rc::gen::pair(rc::gen::arbitrary<std::string>(), genJsonText(depth - 1))),
+      [](const auto& members) {
+        std::string out = "{";
+        for (size_t i = 0; i < members.size(); ++i) {
+          out += (i ? " , " : "") +
+                 json(members[i].first).dump(-1, ' ', false, json::error_handler_t::replace) +
+                 ": " + members[i].second;
+        }
+        return out + "}";
+      });
+  return rc::gen::oneOf(scalar, array, object);
+}
+
+RC_GTEST_PROP(JsonScanProp, TakesEveryValidValueWhole, ()) {
+  std::string text = *genJsonText(3);
+  RC_ASSERT(nlohmann_accepts(text));
+  std::string spaced = " " + text + " ";
+  JsonScan s(spaced, kJsonDepthMax);
+  std::string_view raw;
+  RC_ASSERT(s.value(&raw));
+  RC_ASSERT(s.at_end());
+  RC_ASSERT(raw == text);
+}
+
+RC_GTEST_PROP(JsonScanProp, NeverTakesWhatTheGeneralParserRefuses, ()) {
+  std::string text = *genJsonText(3);
+  auto at = *rc::gen::inRange<size_t>(0, text.size() + 1);
+  auto byte = *rc::gen::arbitrary<char>();
+  auto how = *rc::gen::inRange(0, 3);
+  if (how == 0) text.insert(at, 1, byte);
+  if (how == 1 && at < text.size()) text.erase(at, 1);
+  if (how == 2 && at < text.size()) text[at] = byte;
+  if (scans(text)) RC_ASSERT(nlohmann_accepts(text));
+}
+
+const PushCmd& push_of(const Parsed& p) {
+  return std::get<PushCmd>(p.command->command);
+}
+
+TEST(JsonScan, APushPayloadIsKeptAsSent) {
+  struct Ids : IdSource {
+    int64_t now_ms() override { return 1700000000000; }
+    uint64_t random_u64() override { return ++n; }
+    uint64_t n = 0;
+  } ids;
+  Parsed p = parse_push(R"({"items":[{"queue":"q","payload":{"b": 1.50, "a":[2 ,1]}}]})",
+                        EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  EXPECT_EQ(push_of(p).items[0].payload, R"({"b": 1.50, "a":[2 ,1]})");
+  // A repeated key goes to the general parser: the last one counts, as before.
+  p = parse_push(R"({"items":[{"queue":"a","queue":"b"}]})", EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  EXPECT_EQ(push_of(p).items[0].queue, "b");
+}
+
+TEST(JsonScan, ARefusedPushStillNamesItsField) {
+  struct Ids : IdSource {
+    int64_t now_ms() override { return 1700000000000; }
+    uint64_t random_u64() override { return 7; }
+  } ids;
+  struct Case {
+    const char* body;
+    const char* names;
+  } cases[] = {
+      {R"({"items":[{"queue":"q"},{"queue":""}]})", "items[1].queue"},
+      {R"({"items":[{"queue":"q","partition":5}]})", "items[0].partition"},
+      {R"({"items":[{"queue":"q","payload":{"a":}}]})", "invalid JSON"},
+      {R"({"items":{}})", "items must be an array"},
+      {R"({"items":[{"partition":"p"}]})", "items[0].queue"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = parse_push(c.body, EdgeSettings{}, ids);
+    EXPECT_FALSE(p.command.has_value()) << c.body;
+    EXPECT_EQ(p.answer.status, 400u) << c.body;
+    EXPECT_NE(p.answer.body.find(c.names), std::string::npos) << p.answer.body;
+  }
+}
+
+}  // namespace
+}  // namespace queen::server
