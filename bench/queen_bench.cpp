@@ -88,6 +88,7 @@ struct Options {
   uint64_t partitions = 200;
   int queues = 1;
   int pop_batch = 500;
+  int pop_partitions = 1;  // partitions one pop may lease (1-64)
   std::string queue = "bench";
   std::string label;
   // --hosts h:p,h:p: connections go round-robin over these nodes (a cluster); else host:port.
@@ -268,6 +269,7 @@ void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool t
   while (Clock::now() < end) {
     std::string q = queue_name(o, static_cast<uint64_t>(id));
     std::string target = "/api/v1/pop/queue/" + q + "?batch=" + std::to_string(o.pop_batch) +
+                         "&partitions=" + std::to_string(o.pop_partitions) +
                          "&wait=true&timeout=1000&consumerGroup=bench";
     std::string body;
     auto start = Clock::now();
@@ -362,6 +364,8 @@ Options parse(int argc, char** argv) {
       o.partitions = std::stoull(v);
     else if (k == "--queues")
       o.queues = std::stoi(v);
+    else if (k == "--pop-partitions")
+      o.pop_partitions = std::stoi(v);
     else if (k == "--pop-batch")
       o.pop_batch = std::stoi(v);
     else if (k == "--queue")
@@ -405,6 +409,7 @@ int main(int argc, char** argv) {
             {"payload_bytes", o.payload_bytes},
             {"partitions", o.partitions},
             {"queues", o.queues},
+            {"pop_partitions", consume ? o.pop_partitions : 0},
             {"nodes", o.hosts.empty() ? 1 : o.hosts.size()},
             {"fill", o.fill},
             {"fill_s",
