@@ -70,37 +70,43 @@ class JsonWriter {
     if (!first_.back()) out_.push_back(',');
     first_.back() = false;
   }
+  // Runs of characters that need no escape are copied whole.
   void append_string(std::string_view s) {
     out_.push_back('"');
-    for (char c : s) {
-      auto u = static_cast<unsigned char>(c);
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        default:
-          if (u < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", u);
-            out_ += buf;
-          } else {
-            out_.push_back(c);
-          }
+    size_t run = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      auto u = static_cast<unsigned char>(s[i]);
+      if (u >= 0x20 && u != '"' && u != '\\') continue;
+      out_.append(s.data() + run, i - run);
+      run = i + 1;
+      append_escape(u);
+    }
+    out_.append(s.data() + run, s.size() - run);
+    out_.push_back('"');
+  }
+  void append_escape(unsigned char u) {
+    switch (u) {
+      case '"':
+        out_ += "\\\"";
+        break;
+      case '\\':
+        out_ += "\\\\";
+        break;
+      case '\n':
+        out_ += "\\n";
+        break;
+      case '\r':
+        out_ += "\\r";
+        break;
+      case '\t':
+        out_ += "\\t";
+        break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", u);
+        out_ += buf;
       }
     }
-    out_.push_back('"');
   }
 
   std::string out_;

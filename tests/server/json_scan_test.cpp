@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "server/codec.h"
+#include "server/json_writer.h"
 
 namespace queen::server {
 namespace {
@@ -184,6 +185,27 @@ TEST(JsonScan, ARefusedPushStillNamesItsField) {
     EXPECT_EQ(p.answer.status, 400u) << c.body;
     EXPECT_NE(p.answer.body.find(c.names), std::string::npos) << p.answer.body;
   }
+}
+
+// Reply strings: whatever bytes a name holds, the answer is JSON that reads back the same.
+RC_GTEST_PROP(JsonWriterProp, StringsReadBackAsWritten, (const std::string& text)) {
+  std::string valid = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string name = json::parse(valid).get<std::string>();
+  JsonWriter w;
+  w.begin_object().key(name).string(name).end_object();
+  json back = json::parse(w.text());
+  RC_ASSERT(back.size() == 1u);
+  RC_ASSERT(back.begin().key() == name);
+  RC_ASSERT(back.begin().value().get<std::string>() == name);
+}
+
+TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
+  JsonWriter w;
+  w.string(
+      std::string("a\"b\\c\n\x01"
+                  "d\te\x1f",
+                  11));
+  EXPECT_EQ(w.text(), R"("a\"b\\c\n\u0001d\te\u001f")");
 }
 
 }  // namespace
