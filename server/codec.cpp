@@ -441,43 +441,129 @@ std::optional<AckStatus> ack_status(const std::string& text) {
 }
 
 // Reads one acknowledgment; `group_override` (the batch's consumerGroup) wins over the item's.
-std::string read_ack_item(const json& obj, const std::string& at,
-                          const std::optional<std::string>& group_override, AckItem* out) {
-  if (!obj.is_object())
-    return (at.empty() ? std::string("request body") : at) + " must be an object";
-  FieldReader r(obj, at);
-  out->transaction_id = r.required_string("transactionId", /*allow_empty=*/false);
-  std::string partition_id = r.required_string("partitionId", /*allow_empty=*/false);
-  auto status = r.opt_string("status");
-  auto lease_id = r.opt_string("leaseId");
-  auto group = r.opt_string("consumerGroup");
-  auto error = r.opt_string("error");
-  if (!r.ok()) return r.error();
+// The fields of one ack item, however they were read.
+struct AckItemFields {
+  std::string transaction_id, partition_id;
+  std::optional<std::string> status, lease_id, group, error;
+};
+
+// Checks the fields and fills `out`; returns the error naming the field, or empty.
+std::string finish_ack_item(AckItemFields f, const std::string& at,
+                            const std::optional<std::string>& group_override, AckItem* out) {
   std::string prefix = at.empty() ? "" : at + ".";
-  auto pid = partition_id.find_first_not_of("0123456789") == std::string::npos
-                 ? parse_u64(partition_id)
+  auto pid = f.partition_id.find_first_not_of("0123456789") == std::string::npos
+                 ? parse_u64(f.partition_id)
                  : std::nullopt;
   if (!pid) return prefix + "partitionId must be a string of decimal digits";
   out->partition_id = PartitionId(*pid);
+  out->transaction_id = std::move(f.transaction_id);
   if (out->transaction_id.size() > kTransactionIdBytesMax) {
     return prefix + "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) +
            " bytes";
   }
   out->txn_hash = hash_transaction_id(out->transaction_id);
-  if (status) {
-    auto s = ack_status(*status);
+  if (f.status) {
+    auto s = ack_status(*f.status);
     if (!s) return prefix + "status must be one of completed, success, failed, retry, dlq";
     out->status = *s;
   }
-  if (lease_id && !lease_id->empty()) {
+  if (f.lease_id && !f.lease_id->empty()) {
     Uuid id;
-    if (!uuid_from_string(*lease_id, &id)) return prefix + "leaseId must be a UUID";
+    if (!uuid_from_string(*f.lease_id, &id)) return prefix + "leaseId must be a UUID";
     out->lease_id = id;
   }
-  const auto& g = group_override ? group_override : group;
+  const auto& g = group_override ? group_override : f.group;
   out->group = g && !g->empty() ? *g : kQueueModeGroup;
-  if (error) out->error = std::move(*error);
+  if (f.error) out->error = std::move(*f.error);
   return {};
+}
+
+std::string read_ack_item(const json& obj, const std::string& at,
+                          const std::optional<std::string>& group_override, AckItem* out) {
+  if (!obj.is_object())
+    return (at.empty() ? std::string("request body") : at) + " must be an object";
+  FieldReader r(obj, at);
+  AckItemFields f;
+  f.transaction_id = r.required_string("transactionId", /*allow_empty=*/false);
+  f.partition_id = r.required_string("partitionId", /*allow_empty=*/false);
+  f.status = r.opt_string("status");
+  f.lease_id = r.opt_string("leaseId");
+  f.group = r.opt_string("consumerGroup");
+  f.error = r.opt_string("error");
+  if (!r.ok()) return r.error();
+  return finish_ack_item(std::move(f), at, group_override, out);
+}
+
+// An ack batch item scanned: every field a string or null, each at most once, the required
+// ones non-empty; false leaves the body to the general parser.
+bool scan_ack_item(JsonScan& s, AckItemFields* f) {
+  if (!s.eat('{') || s.eat('}')) return false;
+  std::optional<std::string> transaction_id, partition_id;
+  bool seen[6] = {};
+  std::string key;
+  do {
+    if (!s.string(&key) || !s.eat(':')) return false;
+    bool ok = true;
+    if (key == "transactionId") {
+      ok = scan_opt_string(s, &transaction_id, &seen[0]);
+    } else if (key == "partitionId") {
+      ok = scan_opt_string(s, &partition_id, &seen[1]);
+    } else if (key == "status") {
+      ok = scan_opt_string(s, &f->status, &seen[2]);
+    } else if (key == "leaseId") {
+      ok = scan_opt_string(s, &f->lease_id, &seen[3]);
+    } else if (key == "consumerGroup") {
+      ok = scan_opt_string(s, &f->group, &seen[4]);
+    } else if (key == "error") {
+      ok = scan_opt_string(s, &f->error, &seen[5]);
+    } else {
+      std::string_view raw;
+      ok = s.value(&raw);
+    }
+    if (!ok) return false;
+  } while (s.eat(','));
+  if (!s.eat('}') || !transaction_id || transaction_id->empty() || !partition_id ||
+      partition_id->empty()) {
+    return false;
+  }
+  f->transaction_id = std::move(*transaction_id);
+  f->partition_id = std::move(*partition_id);
+  return true;
+}
+
+struct ScannedAckBatch {
+  std::vector<AckItemFields> items;
+  std::optional<std::string> group;
+};
+
+std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
+  JsonScan s(body, kJsonDepthMax);
+  ScannedAckBatch batch;
+  bool seen_acks = false, seen_group = false;
+  if (!s.eat('{') || s.eat('}')) return std::nullopt;
+  std::string key;
+  do {
+    if (!s.string(&key) || !s.eat(':')) return std::nullopt;
+    bool ok = true;
+    if (key == "acknowledgments") {
+      ok = !seen_acks && s.eat('[');
+      seen_acks = true;
+      if (ok && !s.eat(']')) {
+        do {
+          ok = scan_ack_item(s, &batch.items.emplace_back());
+        } while (ok && s.eat(','));
+        ok = ok && s.eat(']');
+      }
+    } else if (key == "consumerGroup") {
+      ok = scan_opt_string(s, &batch.group, &seen_group);
+    } else {
+      std::string_view raw;
+      ok = s.value(&raw);
+    }
+    if (!ok) return std::nullopt;
+  } while (s.eat(','));
+  if (!s.eat('}') || !seen_acks || !s.at_end()) return std::nullopt;
+  return batch;
 }
 
 // ---------- configure ----------
@@ -2243,7 +2329,25 @@ Parsed parse_ack(std::string_view body, const EdgeSettings& settings, IdSource& 
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
 }
 
+// The ack batch as scanned; nullopt when the general parser must read it.
+std::optional<Parsed> parse_ack_batch_scanned(std::string_view body, const EdgeSettings& settings,
+                                              IdSource& ids) {
+  auto batch = scan_ack_batch(body);
+  if (!batch) return std::nullopt;
+  if (batch->group && batch->group->empty()) batch->group.reset();
+  if (batch->items.empty()) return answer_now(HttpAnswer{200, "[]", 0});
+  AckCmd cmd;
+  cmd.items.resize(batch->items.size());
+  for (size_t i = 0; i < batch->items.size(); ++i) {
+    std::string error = finish_ack_item(std::move(batch->items[i]), indexed("acknowledgments", i),
+                                        batch->group, &cmd.items[i]);
+    if (!error.empty()) return bad_request(error);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
 Parsed parse_ack_batch(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  if (auto scanned = parse_ack_batch_scanned(body, settings, ids)) return std::move(*scanned);
   std::string error;
   auto doc = parse_object(body, &error);
   if (!doc) return bad_request(error);

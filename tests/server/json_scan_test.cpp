@@ -187,6 +187,108 @@ TEST(JsonScan, ARefusedPushStillNamesItsField) {
   }
 }
 
+struct StepIds : IdSource {
+  int64_t now_ms() override { return 1700000000000; }
+  uint64_t random_u64() override { return ++n; }
+  uint64_t n = 0;
+};
+
+// Mostly one of a field's typical values as a JSON string, else random text, null or a
+// number (which the parsers refuse).
+rc::Gen<std::string> genField(std::vector<std::string> typical) {
+  return rc::gen::weightedOneOf<std::string>(
+      {{12,
+        rc::gen::map(rc::gen::elementOf(typical), [](std::string v) { return json(v).dump(); })},
+       {1, rc::gen::map(rc::gen::arbitrary<std::string>(),
+                        [](std::string v) {
+                          return json(v).dump(-1, ' ', false, json::error_handler_t::replace);
+                        })},
+       {1, rc::gen::just(std::string("null"))},
+       {1, rc::gen::just(std::string("7"))}});
+}
+
+// A list of 1-4 items.
+template <typename T>
+rc::Gen<std::vector<std::string>> genItems(rc::Gen<T> item) {
+  return rc::gen::mapcat(rc::gen::inRange<size_t>(1, 5), [item](size_t n) {
+    return rc::gen::container<std::vector<std::string>>(n, item);
+  });
+}
+
+// The same ack batch read by the scanner and by the general parser (a repeated key sends it
+// there; the last one counts in both) gives the same command or the same refusal.
+RC_GTEST_PROP(JsonScanProp, AnAckBatchReadsTheSameEitherWay, ()) {
+  auto items = *genItems(rc::gen::map(
+      rc::gen::tuple(
+          genField({"t1", "t2"}), genField({"12", "0", "12", "12", "12", "12", "12", "12", "x"}),
+          genField({"completed", "failed", "dlq", "retry", "completed", "completed", "completed",
+                    "completed", "completed", "success", "bad"}),
+          genField({"0190a0b0-0000-7000-8000-000000000001", "", "", "", "", "", "", "", "nope"}),
+          genField({"g", ""})),
+      [](const auto& t) {
+        return "{\"transactionId\":" + std::get<0>(t) + ",\"partitionId\":" + std::get<1>(t) +
+               ",\"status\":" + std::get<2>(t) + ",\"leaseId\":" + std::get<3>(t) +
+               ",\"consumerGroup\":" + std::get<4>(t) + ",\"extra\":[1,{}]}";
+      }));
+  std::string list;
+  for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
+  std::string group = *genField({"g", ""});
+  std::string scanned = "{\"acknowledgments\":[" + list + "],\"consumerGroup\":" + group + "}";
+  std::string general =
+      "{\"consumerGroup\":1,\"acknowledgments\":[" + list + "],\"consumerGroup\":" + group + "}";
+  StepIds a, b;
+  Parsed x = parse_ack_batch(scanned, EdgeSettings{}, a);
+  Parsed y = parse_ack_batch(general, EdgeSettings{}, b);
+  RC_ASSERT(x.command.has_value() == y.command.has_value());
+  RC_ASSERT(x.answer.status == y.answer.status);
+  RC_ASSERT(x.answer.body == y.answer.body);
+  RC_TAG(x.command.has_value());
+  if (!x.command) return;
+  const auto& p = std::get<AckCmd>(x.command->command).items;
+  const auto& q = std::get<AckCmd>(y.command->command).items;
+  RC_ASSERT(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    RC_ASSERT(p[i].transaction_id == q[i].transaction_id);
+    RC_ASSERT(p[i].txn_hash == q[i].txn_hash);
+    RC_ASSERT(p[i].partition_id == q[i].partition_id);
+    RC_ASSERT(p[i].lease_id == q[i].lease_id);
+    RC_ASSERT(p[i].status == q[i].status);
+    RC_ASSERT(p[i].group == q[i].group);
+  }
+}
+
+// Likewise a push: the same items, ids and refusals; the payload differs only in form.
+RC_GTEST_PROP(JsonScanProp, APushReadsTheSameEitherWay, ()) {
+  auto items = *genItems(rc::gen::map(rc::gen::tuple(genField({"q", "q", ""}), genField({"p", ""}),
+                                                     genField({"t", ""}), genJsonText(2)),
+                                      [](const auto& t) {
+                                        return "{\"queue\":" + std::get<0>(t) +
+                                               ",\"partition\":" + std::get<1>(t) +
+                                               ",\"transactionId\":" + std::get<2>(t) +
+                                               ",\"payload\":" + std::get<3>(t) + "}";
+                                      }));
+  std::string list;
+  for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
+  StepIds a, b;
+  Parsed x = parse_push("{\"items\":[" + list + "]}", EdgeSettings{}, a);
+  Parsed y = parse_push("{\"items\":1,\"items\":[" + list + "]}", EdgeSettings{}, b);
+  RC_ASSERT(x.command.has_value() == y.command.has_value());
+  RC_ASSERT(x.answer.status == y.answer.status);
+  RC_ASSERT(x.answer.body == y.answer.body);
+  RC_TAG(x.command.has_value());
+  if (!x.command) return;
+  const auto& p = push_of(x).items;
+  const auto& q = push_of(y).items;
+  RC_ASSERT(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    RC_ASSERT(p[i].queue == q[i].queue);
+    RC_ASSERT(p[i].partition == q[i].partition);
+    RC_ASSERT(p[i].transaction_id == q[i].transaction_id);
+    RC_ASSERT(p[i].message_id == q[i].message_id);
+    RC_ASSERT(json::parse(p[i].payload) == json::parse(q[i].payload));
+  }
+}
+
 // Reply strings: whatever bytes a name holds, the answer is JSON that reads back the same.
 RC_GTEST_PROP(JsonWriterProp, StringsReadBackAsWritten, (const std::string& text)) {
   std::string valid = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
