@@ -517,7 +517,7 @@ struct NodeImpl {
     if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
     last_checkpoint_ms = now_ms;
-    Bytes bytes = encode_checkpoint(store, applied_term, applied_chain);
+    Bytes bytes = encode_checkpoint(store, applied_term, applied_chain, last_checkpoint_bytes);
     last_checkpoint_bytes = bytes.size();
     log_bytes_since_checkpoint = 0;
     checkpoint_writing = CheckpointFile{at, checkpoint_file(at), file_refs_now()};

@@ -34,8 +34,10 @@ bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
   return true;
 }
 
-Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain) {
+Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain,
+                        size_t size_hint_bytes) {
   Bytes out;
+  out.reserve(size_hint_bytes + size_hint_bytes / 8);  // room to grow by an eighth
   ByteWriter w(&out);
   w.u64(kMagic);
   w.u32(kFormat);

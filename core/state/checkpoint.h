@@ -24,7 +24,10 @@ namespace queen {
 std::string checkpoint_file(LogIndex applied);
 bool parse_checkpoint_file(const std::string& name, LogIndex* applied);
 
-Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain = 0);
+// `size_hint_bytes` (e.g. the previous checkpoint's size) reserves the buffer up front, so a
+// large store is not copied each time the buffer would grow.
+Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain = 0,
+                        size_t size_hint_bytes = 0);
 
 struct Checkpoint {
   Store store;

@@ -69,6 +69,9 @@ TEST(StoreCheckpoint, EveryTableRoundTrips) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c.value().term, Term(3));
   EXPECT_TRUE(c.value().store == s);
+  // A size hint, too small or too large, changes no byte.
+  EXPECT_EQ(encode_checkpoint(s, Term(3), 0, b.size() / 2), b);
+  EXPECT_EQ(encode_checkpoint(s, Term(3), 0, b.size() * 4), b);
 }
 
 TEST(StoreCheckpoint, AnyChangedByteIsRefused) {
