@@ -26,8 +26,9 @@ configure_and_build() {  # folder, sanitizers, targets...
   local dir=$1 sanitizers=$2
   shift 2
   # -g1: line tables for the reports' stacks, without full debug info, which made the build
-  # the longest part of CI.
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O2 -g1" \
+  # the longest part of CI; -O1 builds about a fifth faster than -O2 and is what the
+  # sanitizers' documentation suggests.
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
     -DCMAKE_CXX_COMPILER=g++ -DQUEEN_SANITIZE="$sanitizers" >/dev/null || return 1
   local log
   log=$reports/build-$(basename "$dir").log
