@@ -4,7 +4,8 @@
 //
 // Contract: the scanner never accepts text that nlohmann/json rejects. It may refuse valid
 // text (it is then only slower: callers fall back to the general parser, which also names
-// the error). Once a call fails, ok() stays false and every later call fails.
+// the error). eat() and next_is() only probe; once string() or value() fails, ok() stays
+// false and every later call fails.
 #pragma once
 
 #include <cstddef>
