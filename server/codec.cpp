@@ -212,19 +212,29 @@ struct PushItemFields {
   std::string payload = "null";  // compact JSON
 };
 
-// Checks the fields and fills `out`; returns an answer to send at once when the item is
-// refused.
-std::optional<Parsed> finish_push_item(PushItemFields f, const std::string& at, int64_t now_ms,
-                                       IdSource& ids, PushItem* out) {
+// Why an item is refused, after its name: the name is built only then, off the hot path.
+struct ItemRefusal {
+  bool name_too_long = false;  // 413, else 400
+  std::string what;
+};
+
+Parsed refuse_item(const std::string& at, const ItemRefusal& r) {
+  std::string message = at + "." + r.what;
+  return r.name_too_long ? name_too_long(message) : bad_request(message);
+}
+
+// Checks the fields and fills `out`; says why when the item is refused.
+std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, IdSource& ids,
+                                            PushItem* out) {
   out->queue = std::move(f.queue);
   if (f.partition && !f.partition->empty()) out->partition = std::move(*f.partition);
   if (out->queue.size() + out->partition.size() > kNameBytesMax) {
-    return name_too_long(at + ".queue and partition are");
+    return ItemRefusal{true, "queue and partition are"};
   }
   auto& transaction_id = f.transaction_id;
   if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
-    return bad_request(at + ".transactionId is longer than " +
-                       std::to_string(kTransactionIdBytesMax) + " bytes");
+    return ItemRefusal{
+        false, "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes"};
   }
   out->payload = std::move(f.payload);
   out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
@@ -249,7 +259,10 @@ std::optional<Parsed> read_push_item(const json& item, const std::string& at, in
   auto payload = compact_payload(item);
   if (!payload) return bad_request(at + ".payload cannot be encoded as JSON");
   f.payload = std::move(*payload);
-  return finish_push_item(std::move(f), at, now_ms, ids, out);
+  if (auto refused = finish_push_item(std::move(f), now_ms, ids, out)) {
+    return refuse_item(at, *refused);
+  }
+  return std::nullopt;
 }
 
 // ---------- push without a tree ----------
@@ -271,70 +284,66 @@ bool scan_opt_string(JsonScan& s, std::optional<std::string>* out, bool* seen) {
   return true;
 }
 
-bool scan_push_item(JsonScan& s, PushItemFields* f) {
-  if (!s.eat('{')) return false;
-  if (s.eat('}')) return false;  // no queue: the general parser names it
-  std::optional<std::string> queue;
-  bool seen[5] = {};
-  std::string key;
-  do {
-    if (!s.string(&key) || !s.eat(':')) return false;
-    bool ok = true;
-    if (key == "queue") {
-      ok = scan_opt_string(s, &queue, &seen[0]);
-    } else if (key == "partition") {
-      ok = scan_opt_string(s, &f->partition, &seen[1]);
-    } else if (key == "transactionId") {
-      ok = scan_opt_string(s, &f->transaction_id, &seen[2]);
-    } else if (key == "traceId") {
-      ok = scan_opt_string(s, &f->trace_id, &seen[3]);
-    } else {
-      std::string_view raw;
-      ok = s.value(&raw);
-      if (key == "payload") {
-        ok = ok && !seen[4];
-        seen[4] = true;
-        f->payload.assign(raw);
-      }
-    }
-    if (!ok) return false;
-  } while (s.eat(','));
-  if (!s.eat('}') || !queue || queue->empty()) return false;
-  f->queue = std::move(*queue);
-  return true;
+// Any value, skipped (validated all the same).
+bool scan_skip(JsonScan& s) {
+  std::string_view raw;
+  return s.value(&raw);
 }
 
-bool scan_push_items(JsonScan& s, std::vector<PushItemFields>* items) {
+// An object: `member(key)` reads each member's value, returning false to give up.
+template <class F>
+bool scan_members(JsonScan& s, F&& member) {
+  if (!s.eat('{')) return false;
+  if (s.eat('}')) return true;
+  std::string key;
+  do {
+    if (!s.string(&key) || !s.eat(':') || !member(key)) return false;
+  } while (s.eat(','));
+  return s.eat('}');
+}
+
+// An array: `element()` reads each element, returning false to give up.
+template <class F>
+bool scan_elements(JsonScan& s, F&& element) {
   if (!s.eat('[')) return false;
   if (s.eat(']')) return true;
   do {
-    if (!scan_push_item(s, &items->emplace_back())) return false;
+    if (!element()) return false;
   } while (s.eat(','));
   return s.eat(']');
+}
+
+bool scan_push_item(JsonScan& s, PushItemFields* f) {
+  std::optional<std::string> queue;
+  bool seen[5] = {};
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "queue") return scan_opt_string(s, &queue, &seen[0]);
+    if (key == "partition") return scan_opt_string(s, &f->partition, &seen[1]);
+    if (key == "transactionId") return scan_opt_string(s, &f->transaction_id, &seen[2]);
+    if (key == "traceId") return scan_opt_string(s, &f->trace_id, &seen[3]);
+    if (key != "payload") return scan_skip(s);
+    std::string_view raw;
+    if (seen[4] || !s.value(&raw)) return false;
+    seen[4] = true;
+    f->payload.assign(raw);
+    return true;
+  });
+  if (!ok || !queue || queue->empty()) return false;  // no queue: the general parser names it
+  f->queue = std::move(*queue);
+  return true;
 }
 
 std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
   JsonScan s(body, kJsonDepthMax);
   std::vector<PushItemFields> items;
   bool seen_items = false;
-  if (!s.eat('{')) return std::nullopt;
-  if (!s.eat('}')) {
-    std::string key;
-    do {
-      if (!s.string(&key) || !s.eat(':')) return std::nullopt;
-      bool ok = true;
-      if (key == "items") {
-        ok = !seen_items && scan_push_items(s, &items);
-        seen_items = true;
-      } else {
-        std::string_view raw;
-        ok = s.value(&raw);
-      }
-      if (!ok) return std::nullopt;
-    } while (s.eat(','));
-    if (!s.eat('}')) return std::nullopt;
-  }
-  if (!seen_items || !s.at_end()) return std::nullopt;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key != "items") return scan_skip(s);
+    if (seen_items) return false;
+    seen_items = true;
+    return scan_elements(s, [&] { return scan_push_item(s, &items.emplace_back()); });
+  });
+  if (!ok || !seen_items || !s.at_end()) return std::nullopt;
   return items;
 }
 
@@ -447,29 +456,28 @@ struct AckItemFields {
   std::optional<std::string> status, lease_id, group, error;
 };
 
-// Checks the fields and fills `out`; returns the error naming the field, or empty.
-std::string finish_ack_item(AckItemFields f, const std::string& at,
-                            const std::optional<std::string>& group_override, AckItem* out) {
-  std::string prefix = at.empty() ? "" : at + ".";
+// Checks the fields and fills `out`; returns why the item is refused (after its name), or
+// empty.
+std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& group_override,
+                            AckItem* out) {
   auto pid = f.partition_id.find_first_not_of("0123456789") == std::string::npos
                  ? parse_u64(f.partition_id)
                  : std::nullopt;
-  if (!pid) return prefix + "partitionId must be a string of decimal digits";
+  if (!pid) return "partitionId must be a string of decimal digits";
   out->partition_id = PartitionId(*pid);
   out->transaction_id = std::move(f.transaction_id);
   if (out->transaction_id.size() > kTransactionIdBytesMax) {
-    return prefix + "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) +
-           " bytes";
+    return "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes";
   }
   out->txn_hash = hash_transaction_id(out->transaction_id);
   if (f.status) {
     auto s = ack_status(*f.status);
-    if (!s) return prefix + "status must be one of completed, success, failed, retry, dlq";
+    if (!s) return "status must be one of completed, success, failed, retry, dlq";
     out->status = *s;
   }
   if (f.lease_id && !f.lease_id->empty()) {
     Uuid id;
-    if (!uuid_from_string(*f.lease_id, &id)) return prefix + "leaseId must be a UUID";
+    if (!uuid_from_string(*f.lease_id, &id)) return "leaseId must be a UUID";
     out->lease_id = id;
   }
   const auto& g = group_override ? group_override : f.group;
@@ -491,39 +499,26 @@ std::string read_ack_item(const json& obj, const std::string& at,
   f.group = r.opt_string("consumerGroup");
   f.error = r.opt_string("error");
   if (!r.ok()) return r.error();
-  return finish_ack_item(std::move(f), at, group_override, out);
+  std::string refused = finish_ack_item(std::move(f), group_override, out);
+  if (refused.empty() || at.empty()) return refused;
+  return at + "." + refused;
 }
 
 // An ack batch item scanned: every field a string or null, each at most once, the required
 // ones non-empty; false leaves the body to the general parser.
 bool scan_ack_item(JsonScan& s, AckItemFields* f) {
-  if (!s.eat('{') || s.eat('}')) return false;
   std::optional<std::string> transaction_id, partition_id;
   bool seen[6] = {};
-  std::string key;
-  do {
-    if (!s.string(&key) || !s.eat(':')) return false;
-    bool ok = true;
-    if (key == "transactionId") {
-      ok = scan_opt_string(s, &transaction_id, &seen[0]);
-    } else if (key == "partitionId") {
-      ok = scan_opt_string(s, &partition_id, &seen[1]);
-    } else if (key == "status") {
-      ok = scan_opt_string(s, &f->status, &seen[2]);
-    } else if (key == "leaseId") {
-      ok = scan_opt_string(s, &f->lease_id, &seen[3]);
-    } else if (key == "consumerGroup") {
-      ok = scan_opt_string(s, &f->group, &seen[4]);
-    } else if (key == "error") {
-      ok = scan_opt_string(s, &f->error, &seen[5]);
-    } else {
-      std::string_view raw;
-      ok = s.value(&raw);
-    }
-    if (!ok) return false;
-  } while (s.eat(','));
-  if (!s.eat('}') || !transaction_id || transaction_id->empty() || !partition_id ||
-      partition_id->empty()) {
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "transactionId") return scan_opt_string(s, &transaction_id, &seen[0]);
+    if (key == "partitionId") return scan_opt_string(s, &partition_id, &seen[1]);
+    if (key == "status") return scan_opt_string(s, &f->status, &seen[2]);
+    if (key == "leaseId") return scan_opt_string(s, &f->lease_id, &seen[3]);
+    if (key == "consumerGroup") return scan_opt_string(s, &f->group, &seen[4]);
+    if (key == "error") return scan_opt_string(s, &f->error, &seen[5]);
+    return scan_skip(s);
+  });
+  if (!ok || !transaction_id || transaction_id->empty() || !partition_id || partition_id->empty()) {
     return false;
   }
   f->transaction_id = std::move(*transaction_id);
@@ -540,29 +535,14 @@ std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
   JsonScan s(body, kJsonDepthMax);
   ScannedAckBatch batch;
   bool seen_acks = false, seen_group = false;
-  if (!s.eat('{') || s.eat('}')) return std::nullopt;
-  std::string key;
-  do {
-    if (!s.string(&key) || !s.eat(':')) return std::nullopt;
-    bool ok = true;
-    if (key == "acknowledgments") {
-      ok = !seen_acks && s.eat('[');
-      seen_acks = true;
-      if (ok && !s.eat(']')) {
-        do {
-          ok = scan_ack_item(s, &batch.items.emplace_back());
-        } while (ok && s.eat(','));
-        ok = ok && s.eat(']');
-      }
-    } else if (key == "consumerGroup") {
-      ok = scan_opt_string(s, &batch.group, &seen_group);
-    } else {
-      std::string_view raw;
-      ok = s.value(&raw);
-    }
-    if (!ok) return std::nullopt;
-  } while (s.eat(','));
-  if (!s.eat('}') || !seen_acks || !s.at_end()) return std::nullopt;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "consumerGroup") return scan_opt_string(s, &batch.group, &seen_group);
+    if (key != "acknowledgments") return scan_skip(s);
+    if (seen_acks) return false;
+    seen_acks = true;
+    return scan_elements(s, [&] { return scan_ack_item(s, &batch.items.emplace_back()); });
+  });
+  if (!ok || !seen_acks || !s.at_end()) return std::nullopt;
   return batch;
 }
 
@@ -2273,9 +2253,8 @@ std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettin
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();
   for (size_t i = 0; i < items->size(); ++i) {
-    if (auto refused = finish_push_item(std::move((*items)[i]), indexed("items", i), now_ms, ids,
-                                        &cmd.items[i])) {
-      return std::move(*refused);
+    if (auto refused = finish_push_item(std::move((*items)[i]), now_ms, ids, &cmd.items[i])) {
+      return refuse_item(indexed("items", i), *refused);
     }
   }
   return to_node(ids, settings.pop_timeout_ms_default, std::move(cmd));
@@ -2339,9 +2318,8 @@ std::optional<Parsed> parse_ack_batch_scanned(std::string_view body, const EdgeS
   AckCmd cmd;
   cmd.items.resize(batch->items.size());
   for (size_t i = 0; i < batch->items.size(); ++i) {
-    std::string error = finish_ack_item(std::move(batch->items[i]), indexed("acknowledgments", i),
-                                        batch->group, &cmd.items[i]);
-    if (!error.empty()) return bad_request(error);
+    std::string refused = finish_ack_item(std::move(batch->items[i]), batch->group, &cmd.items[i]);
+    if (!refused.empty()) return bad_request(indexed("acknowledgments", i) + "." + refused);
   }
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
 }
