@@ -313,6 +313,15 @@ bool scan_elements(JsonScan& s, F&& element) {
   return s.eat(']');
 }
 
+// A payload's bytes as sent, read once.
+bool scan_payload(JsonScan& s, std::string* out, bool* seen) {
+  std::string_view raw;
+  if (*seen || !s.value(&raw)) return false;
+  *seen = true;
+  out->assign(raw);
+  return true;
+}
+
 bool scan_push_item(JsonScan& s, PushItemFields* f) {
   std::optional<std::string> queue;
   bool seen[5] = {};
@@ -321,12 +330,8 @@ bool scan_push_item(JsonScan& s, PushItemFields* f) {
     if (key == "partition") return scan_opt_string(s, &f->partition, &seen[1]);
     if (key == "transactionId") return scan_opt_string(s, &f->transaction_id, &seen[2]);
     if (key == "traceId") return scan_opt_string(s, &f->trace_id, &seen[3]);
-    if (key != "payload") return scan_skip(s);
-    std::string_view raw;
-    if (seen[4] || !s.value(&raw)) return false;
-    seen[4] = true;
-    f->payload.assign(raw);
-    return true;
+    if (key == "payload") return scan_payload(s, &f->payload, &seen[4]);
+    return scan_skip(s);
   });
   if (!ok || !queue || queue->empty()) return false;  // no queue: the general parser names it
   f->queue = std::move(*queue);
@@ -1480,8 +1485,7 @@ std::optional<Parsed> read_txn_operation(const json& o, size_t i, int64_t now_ms
     std::string error = read_ack_item(o, at, std::nullopt, &item);
     if (!error.empty()) return bad_request(error);
     out->is_ack = true;
-    out->ack = TxnAck{item.transaction_id, item.txn_hash, item.partition_id, item.lease_id,
-                      item.status,         item.error,    item.group};
+    out->ack = std::move(item);
     return std::nullopt;
   }
   if (type != "push") return bad_request(at + ".type must be ack or push");
@@ -1591,6 +1595,112 @@ std::optional<Parsed> read_txn_body(const json& doc, IdSource& ids, TxnCmd* cmd)
     if (auto bad = read_position((*a.positions)[i], i, &cmd->positions[i])) return bad;
   }
   if (auto bad = read_required_leases(*a.leases, cmd)) return bad;
+  resolve_ack_leases(cmd);
+  return std::nullopt;
+}
+
+// ---------- transactions without a tree ----------
+// A worker's step as the hot path sends it: `operations` only (acks and pushes), every key
+// at most once, payloads kept as sent. Anything else (kv, timers, positions, requiredLeases,
+// an operation of another type, any error) goes to the general parser, which names it.
+
+// One operation's members. "type" may come last, so an ack's fields and a push's are both
+// collected; `items` absent makes the operation its own push item.
+struct ScannedTxnOp {
+  std::optional<std::string> type, transaction_id, partition_id, queue;
+  AckItemFields ack;
+  PushItemFields item;
+  std::optional<std::vector<PushItemFields>> items;
+};
+
+bool scan_txn_items(JsonScan& s, ScannedTxnOp* op) {
+  if (op->items) return false;
+  op->items.emplace();
+  return scan_elements(s, [&] { return scan_push_item(s, &op->items->emplace_back()); });
+}
+
+bool scan_txn_op(JsonScan& s, ScannedTxnOp* op) {
+  bool seen[11] = {};
+  return scan_members(s, [&](const std::string& key) {
+    if (key == "type") return scan_opt_string(s, &op->type, &seen[0]);
+    if (key == "transactionId") return scan_opt_string(s, &op->transaction_id, &seen[1]);
+    if (key == "partitionId") return scan_opt_string(s, &op->partition_id, &seen[2]);
+    if (key == "status") return scan_opt_string(s, &op->ack.status, &seen[3]);
+    if (key == "leaseId") return scan_opt_string(s, &op->ack.lease_id, &seen[4]);
+    if (key == "consumerGroup") return scan_opt_string(s, &op->ack.group, &seen[5]);
+    if (key == "error") return scan_opt_string(s, &op->ack.error, &seen[6]);
+    if (key == "queue") return scan_opt_string(s, &op->queue, &seen[7]);
+    if (key == "partition") return scan_opt_string(s, &op->item.partition, &seen[8]);
+    if (key == "traceId") return scan_opt_string(s, &op->item.trace_id, &seen[9]);
+    if (key == "payload") return scan_payload(s, &op->item.payload, &seen[10]);
+    if (key == "items") return scan_txn_items(s, op);
+    if (key == "kv" || key == "timers") return false;
+    return scan_skip(s);
+  });
+}
+
+// Whether the general parser would read the operation without naming an error in its shape
+// (what is left to refuse is a field's value: finish_ack_item or finish_push_item).
+bool txn_op_plain(const ScannedTxnOp& op) {
+  auto filled = [](const std::optional<std::string>& v) { return v && !v->empty(); };
+  if (op.type == "ack") return filled(op.transaction_id) && filled(op.partition_id);
+  if (op.type != "push") return false;
+  return op.items ? !op.items->empty() : filled(op.queue);
+}
+
+std::optional<std::vector<ScannedTxnOp>> scan_txn(std::string_view body) {
+  JsonScan s(body, kJsonDepthMax);
+  std::vector<ScannedTxnOp> ops;
+  bool seen_ops = false;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "kv" || key == "timers" || key == "positions" || key == "requiredLeases") {
+      return false;
+    }
+    if (key != "operations") return scan_skip(s);
+    if (seen_ops) return false;
+    seen_ops = true;
+    return scan_elements(s, [&] { return scan_txn_op(s, &ops.emplace_back()); });
+  });
+  if (!ok || ops.empty() || !s.at_end()) return std::nullopt;
+  for (const ScannedTxnOp& op : ops)
+    if (!txn_op_plain(op)) return std::nullopt;
+  return ops;
+}
+
+// Fills `out` from operations[i] as scanned; returns the refusal, if any.
+std::optional<Parsed> finish_txn_op(ScannedTxnOp op, size_t i, int64_t now_ms, IdSource& ids,
+                                    TxnOperation* out) {
+  if (op.type == "ack") {
+    op.ack.transaction_id = std::move(*op.transaction_id);
+    op.ack.partition_id = std::move(*op.partition_id);
+    std::string refused = finish_ack_item(std::move(op.ack), std::nullopt, &out->ack);
+    if (!refused.empty()) return bad_request(indexed("operations", i) + "." + refused);
+    out->is_ack = true;
+    return std::nullopt;
+  }
+  bool inline_item = !op.items;
+  if (inline_item) {
+    op.item.queue = std::move(*op.queue);
+    op.item.transaction_id = std::move(op.transaction_id);
+    op.items.emplace().push_back(std::move(op.item));
+  }
+  out->items.resize(op.items->size());
+  for (size_t k = 0; k < op.items->size(); ++k) {
+    auto refused = finish_push_item(std::move((*op.items)[k]), now_ms, ids, &out->items[k]);
+    if (!refused) continue;
+    std::string at = indexed("operations", i);
+    return refuse_item(inline_item ? at : indexed(at + ".items", k), *refused);
+  }
+  return std::nullopt;
+}
+
+std::optional<Parsed> finish_txn_ops(std::vector<ScannedTxnOp> ops, IdSource& ids, TxnCmd* cmd) {
+  int64_t now_ms = ids.now_ms();
+  cmd->operations.resize(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto bad = finish_txn_op(std::move(ops[i]), i, now_ms, ids, &cmd->operations[i]);
+    if (bad) return bad;
+  }
   resolve_ack_leases(cmd);
   return std::nullopt;
 }
@@ -2415,10 +2525,15 @@ Parsed parse_health(const EdgeSettings& settings, IdSource& ids) {
 // ---------- public: KV, locks, timers, transactions ----------
 
 Parsed parse_transaction(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  TxnCmd cmd;
+  if (auto ops = scan_txn(body)) {
+    cmd.transaction_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
+    if (auto refused = finish_txn_ops(std::move(*ops), ids, &cmd)) return std::move(*refused);
+    return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  }
   std::string error;
   auto doc = parse_object(body, &error);
   if (!doc) return bad_request(error);
-  TxnCmd cmd;
   cmd.transaction_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
   if (auto refused = read_txn_body(*doc, ids, &cmd)) return std::move(*refused);
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));

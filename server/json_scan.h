@@ -1,6 +1,7 @@
-// A strict JSON scanner for the hot request bodies (push items). It validates as RFC 8259
-// and nlohmann/json do (grammar, UTF-8, escapes and surrogate pairs, nesting depth) without
-// building a tree, and hands out the raw bytes of a value, so a payload is stored as sent.
+// A strict JSON scanner for the hot request bodies (push, ack batch, transaction). It
+// validates as RFC 8259 and nlohmann/json do (grammar, UTF-8, escapes and surrogate pairs,
+// nesting depth) without building a tree, and hands out the raw bytes of a value, so a
+// payload is stored as sent.
 //
 // Contract: the scanner never accepts text that nlohmann/json rejects. It may refuse valid
 // text (it is then only slower: callers fall back to the general parser, which also names

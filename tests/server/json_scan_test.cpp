@@ -1,6 +1,6 @@
-// The push body scanner against nlohmann/json: it never accepts what the general parser
-// refuses, keeps a payload's bytes as sent, and leaves errors to the general parser, so a
-// refused push names its field as before.
+// The body scanner (push, ack batch and transaction bodies) against nlohmann/json: it never
+// accepts what the general parser refuses, keeps a payload's bytes as sent, and leaves errors
+// to the general parser, so a refused request names its field as before.
 #include "server/json_scan.h"
 
 #include <gtest/gtest.h>
@@ -257,16 +257,20 @@ RC_GTEST_PROP(JsonScanProp, AnAckBatchReadsTheSameEitherWay, ()) {
   }
 }
 
+// A push item as a client writes it.
+rc::Gen<std::string> genPushItem() {
+  return rc::gen::map(rc::gen::tuple(genField({"q", "q", ""}), genField({"p", ""}),
+                                     genField({"t", ""}), genJsonText(2)),
+                      [](const auto& t) {
+                        return "{\"queue\":" + std::get<0>(t) + ",\"partition\":" + std::get<1>(t) +
+                               ",\"transactionId\":" + std::get<2>(t) +
+                               ",\"payload\":" + std::get<3>(t) + "}";
+                      });
+}
+
 // Likewise a push: the same items, ids and refusals; the payload differs only in form.
 RC_GTEST_PROP(JsonScanProp, APushReadsTheSameEitherWay, ()) {
-  auto items = *genItems(rc::gen::map(rc::gen::tuple(genField({"q", "q", ""}), genField({"p", ""}),
-                                                     genField({"t", ""}), genJsonText(2)),
-                                      [](const auto& t) {
-                                        return "{\"queue\":" + std::get<0>(t) +
-                                               ",\"partition\":" + std::get<1>(t) +
-                                               ",\"transactionId\":" + std::get<2>(t) +
-                                               ",\"payload\":" + std::get<3>(t) + "}";
-                                      }));
+  auto items = *genItems(genPushItem());
   std::string list;
   for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
   StepIds a, b;
@@ -287,6 +291,92 @@ RC_GTEST_PROP(JsonScanProp, APushReadsTheSameEitherWay, ()) {
     RC_ASSERT(p[i].message_id == q[i].message_id);
     RC_ASSERT(json::parse(p[i].payload) == json::parse(q[i].payload));
   }
+}
+
+// One operation of a transaction: an ack (its type last, as workers often write it), a push
+// of items, or a push that is its own item.
+rc::Gen<std::string> genTxnOperation() {
+  auto type = [](const char* usual) {
+    return genField({usual, usual, usual, usual, usual, usual, usual, "kv"});
+  };
+  auto ack = rc::gen::map(
+      rc::gen::tuple(
+          genField({"t1", "t2", "t1", "t2", ""}),
+          genField({"12", "12", "12", "12", "12", "12", "x"}),
+          genField({"completed", "completed", "completed", "completed", "failed", "bad"}),
+          genField({"0190a0b0-0000-7000-8000-000000000001", "0190a0b0-0000-7000-8000-000000000002",
+                    "", "nope"}),
+          genField({"g", ""}), type("ack")),
+      [](const auto& t) {
+        return "{\"transactionId\":" + std::get<0>(t) + ",\"partitionId\":" + std::get<1>(t) +
+               ",\"status\":" + std::get<2>(t) + ",\"leaseId\":" + std::get<3>(t) +
+               ",\"consumerGroup\":" + std::get<4>(t) + ",\"type\":" + std::get<5>(t) + "}";
+      });
+  auto items = rc::gen::map(rc::gen::pair(type("push"), genItems(genPushItem())), [](auto p) {
+    std::string list;
+    for (size_t i = 0; i < p.second.size(); ++i) list += (i ? "," : "") + p.second[i];
+    return "{\"type\":" + p.first + ",\"items\":[" + list + "]}";
+  });
+  auto one = rc::gen::map(rc::gen::pair(type("push"), genPushItem()),
+                          [](auto p) { return "{\"type\":" + p.first + "," + p.second.substr(1); });
+  return rc::gen::oneOf(ack, items, one);
+}
+
+// Likewise a transaction of acks and pushes: the same operations, leases, ids and refusals.
+RC_GTEST_PROP(JsonScanProp, ATransactionReadsTheSameEitherWay, ()) {
+  auto ops = *genItems(genTxnOperation());
+  std::string list;
+  for (size_t i = 0; i < ops.size(); ++i) list += (i ? "," : "") + ops[i];
+  StepIds a, b;
+  Parsed x = parse_transaction("{\"operations\":[" + list + "]}", EdgeSettings{}, a);
+  Parsed y =
+      parse_transaction("{\"operations\":1,\"operations\":[" + list + "]}", EdgeSettings{}, b);
+  RC_ASSERT(x.command.has_value() == y.command.has_value());
+  RC_ASSERT(x.answer.status == y.answer.status);
+  RC_ASSERT(x.answer.body == y.answer.body);
+  RC_TAG(x.command.has_value());
+  if (!x.command) return;
+  const auto& p = std::get<TxnCmd>(x.command->command);
+  const auto& q = std::get<TxnCmd>(y.command->command);
+  RC_ASSERT(p.transaction_id == q.transaction_id);
+  RC_ASSERT(p.required_leases == q.required_leases);
+  RC_ASSERT(p.operations.size() == q.operations.size());
+  for (size_t i = 0; i < p.operations.size(); ++i) {
+    const TxnOperation& m = p.operations[i];
+    const TxnOperation& n = q.operations[i];
+    RC_ASSERT(m.is_ack == n.is_ack);
+    RC_ASSERT(m.ack.transaction_id == n.ack.transaction_id);
+    RC_ASSERT(m.ack.txn_hash == n.ack.txn_hash);
+    RC_ASSERT(m.ack.partition_id == n.ack.partition_id);
+    RC_ASSERT(m.ack.lease_id == n.ack.lease_id);
+    RC_ASSERT(m.ack.status == n.ack.status);
+    RC_ASSERT(m.ack.group == n.ack.group);
+    RC_ASSERT(m.items.size() == n.items.size());
+    for (size_t k = 0; k < m.items.size(); ++k) {
+      RC_ASSERT(m.items[k].queue == n.items[k].queue);
+      RC_ASSERT(m.items[k].partition == n.items[k].partition);
+      RC_ASSERT(m.items[k].transaction_id == n.items[k].transaction_id);
+      RC_ASSERT(m.items[k].message_id == n.items[k].message_id);
+      RC_ASSERT(json::parse(m.items[k].payload) == json::parse(n.items[k].payload));
+    }
+  }
+}
+
+TEST(JsonScan, ATransactionPushKeepsItsPayloadAsSent) {
+  StepIds ids;
+  Parsed p = parse_transaction(
+      R"({"operations":[{"type":"push","queue":"q","payload":{"b": 1.50, "a":[2 ,1]}}]})",
+      EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  const auto& cmd = std::get<TxnCmd>(p.command->command);
+  EXPECT_EQ(cmd.operations[0].items[0].payload, R"({"b": 1.50, "a":[2 ,1]})");
+  // kv goes to the general parser, which reads it and stores the payload compacted.
+  p = parse_transaction(R"({"operations":[{"type":"push","queue":"q","payload":{"b": 1}}],)"
+                        R"("kv":[{"op":"put","ns":"n","key":"k","value":1,"forever":true}]})",
+                        EdgeSettings{}, ids);
+  ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+  EXPECT_EQ(std::get<TxnCmd>(p.command->command).operations[0].items[0].payload, R"({"b":1})");
+  EXPECT_EQ(std::get<TxnCmd>(p.command->command).kv.size(), 1u);
 }
 
 // Reply strings: whatever bytes a name holds, the answer is JSON that reads back the same.
