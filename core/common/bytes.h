@@ -3,6 +3,7 @@
 // sticky failure, so a decoder never reads past its input whatever the bytes say.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -25,6 +26,11 @@ class ByteWriter {
   void hash(const Hash128& h) {
     u64(h.lo);
     u64(h.hi);
+  }
+  // `n` hashes in a row, each as hash() writes it (lo then hi, little-endian): one copy.
+  void hashes(const Hash128* h, size_t n) {
+    static_assert(sizeof(Hash128) == 16 && offsetof(Hash128, hi) == 8, "Hash128 is lo, hi");
+    raw(h, n * sizeof(Hash128));
   }
   void uuid(const Uuid& u) { raw(u.bytes.data(), 16); }
   void str(std::string_view s) {

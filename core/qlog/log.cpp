@@ -30,6 +30,23 @@ bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no)
 
 // ---------------------------------------------------------------------------- writer
 
+namespace {
+
+// About the bytes LogWriter::write appends to `log` for `entry`, so its buffer is sized once:
+// exact for the message records, a generous guess for the entry record.
+size_t records_bytes(const Entry& entry, const std::vector<size_t>& appends, LogId log) {
+  size_t n = 2 * kRecordHeaderBytes + 64 * (entry.effects.size() + 1);
+  for (const auto& e : entry.effects)
+    if (const auto* o = std::get_if<EffRequestOutcome>(&e)) n += o->reply.size();
+  for (size_t i : appends) {
+    const auto& a = std::get<EffAppend>(entry.effects[i]);
+    if (LogId(a.queue.value) == log) n += kRecordHeaderBytes + frames_bytes(a);
+  }
+  return n;
+}
+
+}  // namespace
+
 LogWriter::LogState& LogWriter::state_of(LogId log) {
   return logs_[log];
 }
@@ -64,21 +81,25 @@ WrittenEntry LogWriter::write(const Entry& entry) {
       s.size_bytes = 0;
     }
     Bytes buf;
+    buf.reserve(records_bytes(entry, append_effects, log));
+    ByteWriter w(&buf);
     for (size_t k = 0; k < append_effects.size(); ++k) {
       const auto& a = std::get<EffAppend>(entry.effects[append_effects[k]]);
       if (LogId(a.queue.value) != log) continue;
-      Bytes body = encode_frames(a);
       RecordHeader h{entry.index.value, a.pid.value,  a.base.value,
                      a.count,           entry.now_us, RecordKind::message};
       uint64_t pos = s.size_bytes + buf.size();
-      size_t len = encode_record(h, body.data(), body.size(), &buf);
+      size_t start = begin_record(h, &buf);
+      encode_frames(a, w);
+      size_t len = finish_record(start, &buf);
       out.locations[k] = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
     }
     if (log == primary) {
-      Bytes body = encode_entry(entry);
       RecordHeader h{entry.index.value, copies, 0, 0, entry.now_us, RecordKind::entry};
       uint64_t pos = s.size_bytes + buf.size();
-      size_t len = encode_record(h, body.data(), body.size(), &buf);
+      size_t start = begin_record(h, &buf);
+      encode_entry(entry, w);
+      size_t len = finish_record(start, &buf);
       out.record = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
     } else {
       RecordHeader h{entry.index.value, copies, primary.value, 0, entry.now_us, RecordKind::stub};

@@ -6,11 +6,10 @@
 
 namespace queen {
 
-size_t encode_record(const RecordHeader& h, const uint8_t* body, size_t body_size, Bytes* out) {
-  QUEEN_ASSERT(body_size <= kRecordBodyBytesMax, "record body over the limit");
+size_t begin_record(const RecordHeader& h, Bytes* out) {
   size_t start = out->size();
   ByteWriter w(out);
-  w.u32(static_cast<uint32_t>(kRecordHeaderBytes - 4 + body_size));
+  w.u32(0);  // length, back-filled
   w.u64(0);  // checksum, back-filled
   w.u64(h.seq);
   w.u64(h.pid);
@@ -18,10 +17,24 @@ size_t encode_record(const RecordHeader& h, const uint8_t* body, size_t body_siz
   w.u32(h.count);
   w.i64(h.created_at_us);
   w.u8(static_cast<uint8_t>(h.kind));
-  if (body_size > 0) w.raw(body, body_size);
-  uint64_t sum = XXH3_64bits(out->data() + start + 12, out->size() - start - 12);
-  w.patch_u64(start + 4, sum);
-  return out->size() - start;
+  return start;
+}
+
+size_t finish_record(size_t start, Bytes* out) {
+  size_t size = out->size() - start;
+  QUEEN_ASSERT(size >= kRecordHeaderBytes && size - kRecordHeaderBytes <= kRecordBodyBytesMax,
+               "record body over the limit");
+  ByteWriter w(out);
+  w.patch_u32(start, static_cast<uint32_t>(size - 4));
+  w.patch_u64(start + 4, XXH3_64bits(out->data() + start + 12, size - 12));
+  return size;
+}
+
+size_t encode_record(const RecordHeader& h, const uint8_t* body, size_t body_size, Bytes* out) {
+  QUEEN_ASSERT(body_size <= kRecordBodyBytesMax, "record body over the limit");
+  size_t start = begin_record(h, out);
+  if (body_size > 0) ByteWriter(out).raw(body, body_size);
+  return finish_record(start, out);
 }
 
 Result<RecordView> decode_record(const uint8_t* data, size_t avail) {

@@ -39,8 +39,12 @@ struct RecordView {
 };
 
 // Appends the encoded record to `out`; returns its size.
-size_t encode_record(const RecordHeader& header, const uint8_t* body, size_t body_size,
-                     Bytes* out);
+size_t encode_record(const RecordHeader& header, const uint8_t* body, size_t body_size, Bytes* out);
+// The same with the body written straight into `out` (no copy of it): begin_record appends
+// the header and returns where the record starts; once the body follows it, finish_record
+// back-fills the length and checksum and returns the record's size.
+size_t begin_record(const RecordHeader& header, Bytes* out);
+size_t finish_record(size_t start, Bytes* out);
 // Decodes the record at `data`; Errc::truncated when `avail` ends inside it, Errc::corrupt
 // when its length is impossible, its checksum fails or its kind is unknown.
 Result<RecordView> decode_record(const uint8_t* data, size_t avail);

@@ -475,15 +475,19 @@ bool decode_effect(ByteReader& r, Effect* out) {
   return get_effect(r, out) && r.ok();
 }
 
-Bytes encode_entry(const Entry& entry) {
-  Bytes out;
-  ByteWriter w(&out);
+void encode_entry(const Entry& entry, ByteWriter& w) {
   w.u64(entry.index.value);
   w.u64(entry.term.value);
   w.i64(entry.now_us);
   w.u32(static_cast<uint32_t>(entry.effects.size()));
   EffectWriter ew{w};
   for (const auto& e : entry.effects) std::visit(ew, e);
+}
+
+Bytes encode_entry(const Entry& entry) {
+  Bytes out;
+  ByteWriter w(&out);
+  encode_entry(entry, w);
   return out;
 }
 
@@ -504,11 +508,18 @@ Result<Entry> decode_entry(const uint8_t* data, size_t size) {
   return entry;
 }
 
-Bytes encode_frames(const EffAppend& a) {
+size_t frames_bytes(const EffAppend& a) {
+  size_t n = a.hashes.size() * sizeof(Hash128);
+  for (const auto& f : a.frames) {
+    n += 16 + 4 * 4 + f.transaction_id.size() + f.trace_id.size() + f.payload.size() +
+         f.producer_sub.size();
+  }
+  return n;
+}
+
+void encode_frames(const EffAppend& a, ByteWriter& w) {
   QUEEN_ASSERT(a.hashes.size() == a.count && a.frames.size() == a.count, "append shape");
-  Bytes out;
-  ByteWriter w(&out);
-  for (const auto& h : a.hashes) w.hash(h);
+  w.hashes(a.hashes.data(), a.hashes.size());
   for (const auto& f : a.frames) {
     w.uuid(f.message_id);
     w.str(f.transaction_id);
@@ -516,6 +527,13 @@ Bytes encode_frames(const EffAppend& a) {
     w.str(f.payload);
     w.str(f.producer_sub);
   }
+}
+
+Bytes encode_frames(const EffAppend& a) {
+  Bytes out;
+  out.reserve(frames_bytes(a));
+  ByteWriter w(&out);
+  encode_frames(a, w);
   return out;
 }
 
@@ -537,19 +555,25 @@ Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
   return ok_status();
 }
 
+// A u32 length, then what `body` writes.
+template <class F>
+void put_sized(ByteWriter& w, F&& body) {
+  size_t at = w.size();
+  w.u32(0);
+  body();
+  w.patch_u32(at, static_cast<uint32_t>(w.size() - at - 4));
+}
+
 Bytes encode_replicated(const Entry& entry) {
-  Bytes body = encode_entry(entry);
+  size_t frames = 0;
+  for (const auto& e : entry.effects)
+    if (const auto* a = std::get_if<EffAppend>(&e)) frames += 4 + frames_bytes(*a);
   Bytes out;
+  out.reserve(frames + 256);
   ByteWriter w(&out);
-  w.u32(static_cast<uint32_t>(body.size()));
-  w.raw(body.data(), body.size());
-  for (const auto& e : entry.effects) {
-    if (const auto* a = std::get_if<EffAppend>(&e)) {
-      Bytes frames = encode_frames(*a);
-      w.u32(static_cast<uint32_t>(frames.size()));
-      w.raw(frames.data(), frames.size());
-    }
-  }
+  put_sized(w, [&] { encode_entry(entry, w); });
+  for (const auto& e : entry.effects)
+    if (const auto* a = std::get_if<EffAppend>(&e)) put_sized(w, [&] { encode_frames(*a, w); });
   return out;
 }
 

@@ -248,10 +248,13 @@ bool decode_effect(ByteReader& r, Effect* out);
 
 // The entry record's body: everything but the frames and hashes of appends.
 Bytes encode_entry(const Entry& entry);
+void encode_entry(const Entry& entry, ByteWriter& w);
 Result<Entry> decode_entry(const uint8_t* data, size_t size);
 
-// The message record's body for one append: hashes and frames.
+// The message record's body for one append: hashes and frames; frames_bytes is its size.
 Bytes encode_frames(const EffAppend& append);
+void encode_frames(const EffAppend& append, ByteWriter& w);
+size_t frames_bytes(const EffAppend& append);
 Status decode_frames(const uint8_t* data, size_t size, EffAppend* append);
 
 // The whole entry, frames included: what Raft carries from the leader to its followers.

@@ -44,7 +44,7 @@ void put_partition(ByteWriter& w, const PartitionState& p) {
     w.u32(row.count);
     w.i64(row.created_us);
     put_location(w, row.where);
-    for (const Hash128& h : row.hashes) w.hash(h);
+    w.hashes(row.hashes.data(), row.hashes.size());
   }
   put_count(w, p.deleted.size());
   for (Offset o : p.deleted) w.u64(o.value);
