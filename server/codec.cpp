@@ -574,16 +574,20 @@ void read_options(FieldReader& r, QueueOptionsPatch* p) {
 
 // ---------- rendering ----------
 
+// Room for the fixed part of one rendered item (keys, ids, numbers); names and payloads add.
+constexpr size_t kRenderedItemBytes = 240;
+
 void render_push(const PushReply& reply, JsonWriter& w) {
+  w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
   for (const PushResult& r : reply.results) {
     w.begin_object();
     w.key("index").number(r.index);
-    w.key("message_id").string(uuid_to_string(r.message_id));
+    w.key("message_id").uuid(r.message_id);
     w.key("transaction_id").string(r.transaction_id);
     w.key("queueName").string(r.queue);
     w.key("partition").string(r.partition);
-    w.key("partitionId").string(std::to_string(r.partition_id.value));
+    w.key("partitionId").decimal_string(r.partition_id.value);
     switch (r.status) {
       case PushStatus::queued:
       case PushStatus::duplicate:
@@ -604,21 +608,32 @@ std::string lease_text(const LeaseId& id) {
   return id.is_nil() ? "" : uuid_to_string(id);
 }
 
+// A lease id, or "" when there is none.
+void render_lease(const LeaseId& id, JsonWriter& w) {
+  if (id.is_nil()) {
+    w.string("");
+  } else {
+    w.uuid(id);
+  }
+}
+
 void render_pop_message(const PopMessage& m, const std::string& group, JsonWriter& w) {
-  std::string id = uuid_to_string(m.message_id);
+  char created[kIsoUsCharsMax];
+  size_t created_chars = format_iso_us(m.created_us, created);
   w.begin_object();
-  w.key("id").string(id);
-  w.key("messageId").string(id);
+  w.key("id").uuid(m.message_id);
+  w.key("messageId").uuid(m.message_id);
   w.key("transactionId").string(m.transaction_id);
   w.key("traceId").string_or_null(m.trace_id);
-  w.key("partitionId").string(std::to_string(m.partition_id.value));
+  w.key("partitionId").decimal_string(m.partition_id.value);
   w.key("partition").string(m.partition);
   w.key("queue").string(m.queue);
   w.key("offset").number(m.offset.value);
   w.key("deliveryAttempt").number(m.delivery_attempt);
   w.key("data").raw(m.payload);
-  w.key("createdAt").string(format_iso_us(m.created_us));
-  w.key("leaseId").string(lease_text(m.lease_id));
+  w.key("createdAt").string(std::string_view(created, created_chars));
+  w.key("leaseId");
+  render_lease(m.lease_id, w);
   w.key("consumerGroup").string(group);
   w.key("producerSub").string_or_null(m.producer_sub);
   w.end_object();
@@ -627,7 +642,13 @@ void render_pop_message(const PopMessage& m, const std::string& group, JsonWrite
 HttpAnswer render_pop(const PopReply& reply) {
   if (reply.messages.empty()) return HttpAnswer{204, "", 0};
   const PopMessage& first = reply.messages.front();
+  size_t bytes = 256;
+  for (const PopMessage& m : reply.messages) {
+    bytes += kRenderedItemBytes + 2 * kUuidChars + m.transaction_id.size() + m.payload.size() +
+             m.partition.size() + m.queue.size() + reply.group.size();
+  }
   JsonWriter w;
+  w.reserve(bytes);
   w.begin_object();
   w.key("success").boolean(true);
   w.key("queue").string(reply.queue.empty() ? first.queue : reply.queue);
@@ -2262,7 +2283,20 @@ std::string utf8_lossy(std::string_view text) {
   return out;
 }
 
-std::string format_iso_us(int64_t unix_us) {
+namespace {
+
+// `v` as exactly `width` decimal digits (v < 10^width).
+char* put_digits(char* out, uint64_t v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  return out + width;
+}
+
+}  // namespace
+
+size_t format_iso_us(int64_t unix_us, char* out) {
   int64_t secs = unix_us >= 0 ? unix_us / 1000000 : -((-unix_us + 999999) / 1000000);
   auto frac = static_cast<int>(unix_us - secs * 1000000);
   int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
@@ -2270,11 +2304,32 @@ std::string format_iso_us(int64_t unix_us) {
   int64_t y;
   unsigned m, d;
   civil_from_days(days, &y, &m, &d);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%06dZ", static_cast<long long>(y),
-                m, d, static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60),
-                static_cast<int>(sod % 60), frac);
-  return buf;
+  if (y < 0 || y > 9999) {
+    return static_cast<size_t>(
+        std::snprintf(out, kIsoUsCharsMax, "%04lld-%02u-%02uT%02d:%02d:%02d.%06dZ",
+                      static_cast<long long>(y), m, d, static_cast<int>(sod / 3600),
+                      static_cast<int>(sod / 60 % 60), static_cast<int>(sod % 60), frac));
+  }
+  char* p = put_digits(out, static_cast<uint64_t>(y), 4);
+  *p++ = '-';
+  p = put_digits(p, m, 2);
+  *p++ = '-';
+  p = put_digits(p, d, 2);
+  *p++ = 'T';
+  p = put_digits(p, static_cast<uint64_t>(sod / 3600), 2);
+  *p++ = ':';
+  p = put_digits(p, static_cast<uint64_t>(sod / 60 % 60), 2);
+  *p++ = ':';
+  p = put_digits(p, static_cast<uint64_t>(sod % 60), 2);
+  *p++ = '.';
+  p = put_digits(p, static_cast<uint64_t>(frac), 6);
+  *p++ = 'Z';
+  return static_cast<size_t>(p - out);
+}
+
+std::string format_iso_us(int64_t unix_us) {
+  char buf[kIsoUsCharsMax];
+  return std::string(buf, format_iso_us(unix_us, buf));
 }
 
 // YYYY-MM-DD[(T| )HH:MM[:SS[.fraction]]][Z|(+|-)HH[:]MM]; no zone means UTC.

@@ -163,6 +163,9 @@ bool valid_utf8(std::string_view text);
 // `text` with every byte that is not part of a valid UTF-8 sequence replaced by '?'.
 std::string utf8_lossy(std::string_view text);
 std::string format_iso_us(int64_t unix_us);
+// The same into `out`, which holds kIsoUsCharsMax characters; returns how many it wrote.
+constexpr size_t kIsoUsCharsMax = 48;
+size_t format_iso_us(int64_t unix_us, char* out);
 std::optional<int64_t> parse_iso_us(std::string_view text);
 Hash128 hash_transaction_id(std::string_view transaction_id);
 // JSON nesting depth of `text` (brackets outside strings), capped at `limit` + 1.

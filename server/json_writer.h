@@ -3,11 +3,14 @@
 // The caller keeps the structure balanced; commas are placed by the writer.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/common/types.h"
 
 namespace queen::server {
 
@@ -32,15 +35,35 @@ class JsonWriter {
   }
   // The empty string renders as null (optional text fields).
   JsonWriter& string_or_null(std::string_view s) { return s.empty() ? null() : string(s); }
-  JsonWriter& number(int64_t v) { return literal(std::to_string(v)); }
-  JsonWriter& number(uint64_t v) { return literal(std::to_string(v)); }
-  JsonWriter& number(uint32_t v) { return literal(std::to_string(v)); }
-  JsonWriter& number(int v) { return literal(std::to_string(v)); }
+  JsonWriter& number(int64_t v) { return integer(v); }
+  JsonWriter& number(uint64_t v) { return integer(v); }
+  JsonWriter& number(uint32_t v) { return integer(v); }
+  JsonWriter& number(int v) { return integer(v); }
+  // An integer as a JSON string ("12"): ids the API hands out as text.
+  JsonWriter& decimal_string(uint64_t v) {
+    comma();
+    out_.push_back('"');
+    append_integer(v);
+    out_.push_back('"');
+    return *this;
+  }
+  // A UUID as its 36-character string.
+  JsonWriter& uuid(const Uuid& u) {
+    comma();
+    out_.push_back('"');
+    size_t at = out_.size();
+    out_.resize(at + kUuidChars);
+    uuid_to_chars(u, out_.data() + at);
+    out_.push_back('"');
+    return *this;
+  }
   JsonWriter& boolean(bool v) { return literal(v ? "true" : "false"); }
   JsonWriter& null() { return literal("null"); }
   // Splices JSON text as is; empty text stands for null.
   JsonWriter& raw(std::string_view json) { return literal(json.empty() ? "null" : json); }
 
+  // Room for `bytes` of text, so a large answer is not copied as it grows.
+  void reserve(size_t bytes) { out_.reserve(bytes); }
   std::string take() { return std::move(out_); }
   const std::string& text() const { return out_; }
 
@@ -55,6 +78,18 @@ class JsonWriter {
     out_.push_back(c);
     first_.pop_back();
     return *this;
+  }
+  template <class T>
+  JsonWriter& integer(T v) {
+    comma();
+    append_integer(v);
+    return *this;
+  }
+  template <class T>
+  void append_integer(T v) {
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    out_.append(buf, static_cast<size_t>(end - buf));
   }
   JsonWriter& literal(std::string_view text) {
     comma();

@@ -2,15 +2,18 @@
 
 namespace queen {
 
-std::string uuid_to_string(const Uuid& u) {
+void uuid_to_chars(const Uuid& u, char* out) {
   static const char* kHex = "0123456789abcdef";
-  std::string s;
-  s.reserve(36);
   for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
-    s.push_back(kHex[u.bytes[i] >> 4]);
-    s.push_back(kHex[u.bytes[i] & 15]);
+    if (i == 4 || i == 6 || i == 8 || i == 10) *out++ = '-';
+    *out++ = kHex[u.bytes[i] >> 4];
+    *out++ = kHex[u.bytes[i] & 15];
   }
+}
+
+std::string uuid_to_string(const Uuid& u) {
+  std::string s(kUuidChars, '\0');
+  uuid_to_chars(u, s.data());
   return s;
 }
 

@@ -48,7 +48,10 @@ struct Uuid {
 using RequestId = Uuid;
 using LeaseId = Uuid;
 
+constexpr size_t kUuidChars = 36;
 std::string uuid_to_string(const Uuid& u);
+// Writes the kUuidChars characters of uuid_to_string to `out`.
+void uuid_to_chars(const Uuid& u, char* out);
 bool uuid_from_string(const std::string& s, Uuid* out);
 // A UUIDv7 from a unix time in ms and 74 random bits.
 Uuid make_uuid_v7(int64_t unix_ms, uint64_t rand_a, uint64_t rand_b);

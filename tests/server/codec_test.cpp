@@ -7,6 +7,7 @@
 
 #include "server/codec.h"
 #include "server/config.h"
+#include "server/json_writer.h"
 #include "server/routes.h"
 
 namespace queen::server {
@@ -159,6 +160,23 @@ TEST(Codec, IsoTimesRoundTrip) {
   EXPECT_EQ(parse_iso_us("2024-01-02"), parse_iso_us("2024-01-02T00:00:00Z"));
   EXPECT_FALSE(parse_iso_us("2024-13-02").has_value());
   EXPECT_FALSE(parse_iso_us("yesterday").has_value());
+}
+
+TEST(Codec, IsoTimesReadAsUtcWithMicroseconds) {
+  EXPECT_EQ(format_iso_us(1704164645123456), "2024-01-02T03:04:05.123456Z");
+  EXPECT_EQ(format_iso_us(0), "1970-01-01T00:00:00.000000Z");
+  EXPECT_EQ(format_iso_us(-1), "1969-12-31T23:59:59.999999Z");
+  EXPECT_EQ(format_iso_us(253402300800000007), "10000-01-01T00:00:00.000007Z");
+}
+
+// Ids written straight into an answer read as their text forms do.
+TEST(Codec, UuidsAndDecimalIdsRenderAsTheirText) {
+  Uuid id;
+  for (size_t i = 0; i < id.bytes.size(); ++i) id.bytes[i] = static_cast<uint8_t>(i * 17 + 3);
+  JsonWriter w;
+  w.begin_array().uuid(id).decimal_string(0).decimal_string(UINT64_MAX).number(-5).end_array();
+  EXPECT_EQ(json::parse(w.text()), (json{uuid_to_string(id), "0", std::to_string(UINT64_MAX), -5}));
+  EXPECT_EQ(uuid_to_string(id), "03142536-4758-697a-8b9c-adbecfe0f102");
 }
 
 TEST(Codec, PercentDecodingAndQueries) {
