@@ -220,7 +220,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   void give_up() {
     HttpAnswer last = std::move(forwarding_->last);
     forwarding_.reset();
-    write_answer(last, "application/json");
+    write_answer(std::move(last), "application/json");
   }
 
   void on_forwarded(std::optional<ForwardResponse> res, uint64_t leader) {
@@ -248,7 +248,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     if (!retry.empty()) a.retry_after_s = std::atoi(std::string(retry).c_str());
     a.etag = std::string(res[http::field::etag]);
     std::string type(res[http::field::content_type]);
-    write_answer(a, type.empty() ? "application/json" : type.c_str());
+    write_answer(std::move(a), type.empty() ? "application/json" : type.c_str());
   }
 
   // One attempt at `leader`; false when it cannot be made (unknown node, no time left).
@@ -566,7 +566,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       hold_for_forwarding(req, *parsed.command);
     }
     release_body(front);
-    if (!parsed.command) return write_answer(parsed.answer, "application/json");
+    if (!parsed.command) return write_answer(std::move(parsed.answer), "application/json");
     ReplyHandle handle = shared_->router.add(weak_from_this());
     held_ = handle;
     held_render_ = parsed.render;
@@ -576,7 +576,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       held_.reset();
       HttpAnswer busy = error_answer(429, "overloaded", "the node has too many queued commands");
       busy.retry_after_s = kOverloadedRetryAfterS;
-      return write_answer(busy, "application/json");
+      return write_answer(std::move(busy), "application/json");
     }
     arm_deadline(handle, deadline_ms - ids.now_ms() + kDeadlineGraceMs);
   }
@@ -596,7 +596,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     forward_timer_.cancel();
     HttpAnswer answer = error_answer(503, "timeout", "the request deadline elapsed");
     answer.retry_after_s = kTimeoutRetryAfterS;
-    write_answer(answer, "application/json");
+    write_answer(std::move(answer), "application/json");
   }
 
   // The body is parsed: its bytes no longer count against the read-ahead budget.
@@ -623,7 +623,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     request_started_.reset();
   }
 
-  void write_answer(const HttpAnswer& answer, const char* content_type) {
+  // Takes the answer: its body moves into the response unless the caller keeps a copy.
+  void write_answer(HttpAnswer answer, const char* content_type) {
     record_latency();
     const auto& req = pending_.front().request;
     auto res = std::make_shared<http::response<http::string_body>>(
@@ -645,7 +646,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                      std::string(req.method_string()) + " " + std::string(req.target()) + " -> " +
                          std::to_string(answer.status));
     }
-    res->body() = answer.body;
+    res->body() = std::move(answer.body);
     res->prepare_payload();
     stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
     http::async_write(stream_, *res,
