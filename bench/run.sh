@@ -66,7 +66,7 @@ case $scenario in
   push) args=(--scenario push --producers 8 --batch 100 --duration-s 20) ;;
   inout) args=(--scenario inout --producers 4 --consumers 4 --batch 100 --pop-partitions 8
     --duration-s 20) ;;
-  txn) args=(--scenario txn --producers 2 --consumers 8 --batch 10 --duration-s 20) ;;
+  txn) args=(--scenario txn --producers 4 --consumers 32 --batch 10 --duration-s 20) ;;
   partitions) args=(--scenario push --producers 8 --batch 100 --partitions 10000 --duration-s 20) ;;
   queues) args=(--scenario push --producers 8 --batch 100 --queues 100 --duration-s 20) ;;
   fill-1m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 1000000
