@@ -1307,7 +1307,7 @@ struct NodeImpl {
       PushCmd push;
       push.items.push_back(PushItem{key.first, row.partition, row.txn, row.txn_hash, row.message_id,
                                     row.payload, "", looks_sealed(row.payload), ""});
-      auto pushed = planner.plan_push(push, now_us, &open);
+      auto pushed = planner.plan_push(std::move(push.items), now_us, &open);
       if (pushed.refused) {
         fire_failed(key, std::move(row), pushed.refused->message, now_us);
         continue;
@@ -1373,15 +1373,32 @@ struct NodeImpl {
 
   // Checks every part of the call before changing anything, so a refusal leaves no trace;
   // then plans all of it into the open entry: one entry, all or nothing on disk.
-  void handle_txn(ReplyHandle h, const TxnCmd& cmd) {
+  // Every item the transaction pushes, in order: one operation's own list when only one
+  // operation pushes, else copied into `joined`.
+  static const std::vector<PushItem>& pushed_items(const TxnCmd& cmd,
+                                                   std::vector<PushItem>* joined) {
+    const TxnOperation* only = nullptr;
+    size_t pushing = 0;
+    for (const auto& op : cmd.operations) {
+      if (op.is_ack) continue;
+      only = &op;
+      ++pushing;
+    }
+    if (pushing == 1) return only->items;
+    for (const auto& op : cmd.operations)
+      if (!op.is_ack) joined->insert(joined->end(), op.items.begin(), op.items.end());
+    return *joined;
+  }
+
+  // Takes the pushed items out of `cmd` as it plans them.
+  void handle_txn(ReplyHandle h, TxnCmd& cmd) {
     int64_t now_us = env.now_us();
     TxnReply reply;
     reply.transaction_id = cmd.transaction_id;
     TxnConsumePlan consume = engine.plan_txn(cmd, now_us);
     if (!consume.ok) return send(Parked{h, Reply{rollback(reply, consume.reason, consume.error)}});
-    std::vector<PushItem> items;
-    for (const auto& op : cmd.operations)
-      if (!op.is_ack) items.insert(items.end(), op.items.begin(), op.items.end());
+    std::vector<PushItem> joined;  // only when more than one operation pushes
+    const std::vector<PushItem>& items = pushed_items(cmd, &joined);
     if (auto dup = planner.find_duplicate(items, now_us)) {
       std::string e = "QDUP transactionId " + dup->transaction_id + " is already in partition " +
                       dup->partition + " at offset " + std::to_string(dup->offset.value);
@@ -1415,7 +1432,7 @@ struct NodeImpl {
         res.ack = consume.acks.at(ack_no++);
       } else {
         res.type = TxnResultType::push;
-        res.pushes = planner.plan_push(PushCmd{cmd.operations[i].items}, now_us, &open).results;
+        res.pushes = planner.plan_push(std::move(cmd.operations[i].items), now_us, &open).results;
       }
       reply.results.push_back(std::move(res));
     }
@@ -1725,7 +1742,9 @@ struct NodeImpl {
     XXH128_hash_t hh = XXH3_128bits(item.transaction_id.data(), item.transaction_id.size());
     item.txn_hash = Hash128{hh.low64, hh.high64};
     item.message_id = cmd.message_id;
-    PushReply pushed = planner.plan_push(PushCmd{{item}}, env.now_us(), &open);
+    std::vector<PushItem> items;
+    items.push_back(std::move(item));
+    PushReply pushed = planner.plan_push(std::move(items), env.now_us(), &open);
     if (pushed.refused) return send(Parked{h, Reply{*pushed.refused}});  // the letter stays
     reply.push = pushed.results.at(0);
     open.entry.effects.push_back(EffDlqRemove{qid, cmd.dlq_id});
@@ -1952,7 +1971,7 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   }
   n.current_request = logged ? c.request_id : RequestId{};
   if (auto* push = std::get_if<PushCmd>(&c.command)) {
-    PushReply r = n.planner.plan_push(*push, n.env.now_us(), &n.open);
+    PushReply r = n.planner.plan_push(std::move(push->items), n.env.now_us(), &n.open);
     n.park_planned(h, Reply{std::move(r)});
   } else if (auto* cfg = std::get_if<ConfigureCmd>(&c.command)) {
     ConfigureReply r = n.planner.plan_configure(*cfg, &n.open);

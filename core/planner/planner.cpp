@@ -140,13 +140,13 @@ std::optional<ErrorReply> Planner::seal_timer_payloads(std::vector<TimerOp>* ops
   return std::nullopt;
 }
 
-PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open) {
+PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEntry* open) {
   PushReply reply;
-  reply.results.reserve(cmd.items.size());
+  reply.results.reserve(items.size());
   std::vector<std::optional<std::string>> sealed;
-  if (auto refused = seal_payloads(cmd.items, &sealed)) {
-    for (uint32_t i = 0; i < cmd.items.size(); ++i) {
-      const PushItem& item = cmd.items[i];
+  if (auto refused = seal_payloads(items, &sealed)) {
+    for (uint32_t i = 0; i < items.size(); ++i) {
+      const PushItem& item = items[i];
       reply.results.push_back(PushResult{i, PushStatus::error, item.message_id, item.transaction_id,
                                          item.queue, item.partition, PartitionId{}, Offset(0),
                                          refused->message});
@@ -154,16 +154,16 @@ PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open
     reply.refused = std::move(refused);
     return reply;
   }
-  for (uint32_t i = 0; i < cmd.items.size(); ++i) {
-    const PushItem& item = cmd.items[i];
+  for (uint32_t i = 0; i < items.size(); ++i) {
+    PushItem& item = items[i];
     QueueView q = ensure_queue(item.queue, push_created_options(item.queue), open);
     PartitionId pid = ensure_partition(q.id, item.partition, open);
     PushResult res{i,
                    PushStatus::queued,
                    item.message_id,
                    item.transaction_id,
-                   item.queue,
-                   item.partition,
+                   std::move(item.queue),
+                   std::move(item.partition),
                    pid,
                    Offset(0),
                    {}};
@@ -179,11 +179,13 @@ PushReply Planner::plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open
     }
     EffAppend& a = append_of(pid, q.id, open);
     res.offset = Offset(a.base.value + a.count);
-    std::string payload = i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : item.payload;
+    std::string payload =
+        i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : std::move(item.payload);
     open->bytes += payload.size() + item.transaction_id.size() + 64;
     a.hashes.push_back(item.txn_hash);
-    a.frames.push_back(MessageFrame{item.message_id, item.transaction_id, item.trace_id,
-                                    std::move(payload), item.producer_sub});
+    a.frames.push_back(MessageFrame{item.message_id, std::move(item.transaction_id),
+                                    std::move(item.trace_id), std::move(payload),
+                                    std::move(item.producer_sub)});
     ++a.count;
     planned_next_[pid] = res.offset.next();
     if (window_us > 0)

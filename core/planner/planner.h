@@ -33,8 +33,8 @@ class Planner {
   // Dedup first (a duplicate keeps its original offset and message id and adds nothing),
   // then one gapless run of offsets per partition for the survivors. Payloads of encrypted
   // queues are sealed (core/seal/seal.h); when one cannot be, nothing is planned and the
-  // reply is `refused`.
-  PushReply plan_push(const PushCmd& cmd, int64_t now_us, OpenEntry* open);
+  // reply is `refused`. Takes the items: their payloads move into the entry, not copied.
+  PushReply plan_push(std::vector<PushItem> items, int64_t now_us, OpenEntry* open);
   // Whether the payloads of `items` could be sealed, checked before a transaction plans
   // anything: the refusal plan_push would give, or nothing. Plans nothing.
   std::optional<ErrorReply> seal_refusal(const std::vector<PushItem>& items);
