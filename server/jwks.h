@@ -5,8 +5,7 @@
 // - parse_jwks() keeps the keys it can verify with: kty RSA (n, e) and kty OKP with crv
 //   Ed25519 (x), whose `use` is absent or "sig". Others are skipped; a set with none, or text
 //   that is not a JWKS, is an error.
-// - fetch_url() GETs an http:// or https:// URL within timeout_ms (TLS: the system's trusted
-//   roots, the host name checked) and answers the body of a 200.
+// - The set is fetched with fetch_url() (server/http_fetch.h).
 // - JwksCache::start() fetches once (an error when that fails, so a node never runs without
 //   keys it was told to use) and then refreshes every refresh_s on its own thread; a failed
 //   refresh keeps the keys it had. find() is safe from any thread at any time.
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "core/common/result.h"
+#include "server/http_fetch.h"
 
 struct evp_pkey_st;  // OpenSSL's EVP_PKEY
 
@@ -37,7 +37,6 @@ struct Jwk {
 };
 
 Result<std::vector<Jwk>> parse_jwks(std::string_view text);
-Result<std::string> fetch_url(const std::string& url, int64_t timeout_ms);
 
 struct JwksOptions {
   std::string url;            // JWT_JWKS_URL
