@@ -1371,8 +1371,6 @@ struct NodeImpl {
     return r;
   }
 
-  // Checks every part of the call before changing anything, so a refusal leaves no trace;
-  // then plans all of it into the open entry: one entry, all or nothing on disk.
   // Every item the transaction pushes, in order: one operation's own list when only one
   // operation pushes, else copied into `joined`.
   static const std::vector<PushItem>& pushed_items(const TxnCmd& cmd,
@@ -1390,7 +1388,9 @@ struct NodeImpl {
     return *joined;
   }
 
-  // Takes the pushed items out of `cmd` as it plans them.
+  // Checks every part of the call before changing anything, so a refusal leaves no trace;
+  // then plans all of it into the open entry: one entry, all or nothing on disk. Takes the
+  // pushed items out of `cmd` as it plans them.
   void handle_txn(ReplyHandle h, TxnCmd& cmd) {
     int64_t now_us = env.now_us();
     TxnReply reply;
