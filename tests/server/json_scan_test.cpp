@@ -215,6 +215,42 @@ rc::Gen<std::vector<std::string>> genItems(rc::Gen<T> item) {
   });
 }
 
+// The elements' texts joined with commas, for a JSON array.
+std::string joined(const std::vector<std::string>& elements) {
+  std::string out;
+  for (size_t i = 0; i < elements.size(); ++i) out += (i ? "," : "") + elements[i];
+  return out;
+}
+
+// Both readings took the body, or refused it with the same answer.
+void assertSameAnswer(const Parsed& x, const Parsed& y) {
+  RC_ASSERT(x.command.has_value() == y.command.has_value());
+  RC_ASSERT(x.answer.status == y.answer.status);
+  RC_ASSERT(x.answer.body == y.answer.body);
+  RC_TAG(x.command.has_value());
+}
+
+void assertSameAck(const AckItem& p, const AckItem& q) {
+  RC_ASSERT(p.transaction_id == q.transaction_id);
+  RC_ASSERT(p.txn_hash == q.txn_hash);
+  RC_ASSERT(p.partition_id == q.partition_id);
+  RC_ASSERT(p.lease_id == q.lease_id);
+  RC_ASSERT(p.status == q.status);
+  RC_ASSERT(p.group == q.group);
+}
+
+// The same items; a payload may differ only in form.
+void assertSamePushItems(const std::vector<PushItem>& p, const std::vector<PushItem>& q) {
+  RC_ASSERT(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    RC_ASSERT(p[i].queue == q[i].queue);
+    RC_ASSERT(p[i].partition == q[i].partition);
+    RC_ASSERT(p[i].transaction_id == q[i].transaction_id);
+    RC_ASSERT(p[i].message_id == q[i].message_id);
+    RC_ASSERT(json::parse(p[i].payload) == json::parse(q[i].payload));
+  }
+}
+
 // The same ack batch read by the scanner and by the general parser (a repeated key sends it
 // there; the last one counts in both) gives the same command or the same refusal.
 RC_GTEST_PROP(JsonScanProp, AnAckBatchReadsTheSameEitherWay, ()) {
@@ -230,8 +266,7 @@ RC_GTEST_PROP(JsonScanProp, AnAckBatchReadsTheSameEitherWay, ()) {
                ",\"status\":" + std::get<2>(t) + ",\"leaseId\":" + std::get<3>(t) +
                ",\"consumerGroup\":" + std::get<4>(t) + ",\"extra\":[1,{}]}";
       }));
-  std::string list;
-  for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
+  std::string list = joined(items);
   std::string group = *genField({"g", ""});
   std::string scanned = "{\"acknowledgments\":[" + list + "],\"consumerGroup\":" + group + "}";
   std::string general =
@@ -239,22 +274,12 @@ RC_GTEST_PROP(JsonScanProp, AnAckBatchReadsTheSameEitherWay, ()) {
   StepIds a, b;
   Parsed x = parse_ack_batch(scanned, EdgeSettings{}, a);
   Parsed y = parse_ack_batch(general, EdgeSettings{}, b);
-  RC_ASSERT(x.command.has_value() == y.command.has_value());
-  RC_ASSERT(x.answer.status == y.answer.status);
-  RC_ASSERT(x.answer.body == y.answer.body);
-  RC_TAG(x.command.has_value());
+  assertSameAnswer(x, y);
   if (!x.command) return;
   const auto& p = std::get<AckCmd>(x.command->command).items;
   const auto& q = std::get<AckCmd>(y.command->command).items;
   RC_ASSERT(p.size() == q.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    RC_ASSERT(p[i].transaction_id == q[i].transaction_id);
-    RC_ASSERT(p[i].txn_hash == q[i].txn_hash);
-    RC_ASSERT(p[i].partition_id == q[i].partition_id);
-    RC_ASSERT(p[i].lease_id == q[i].lease_id);
-    RC_ASSERT(p[i].status == q[i].status);
-    RC_ASSERT(p[i].group == q[i].group);
-  }
+  for (size_t i = 0; i < p.size(); ++i) assertSameAck(p[i], q[i]);
 }
 
 // A push item as a client writes it.
@@ -270,27 +295,13 @@ rc::Gen<std::string> genPushItem() {
 
 // Likewise a push: the same items, ids and refusals; the payload differs only in form.
 RC_GTEST_PROP(JsonScanProp, APushReadsTheSameEitherWay, ()) {
-  auto items = *genItems(genPushItem());
-  std::string list;
-  for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
+  std::string list = joined(*genItems(genPushItem()));
   StepIds a, b;
   Parsed x = parse_push("{\"items\":[" + list + "]}", EdgeSettings{}, a);
   Parsed y = parse_push("{\"items\":1,\"items\":[" + list + "]}", EdgeSettings{}, b);
-  RC_ASSERT(x.command.has_value() == y.command.has_value());
-  RC_ASSERT(x.answer.status == y.answer.status);
-  RC_ASSERT(x.answer.body == y.answer.body);
-  RC_TAG(x.command.has_value());
+  assertSameAnswer(x, y);
   if (!x.command) return;
-  const auto& p = push_of(x).items;
-  const auto& q = push_of(y).items;
-  RC_ASSERT(p.size() == q.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    RC_ASSERT(p[i].queue == q[i].queue);
-    RC_ASSERT(p[i].partition == q[i].partition);
-    RC_ASSERT(p[i].transaction_id == q[i].transaction_id);
-    RC_ASSERT(p[i].message_id == q[i].message_id);
-    RC_ASSERT(json::parse(p[i].payload) == json::parse(q[i].payload));
-  }
+  assertSamePushItems(push_of(x).items, push_of(y).items);
 }
 
 // One operation of a transaction: an ack (its type last, as workers often write it), a push
@@ -313,9 +324,7 @@ rc::Gen<std::string> genTxnOperation() {
                ",\"consumerGroup\":" + std::get<4>(t) + ",\"type\":" + std::get<5>(t) + "}";
       });
   auto items = rc::gen::map(rc::gen::pair(type("push"), genItems(genPushItem())), [](auto p) {
-    std::string list;
-    for (size_t i = 0; i < p.second.size(); ++i) list += (i ? "," : "") + p.second[i];
-    return "{\"type\":" + p.first + ",\"items\":[" + list + "]}";
+    return "{\"type\":" + p.first + ",\"items\":[" + joined(p.second) + "]}";
   });
   auto one = rc::gen::map(rc::gen::pair(type("push"), genPushItem()),
                           [](auto p) { return "{\"type\":" + p.first + "," + p.second.substr(1); });
@@ -324,17 +333,12 @@ rc::Gen<std::string> genTxnOperation() {
 
 // Likewise a transaction of acks and pushes: the same operations, leases, ids and refusals.
 RC_GTEST_PROP(JsonScanProp, ATransactionReadsTheSameEitherWay, ()) {
-  auto ops = *genItems(genTxnOperation());
-  std::string list;
-  for (size_t i = 0; i < ops.size(); ++i) list += (i ? "," : "") + ops[i];
+  std::string list = joined(*genItems(genTxnOperation()));
   StepIds a, b;
   Parsed x = parse_transaction("{\"operations\":[" + list + "]}", EdgeSettings{}, a);
   Parsed y =
       parse_transaction("{\"operations\":1,\"operations\":[" + list + "]}", EdgeSettings{}, b);
-  RC_ASSERT(x.command.has_value() == y.command.has_value());
-  RC_ASSERT(x.answer.status == y.answer.status);
-  RC_ASSERT(x.answer.body == y.answer.body);
-  RC_TAG(x.command.has_value());
+  assertSameAnswer(x, y);
   if (!x.command) return;
   const auto& p = std::get<TxnCmd>(x.command->command);
   const auto& q = std::get<TxnCmd>(y.command->command);
@@ -345,20 +349,8 @@ RC_GTEST_PROP(JsonScanProp, ATransactionReadsTheSameEitherWay, ()) {
     const TxnOperation& m = p.operations[i];
     const TxnOperation& n = q.operations[i];
     RC_ASSERT(m.is_ack == n.is_ack);
-    RC_ASSERT(m.ack.transaction_id == n.ack.transaction_id);
-    RC_ASSERT(m.ack.txn_hash == n.ack.txn_hash);
-    RC_ASSERT(m.ack.partition_id == n.ack.partition_id);
-    RC_ASSERT(m.ack.lease_id == n.ack.lease_id);
-    RC_ASSERT(m.ack.status == n.ack.status);
-    RC_ASSERT(m.ack.group == n.ack.group);
-    RC_ASSERT(m.items.size() == n.items.size());
-    for (size_t k = 0; k < m.items.size(); ++k) {
-      RC_ASSERT(m.items[k].queue == n.items[k].queue);
-      RC_ASSERT(m.items[k].partition == n.items[k].partition);
-      RC_ASSERT(m.items[k].transaction_id == n.items[k].transaction_id);
-      RC_ASSERT(m.items[k].message_id == n.items[k].message_id);
-      RC_ASSERT(json::parse(m.items[k].payload) == json::parse(n.items[k].payload));
-    }
+    assertSameAck(m.ack, n.ack);
+    assertSamePushItems(m.items, n.items);
   }
 }
 
