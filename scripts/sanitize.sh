@@ -57,11 +57,13 @@ check_reports() {  # prefix
 
 asan() {
   local dir=$root/build-asan
-  configure_and_build "$dir" address,undefined queen_core_tests queen_server_tests queen-sim ||
+  configure_and_build "$dir" address,undefined queen_core_tests queen_edge_tests \
+    queen_server_tests queen-sim ||
     { fail "asan build"; return; }
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1"
   export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
   run asan-core "$dir/tests/queen_core_tests"
+  run asan-edge "$dir/tests/server/queen_edge_tests"
   run asan-server "$dir/tests/server/queen_server_tests"
   run asan-sim "$dir/sim/queen-sim" --seeds 1-50 --quiet
   unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -88,9 +90,9 @@ tsan() {
   local dir=$root/build-tsan
   configure_and_build "$dir" thread queen_server_tests || { fail "tsan build"; return; }
   export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1"
-  # The JSON scanner's property tests run on one thread: ThreadSanitizer finds nothing there
-  # and would only make them slow (the fuzz target covers them under ASan).
-  run tsan-server "$dir/tests/server/queen_server_tests" --gtest_filter='-JsonScan*'
+  # The edge's single-threaded unit tests (queen_edge_tests) are left out: ThreadSanitizer
+  # finds nothing there (the fuzz targets cover that code under ASan).
+  run tsan-server "$dir/tests/server/queen_server_tests"
   unset TSAN_OPTIONS
   check_reports tsan
 }
