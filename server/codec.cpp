@@ -653,7 +653,7 @@ HttpAnswer render_pop(const PopReply& reply) {
   w.key("success").boolean(true);
   w.key("queue").string(reply.queue.empty() ? first.queue : reply.queue);
   w.key("partition").string(first.partition);
-  w.key("partitionId").string(std::to_string(first.partition_id.value));
+  w.key("partitionId").decimal_string(first.partition_id.value);
   w.key("leaseId").string(lease_text(reply.lease_id));
   w.key("consumerGroup").string(reply.group);
   w.key("partitionsClaimed").number(reply.partitions_claimed);
@@ -707,8 +707,8 @@ void render_configure(const ConfigureReply& reply, JsonWriter& w) {
   w.begin_object();
   w.key("configured").boolean(true);
   w.key("queue").string(reply.queue);
-  w.key("queueId").string(std::to_string(reply.queue_id.value));
-  w.key("partitionId").string(std::to_string(reply.default_partition_id.value));
+  w.key("queueId").decimal_string(reply.queue_id.value);
+  w.key("partitionId").decimal_string(reply.default_partition_id.value);
   w.key("namespace").string(reply.options.ns);
   w.key("task").string(reply.options.task);
   w.key("options");
@@ -741,13 +741,12 @@ void render_dlq(const DlqReply& reply, JsonWriter& w) {
   w.begin_object();
   w.key("messages").begin_array();
   for (const DlqRecord& r : reply.records) {
-    std::string id = uuid_to_string(r.message_id);
     w.begin_object();
-    w.key("id").string(id);
+    w.key("id").uuid(r.message_id);
     w.key("dlqId").number(r.id);  // for POST /api/v1/dlq/:dlqId/replay
-    w.key("messageId").string(id);
+    w.key("messageId").uuid(r.message_id);
     w.key("transactionId").string(r.transaction_id);
-    w.key("partitionId").string(std::to_string(r.partition_id.value));
+    w.key("partitionId").decimal_string(r.partition_id.value);
     w.key("queue").string(r.queue);
     w.key("partition").string(r.partition);
     w.key("consumerGroup").string(r.group);
@@ -795,7 +794,7 @@ Parsed parse_pop_command(const std::string& queue, const std::optional<std::stri
 void render_lease_extend(const LeaseExtendReply& reply, JsonWriter& w) {
   w.begin_array().begin_object();
   w.key("index").number(0);
-  w.key("leaseId").string(uuid_to_string(reply.lease_id));
+  w.key("leaseId").uuid(reply.lease_id);
   w.key("success").boolean(reply.success);
   w.key("error").string_or_null(reply.error);
   w.key("expiresAt");
@@ -1441,7 +1440,8 @@ void render_timer_fields(const TimerResult& r, JsonWriter& w) {
   w.key("queue").string(r.queue);
   w.key("timerKey").string(r.timer_key);
   w.key("txn").string(r.txn);
-  w.key("messageId").string_or_null(r.message_id.is_nil() ? "" : uuid_to_string(r.message_id));
+  w.key("messageId");
+  r.message_id.is_nil() ? w.null() : w.uuid(r.message_id);
   w.key("deliverAt").string_or_null(iso_or_empty(r.deliver_at_us));
 }
 
@@ -1464,7 +1464,7 @@ void render_timer_view(const TimerView& t, JsonWriter& w) {
   w.key("timerKey").string(t.timer_key);
   w.key("partition").string(t.partition);
   w.key("txn").string(t.txn);
-  w.key("messageId").string(uuid_to_string(t.message_id));
+  w.key("messageId").uuid(t.message_id);
   w.key("deliverAt").string(format_iso_us(t.deliver_at_us));
   w.key("attempts").number(t.attempts);
   w.key("payload").raw(t.payload);
@@ -1745,10 +1745,10 @@ const char* txn_type_name(TxnResultType t) {
 void render_txn_push_item(const PushResult& p, JsonWriter& w) {
   w.key("success").boolean(p.status != PushStatus::error);
   w.key("transactionId").string(p.transaction_id);
-  w.key("messageId").string(uuid_to_string(p.message_id));
+  w.key("messageId").uuid(p.message_id);
   w.key("queueName").string(p.queue);
   w.key("partition").string(p.partition);
-  w.key("partitionId").string(std::to_string(p.partition_id.value));
+  w.key("partitionId").decimal_string(p.partition_id.value);
   w.key("offset").number(p.offset.value);
   if (p.status == PushStatus::duplicate) w.key("duplicate").boolean(true);
   if (p.status == PushStatus::error) w.key("error").string(p.error);
@@ -1799,7 +1799,7 @@ void render_txn_result(const TxnResult& r, JsonWriter& w) {
 HttpAnswer render_txn(const TxnReply& reply) {
   JsonWriter w;
   w.begin_object();
-  w.key("transactionId").string(uuid_to_string(reply.transaction_id));
+  w.key("transactionId").uuid(reply.transaction_id);
   w.key("success").boolean(reply.success);
   if (!reply.success) {
     w.key("error").string(reply.error);
@@ -1851,7 +1851,7 @@ void render_group_summary(const GroupView& g, JsonWriter& w) {
 void render_group_partition(const GroupPartitionView& p, JsonWriter& w) {
   w.begin_object();
   w.key("partition").string(p.partition);
-  w.key("partitionId").string(std::to_string(p.partition_id.value));
+  w.key("partitionId").decimal_string(p.partition_id.value);
   w.key("workerId").string_or_null(lease_text(p.lease_id));
   w.key("lastConsumedAt").string_or_null(iso_or_empty(p.last_consumed_us));
   w.key("totalConsumed").number(p.total_consumed);
@@ -1889,7 +1889,7 @@ HttpAnswer render_lagging(const GroupsReply& reply) {
       w.key("consumer_group").string(g.group);
       w.key("queue_name").string(g.queue);
       w.key("partition_name").string(p.partition);
-      w.key("partition_id").string(std::to_string(p.partition_id.value));
+      w.key("partition_id").decimal_string(p.partition_id.value);
       w.key("worker_id").string_or_null(lease_text(p.lease_id));
       w.key("offset_lag").number(p.offset_lag);
       w.key("time_lag_seconds").number(p.time_lag_s);
@@ -1947,11 +1947,11 @@ HttpAnswer render_dlq_replay(const DlqReplayReply& r) {
     w.end_object();
     return HttpAnswer{404, w.take(), 0};
   }
-  w.key("messageId").string(uuid_to_string(r.push.message_id));
+  w.key("messageId").uuid(r.push.message_id);
   w.key("transactionId").string(r.push.transaction_id);
   w.key("queue").string(r.push.queue);
   w.key("partition").string(r.push.partition);
-  w.key("partitionId").string(std::to_string(r.push.partition_id.value));
+  w.key("partitionId").decimal_string(r.push.partition_id.value);
   w.key("offset").number(r.push.offset.value);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
@@ -1967,7 +1967,7 @@ void render_queue_counts(const QueueView& q, JsonWriter& w) {
 
 void render_queue_summary(const QueueView& q, JsonWriter& w) {
   w.begin_object();
-  w.key("id").string(std::to_string(q.id.value));
+  w.key("id").decimal_string(q.id.value);
   w.key("name").string(q.name);
   w.key("namespace").string_or_null(q.options.ns);
   w.key("task").string_or_null(q.options.task);
@@ -1980,7 +1980,7 @@ void render_queue_summary(const QueueView& q, JsonWriter& w) {
 HttpAnswer render_queue_get(const QueueView& q) {
   JsonWriter w;
   w.begin_object();
-  w.key("id").string(std::to_string(q.id.value));
+  w.key("id").decimal_string(q.id.value);
   w.key("name").string(q.name);
   w.key("namespace").string_or_null(q.options.ns);
   w.key("task").string_or_null(q.options.task);
@@ -2045,11 +2045,10 @@ Parsed parse_seek(const std::string& group, const std::string& queue, std::strin
 // ---------- messages ----------
 
 void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
-  std::string id = uuid_to_string(m.message_id);
   w.begin_object();
-  w.key("id").string(id);
+  w.key("id").uuid(m.message_id);
   w.key("transactionId").string(m.transaction_id);
-  w.key("partitionId").string(std::to_string(m.partition_id.value));
+  w.key("partitionId").decimal_string(m.partition_id.value);
   w.key("queuePath").string(m.queue + "/" + m.partition);
   w.key("queue").string(m.queue);
   w.key("partition").string(m.partition);
@@ -2064,10 +2063,10 @@ void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
 // Answered 200 whether or not the message was there, as the reference does.
 void render_trace_fields(const TraceView& t, bool located, JsonWriter& w) {
   w.begin_object();
-  w.key("id").string(uuid_to_string(t.id));
+  w.key("id").uuid(t.id);
   if (located) {
     w.key("transaction_id").string(t.transaction_id);
-    w.key("partition_id").string(std::to_string(t.partition_id.value));
+    w.key("partition_id").decimal_string(t.partition_id.value);
   }
   w.key("event_type").string(t.event_type);
   w.key("data").raw(t.data);
@@ -2096,7 +2095,7 @@ HttpAnswer render_traces(const TraceReply& r) {
   JsonWriter w;
   w.begin_object();
   if (!r.recorded.is_nil()) {
-    w.key("success").boolean(true).key("traceId").string(uuid_to_string(r.recorded));
+    w.key("success").boolean(true).key("traceId").uuid(r.recorded);
     w.end_object();
     return HttpAnswer(201, w.take());
   }
@@ -2125,7 +2124,7 @@ HttpAnswer render_message_delete(const MessageDeleteReply& r) {
   JsonWriter w;
   w.begin_object();
   w.key("success").boolean(r.deleted);
-  w.key("partitionId").string(std::to_string(r.partition_id.value));
+  w.key("partitionId").decimal_string(r.partition_id.value);
   w.key("transactionId").string(utf8_lossy(r.transaction_id));
   w.key("message").string(r.deleted ? "Message deleted successfully" : "Message not found");
   w.end_object();
