@@ -509,25 +509,47 @@ std::string read_ack_item(const json& obj, const std::string& at,
   return at + "." + refused;
 }
 
+// An ack item's keys as scanned; the two ids stay optional until the caller checks them.
+struct ScannedAck {
+  std::optional<std::string> transaction_id, partition_id;
+  AckItemFields fields;  // status, leaseId, consumerGroup and error
+  bool seen[6] = {};
+};
+
+// Scans the value of `key` into `a` if it is one of an ack item's keys: nullopt if it is
+// not, else whether the value scanned (a string or null, the key's first time).
+std::optional<bool> scan_ack_key(JsonScan& s, const std::string& key, ScannedAck* a) {
+  if (key == "transactionId") return scan_opt_string(s, &a->transaction_id, &a->seen[0]);
+  if (key == "partitionId") return scan_opt_string(s, &a->partition_id, &a->seen[1]);
+  if (key == "status") return scan_opt_string(s, &a->fields.status, &a->seen[2]);
+  if (key == "leaseId") return scan_opt_string(s, &a->fields.lease_id, &a->seen[3]);
+  if (key == "consumerGroup") return scan_opt_string(s, &a->fields.group, &a->seen[4]);
+  if (key == "error") return scan_opt_string(s, &a->fields.error, &a->seen[5]);
+  return std::nullopt;
+}
+
+bool filled(const std::optional<std::string>& v) {
+  return v && !v->empty();
+}
+
+// The ack's fields, once both ids are known to be filled.
+AckItemFields take_ack_fields(ScannedAck&& a) {
+  AckItemFields f = std::move(a.fields);
+  f.transaction_id = std::move(*a.transaction_id);
+  f.partition_id = std::move(*a.partition_id);
+  return f;
+}
+
 // An ack batch item scanned: every field a string or null, each at most once, the required
 // ones non-empty; false leaves the body to the general parser.
 bool scan_ack_item(JsonScan& s, AckItemFields* f) {
-  std::optional<std::string> transaction_id, partition_id;
-  bool seen[6] = {};
+  ScannedAck a;
   bool ok = scan_members(s, [&](const std::string& key) {
-    if (key == "transactionId") return scan_opt_string(s, &transaction_id, &seen[0]);
-    if (key == "partitionId") return scan_opt_string(s, &partition_id, &seen[1]);
-    if (key == "status") return scan_opt_string(s, &f->status, &seen[2]);
-    if (key == "leaseId") return scan_opt_string(s, &f->lease_id, &seen[3]);
-    if (key == "consumerGroup") return scan_opt_string(s, &f->group, &seen[4]);
-    if (key == "error") return scan_opt_string(s, &f->error, &seen[5]);
+    if (auto scanned = scan_ack_key(s, key, &a)) return *scanned;
     return scan_skip(s);
   });
-  if (!ok || !transaction_id || transaction_id->empty() || !partition_id || partition_id->empty()) {
-    return false;
-  }
-  f->transaction_id = std::move(*transaction_id);
-  f->partition_id = std::move(*partition_id);
+  if (!ok || !filled(a.transaction_id) || !filled(a.partition_id)) return false;
+  *f = take_ack_fields(std::move(a));
   return true;
 }
 
@@ -1628,8 +1650,8 @@ std::optional<Parsed> read_txn_body(const json& doc, IdSource& ids, TxnCmd* cmd)
 // One operation's members. "type" may come last, so an ack's fields and a push's are both
 // collected; `items` absent makes the operation its own push item.
 struct ScannedTxnOp {
-  std::optional<std::string> type, transaction_id, partition_id, queue;
-  AckItemFields ack;
+  std::optional<std::string> type, queue;
+  ScannedAck ack;  // an inline push item's transactionId is read here too
   PushItemFields item;
   std::optional<std::vector<PushItemFields>> items;
 };
@@ -1641,19 +1663,14 @@ bool scan_txn_items(JsonScan& s, ScannedTxnOp* op) {
 }
 
 bool scan_txn_op(JsonScan& s, ScannedTxnOp* op) {
-  bool seen[11] = {};
+  bool seen[5] = {};
   return scan_members(s, [&](const std::string& key) {
     if (key == "type") return scan_opt_string(s, &op->type, &seen[0]);
-    if (key == "transactionId") return scan_opt_string(s, &op->transaction_id, &seen[1]);
-    if (key == "partitionId") return scan_opt_string(s, &op->partition_id, &seen[2]);
-    if (key == "status") return scan_opt_string(s, &op->ack.status, &seen[3]);
-    if (key == "leaseId") return scan_opt_string(s, &op->ack.lease_id, &seen[4]);
-    if (key == "consumerGroup") return scan_opt_string(s, &op->ack.group, &seen[5]);
-    if (key == "error") return scan_opt_string(s, &op->ack.error, &seen[6]);
-    if (key == "queue") return scan_opt_string(s, &op->queue, &seen[7]);
-    if (key == "partition") return scan_opt_string(s, &op->item.partition, &seen[8]);
-    if (key == "traceId") return scan_opt_string(s, &op->item.trace_id, &seen[9]);
-    if (key == "payload") return scan_payload(s, &op->item.payload, &seen[10]);
+    if (auto scanned = scan_ack_key(s, key, &op->ack)) return *scanned;
+    if (key == "queue") return scan_opt_string(s, &op->queue, &seen[1]);
+    if (key == "partition") return scan_opt_string(s, &op->item.partition, &seen[2]);
+    if (key == "traceId") return scan_opt_string(s, &op->item.trace_id, &seen[3]);
+    if (key == "payload") return scan_payload(s, &op->item.payload, &seen[4]);
     if (key == "items") return scan_txn_items(s, op);
     if (key == "kv" || key == "timers") return false;
     return scan_skip(s);
@@ -1663,8 +1680,7 @@ bool scan_txn_op(JsonScan& s, ScannedTxnOp* op) {
 // Whether the general parser would read the operation without naming an error in its shape
 // (what is left to refuse is a field's value: finish_ack_item or finish_push_item).
 bool txn_op_plain(const ScannedTxnOp& op) {
-  auto filled = [](const std::optional<std::string>& v) { return v && !v->empty(); };
-  if (op.type == "ack") return filled(op.transaction_id) && filled(op.partition_id);
+  if (op.type == "ack") return filled(op.ack.transaction_id) && filled(op.ack.partition_id);
   if (op.type != "push") return false;
   return op.items ? !op.items->empty() : filled(op.queue);
 }
@@ -1692,9 +1708,8 @@ std::optional<std::vector<ScannedTxnOp>> scan_txn(std::string_view body) {
 std::optional<Parsed> finish_txn_op(ScannedTxnOp op, size_t i, int64_t now_ms, IdSource& ids,
                                     TxnOperation* out) {
   if (op.type == "ack") {
-    op.ack.transaction_id = std::move(*op.transaction_id);
-    op.ack.partition_id = std::move(*op.partition_id);
-    std::string refused = finish_ack_item(std::move(op.ack), std::nullopt, &out->ack);
+    std::string refused =
+        finish_ack_item(take_ack_fields(std::move(op.ack)), std::nullopt, &out->ack);
     if (!refused.empty()) return bad_request(indexed("operations", i) + "." + refused);
     out->is_ack = true;
     return std::nullopt;
@@ -1702,7 +1717,7 @@ std::optional<Parsed> finish_txn_op(ScannedTxnOp op, size_t i, int64_t now_ms, I
   bool inline_item = !op.items;
   if (inline_item) {
     op.item.queue = std::move(*op.queue);
-    op.item.transaction_id = std::move(op.transaction_id);
+    op.item.transaction_id = std::move(op.ack.transaction_id);
     op.items.emplace().push_back(std::move(op.item));
   }
   out->items.resize(op.items->size());
