@@ -5,7 +5,8 @@
 #     about 45 minutes on 2 cores.
 #   asan-core: build-fuzz/ (clang, ASan+UBSan, the tree scripts/fuzz.sh also uses): the core
 #     unit and property tests and a bounded simulator run of 1, 3 and 5 nodes. CI runs this.
-#   tsan: build-tsan/ (gcc, -DQUEEN_SANITIZE=thread): the multi-threaded server tests.
+#   tsan: build-tsan/ (gcc, -DQUEEN_SANITIZE=thread): the broker, run by the server
+#     integration tests, and the in-process threaded tests (transport, JWKS refresh).
 # Every sanitized process, children included, writes its reports under a reports folder;
 # any report, or any failing run, fails the script. Prints the wall time it took.
 #
@@ -58,12 +59,13 @@ check_reports() {  # prefix
 asan() {
   local dir=$root/build-asan
   configure_and_build "$dir" address,undefined queen_core_tests queen_edge_tests \
-    queen_server_tests queen-sim ||
+    queen_threaded_tests queen_server_tests queen-sim ||
     { fail "asan build"; return; }
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1"
   export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
   run asan-core "$dir/tests/queen_core_tests"
   run asan-edge "$dir/tests/server/queen_edge_tests"
+  run asan-threaded "$dir/tests/server/queen_threaded_tests"
   run asan-server "$dir/tests/server/queen_server_tests"
   run asan-sim "$dir/sim/queen-sim" --seeds 1-50 --quiet
   unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -88,11 +90,19 @@ asan_core() {
 
 tsan() {
   local dir=$root/build-tsan
-  configure_and_build "$dir" thread queen_server_tests || { fail "tsan build"; return; }
+  # Sanitized: the broker and the in-process threaded tests. The integration tests come from
+  # the main tree (built here if need be) and start the sanitized broker: ThreadSanitizer
+  # watches the broker's threads, not the test clients'. The edge's single-threaded unit
+  # tests (queen_edge_tests) are left out: it would find nothing there.
+  configure_and_build "$dir" thread queen queen_threaded_tests || { fail "tsan build"; return; }
+  if [[ -f build/CMakeCache.txt ]]; then
+    cmake --build build -j"$jobs" --target queen_server_tests >"$reports/build-main.log" 2>&1
+  else
+    bash scripts/run.sh --no-start >"$reports/build-main.log" 2>&1
+  fi || { fail "build of build/tests/server/queen_server_tests"; return; }
   export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1"
-  # The edge's single-threaded unit tests (queen_edge_tests) are left out: ThreadSanitizer
-  # finds nothing there (the fuzz targets cover that code under ASan).
-  run tsan-server "$dir/tests/server/queen_server_tests"
+  run tsan-threaded "$dir/tests/server/queen_threaded_tests"
+  QUEEN_TEST_BINARY=$dir/server/queen run tsan-server build/tests/server/queen_server_tests
   unset TSAN_OPTIONS
   check_reports tsan
 }

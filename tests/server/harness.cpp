@@ -29,6 +29,17 @@ extern char** environ;
 
 namespace queen::test {
 
+namespace {
+
+// The broker the tests start: QUEEN_TEST_BINARY when set (scripts/sanitize.sh points it at a
+// ThreadSanitizer build), else the one built beside the tests.
+const char* queen_binary() {
+  const char* path = std::getenv("QUEEN_TEST_BINARY");
+  return path != nullptr && *path != '\0' ? path : QUEEN_BINARY;
+}
+
+}  // namespace
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -208,7 +219,8 @@ bool ServerProcess::spawn(uint16_t port) {
   std::vector<char*> envp;
   for (auto& e : entries) envp.push_back(e.data());
   envp.push_back(nullptr);
-  char* argv[] = {const_cast<char*>(QUEEN_BINARY), nullptr};
+  const char* binary = queen_binary();
+  char* argv[] = {const_cast<char*>(binary), nullptr};
   int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -220,7 +232,7 @@ bool ServerProcess::spawn(uint16_t port) {
       ::dup2(fd, STDERR_FILENO);
       ::dup2(fd, STDOUT_FILENO);
     }
-    ::execve(QUEEN_BINARY, argv, envp.data());
+    ::execve(binary, argv, envp.data());
     ::_exit(127);
   }
   if (fd >= 0) ::close(fd);
