@@ -140,6 +140,14 @@ std::optional<ErrorReply> Planner::seal_timer_payloads(std::vector<TimerOp>* ops
   return std::nullopt;
 }
 
+Planner::PushTarget Planner::push_target(const PushItem& item, OpenEntry* open) {
+  auto found = find_queue(item.queue);
+  QueueView q =
+      found ? std::move(*found) : ensure_queue(item.queue, push_created_options(item.queue), open);
+  PartitionId pid = ensure_partition(q.id, item.partition, open);
+  return PushTarget{item.queue, item.partition, q.id, pid, q.options.dedup_window_s * 1'000'000};
+}
+
 PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEntry* open) {
   PushReply reply;
   reply.results.reserve(items.size());
@@ -154,10 +162,12 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
     reply.refused = std::move(refused);
     return reply;
   }
+  std::optional<PushTarget> target;
   for (uint32_t i = 0; i < items.size(); ++i) {
     PushItem& item = items[i];
-    QueueView q = ensure_queue(item.queue, push_created_options(item.queue), open);
-    PartitionId pid = ensure_partition(q.id, item.partition, open);
+    if (!target || target->queue != item.queue || target->partition != item.partition)
+      target = push_target(item, open);
+    PartitionId pid = target->pid;
     PushResult res{i,
                    PushStatus::queued,
                    item.message_id,
@@ -167,7 +177,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                    pid,
                    Offset(0),
                    {}};
-    int64_t window_us = q.options.dedup_window_s * 1'000'000;
+    int64_t window_us = target->dedup_window_us;
     if (window_us > 0) {
       if (auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us)) {
         res.status = PushStatus::duplicate;
@@ -177,7 +187,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
         continue;
       }
     }
-    EffAppend& a = append_of(pid, q.id, open);
+    EffAppend& a = append_of(pid, target->queue_id, open);
     res.offset = Offset(a.base.value + a.count);
     std::string payload =
         i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : std::move(item.payload);
@@ -196,29 +206,41 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
   return reply;
 }
 
+// The partition `item` would go to and its queue's dedup window, if it has one and the
+// partition exists (or is planned); nothing to check otherwise.
+std::optional<Planner::PushTarget> Planner::dedup_target(const PushItem& item) const {
+  auto q = find_queue(item.queue);
+  if (!q || q->options.dedup_window_s <= 0) return std::nullopt;
+  PartitionId pid;
+  if (auto it = pending_partitions_.find({q->id, item.partition});
+      it != pending_partitions_.end()) {
+    pid = it->second;
+  } else if (const PartitionState* p = store_.partition(item.queue, item.partition)) {
+    pid = p->id;
+  } else {
+    return std::nullopt;
+  }
+  return PushTarget{item.queue, item.partition, q->id, pid, q->options.dedup_window_s * 1'000'000};
+}
+
 std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& items,
                                                   int64_t now_us) {
+  const PushItem* last = nullptr;  // the item `target` was resolved for
+  std::optional<PushTarget> target;
   for (uint32_t i = 0; i < items.size(); ++i) {
     const PushItem& item = items[i];
-    auto q = find_queue(item.queue);
-    if (!q || q->options.dedup_window_s <= 0) continue;
-    PartitionId pid;
-    if (auto it = pending_partitions_.find({q->id, item.partition});
-        it != pending_partitions_.end()) {
-      pid = it->second;
-    } else if (const PartitionState* p = store_.partition(item.queue, item.partition)) {
-      pid = p->id;
-    } else {
-      continue;
-    }
-    if (auto hit = dedup_.find(pid, item.txn_hash, now_us, q->options.dedup_window_s * 1'000'000)) {
+    if (!last || last->queue != item.queue || last->partition != item.partition)
+      target = dedup_target(item);
+    last = &item;
+    if (!target) continue;
+    if (auto hit = dedup_.find(target->pid, item.txn_hash, now_us, target->dedup_window_us)) {
       return PushResult{i,
                         PushStatus::duplicate,
                         hit->message_id.value_or(Uuid{}),
                         item.transaction_id,
                         item.queue,
                         item.partition,
-                        pid,
+                        target->pid,
                         hit->offset,
                         {}};
     }

@@ -68,6 +68,16 @@ class Planner {
   QueueView ensure_queue(const std::string& name, const QueueOptions& created_with,
                          OpenEntry* open);
   PartitionId ensure_partition(QueueId queue, const std::string& name, OpenEntry* open);
+  // Where a push item goes. The items of one push mostly name one queue and partition, so
+  // plan_push resolves a target once per run of items naming the same.
+  struct PushTarget {
+    std::string queue, partition;
+    QueueId queue_id;
+    PartitionId pid;
+    int64_t dedup_window_us = 0;
+  };
+  PushTarget push_target(const PushItem& item, OpenEntry* open);
+  std::optional<PushTarget> dedup_target(const PushItem& item) const;
   Offset next_offset(PartitionId pid) const;
   EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
 
