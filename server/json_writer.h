@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,17 @@ class JsonWriter {
     comma();
     append_string(k);
     out_.push_back(':');
+    after_key_ = true;
+    return *this;
+  }
+  // A key spelled in the source as a string literal: an identifier such as "offset", which
+  // needs no escape, so it is copied as is. Any other key goes through key(std::string_view).
+  template <size_t N>
+  JsonWriter& key(const char (&literal)[N]) {
+    comma();
+    out_.push_back('"');
+    out_.append(literal, N - 1);
+    out_.append("\":", 2);
     after_key_ = true;
     return *this;
   }
@@ -105,11 +117,24 @@ class JsonWriter {
     if (!first_.back()) out_.push_back(',');
     first_.back() = false;
   }
-  // Runs of characters that need no escape are copied whole.
+  // Whether none of the eight bytes in `v` needs an escape (below 0x20, '"' or '\\'): the
+  // has-a-byte-below-n test for 0x20, and the has-a-zero-byte test after XOR with each quote.
+  static bool plain8(uint64_t v) {
+    constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+    uint64_t quote = v ^ (kOnes * '"'), backslash = v ^ (kOnes * '\\');
+    uint64_t below = (v - kOnes * 0x20) & ~v;
+    uint64_t is_quote = (quote - kOnes) & ~quote, is_backslash = (backslash - kOnes) & ~backslash;
+    return ((below | is_quote | is_backslash) & kHighs) == 0;
+  }
+  // Runs of characters that need no escape are copied whole; eight bytes are checked at a
+  // time until one of them needs a look.
   void append_string(std::string_view s) {
     out_.push_back('"');
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {
+      uint64_t word;
+      while (i + 8 <= s.size() && (std::memcpy(&word, s.data() + i, 8), plain8(word))) i += 8;
+      if (i == s.size()) break;
       auto u = static_cast<unsigned char>(s[i]);
       if (u >= 0x20 && u != '"' && u != '\\') continue;
       out_.append(s.data() + run, i - run);

@@ -392,5 +392,35 @@ TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(w.text(), R"("a\"b\\c\n\u0001d\te\u001f")");
 }
 
+// Strings are checked eight bytes at a time: a byte that needs an escape is found wherever it
+// sits in the word, and bytes at 0x20 and above (UTF-8 included) are copied as they are.
+TEST(JsonWriter, FindsTheByteToEscapeAtEveryPositionOfAWord) {
+  const std::string specials("\x00\x01\x1f\"\\", 5);
+  const std::string plain("\x20\x21\x7f\x80\xc3\xa9", 6);
+  for (size_t size = 1; size <= 24; ++size) {
+    for (size_t at = 0; at < size; ++at) {
+      for (char c : specials + plain) {
+        std::string text(size, 'x');
+        text[at] = c;
+        bool special = specials.find(c) != std::string::npos;
+        std::string expected = special ? json(text).dump() : "\"" + text + "\"";
+        JsonWriter w;
+        w.string(text);
+        EXPECT_EQ(w.text(), expected) << "size " << size << ", byte " << int(c) << " at " << at;
+      }
+    }
+  }
+}
+
+TEST(JsonWriter, LiteralKeysAndOtherKeysRenderAlike) {
+  JsonWriter literal, other;
+  const char* name = "offset";
+  literal.begin_object().key("offset").number(1).key("a").string("b").end_object();
+  other.begin_object().key(std::string_view(name)).number(1).key(std::string("a")).string("b");
+  other.end_object();
+  EXPECT_EQ(literal.text(), R"({"offset":1,"a":"b"})");
+  EXPECT_EQ(other.text(), literal.text());
+}
+
 }  // namespace
 }  // namespace queen::server
