@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "server/json_bytes.h"
+
 namespace queen::server {
 
 namespace {
@@ -134,6 +136,9 @@ bool JsonScan::container(char close, size_t depth) {
 bool JsonScan::string_body(std::string* out) {
   for (;;) {
     size_t run = at_;
+    while (at_ + 8 <= text_.size() && json_word_plain_ascii(load_word(text_.data() + at_))) {
+      at_ += 8;
+    }
     while (at_ < text_.size()) {
       auto c = static_cast<unsigned char>(text_[at_]);
       if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;

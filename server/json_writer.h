@@ -6,12 +6,12 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/common/types.h"
+#include "server/json_bytes.h"
 
 namespace queen::server {
 
@@ -117,23 +117,13 @@ class JsonWriter {
     if (!first_.back()) out_.push_back(',');
     first_.back() = false;
   }
-  // Whether none of the eight bytes in `v` needs an escape (below 0x20, '"' or '\\'): the
-  // has-a-byte-below-n test for 0x20, and the has-a-zero-byte test after XOR with each quote.
-  static bool plain8(uint64_t v) {
-    constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
-    uint64_t quote = v ^ (kOnes * '"'), backslash = v ^ (kOnes * '\\');
-    uint64_t below = (v - kOnes * 0x20) & ~v;
-    uint64_t is_quote = (quote - kOnes) & ~quote, is_backslash = (backslash - kOnes) & ~backslash;
-    return ((below | is_quote | is_backslash) & kHighs) == 0;
-  }
   // Runs of characters that need no escape are copied whole; eight bytes are checked at a
   // time until one of them needs a look.
   void append_string(std::string_view s) {
     out_.push_back('"');
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {
-      uint64_t word;
-      while (i + 8 <= s.size() && (std::memcpy(&word, s.data() + i, 8), plain8(word))) i += 8;
+      while (i + 8 <= s.size() && json_word_unescaped(load_word(s.data() + i))) i += 8;
       if (i == s.size()) break;
       auto u = static_cast<unsigned char>(s[i]);
       if (u >= 0x20 && u != '"' && u != '\\') continue;

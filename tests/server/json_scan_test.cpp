@@ -148,6 +148,30 @@ const PushCmd& push_of(const Parsed& p) {
   return std::get<PushCmd>(p.command->command);
 }
 
+// Strings are passed over eight bytes at a time: a quote, a backslash, a control byte or a
+// byte of UTF-8 is seen wherever it sits in the word, and the string reads as the general
+// parser reads it (or is refused as it refuses it).
+TEST(JsonScan, SeesEverySpecialByteAtEveryPositionOfAWord) {
+  const std::string bytes("\"\\\x00\x01\x1f\x20\x7f\x80\xc3\xff", 10);
+  for (size_t size = 1; size <= 24; ++size) {
+    for (size_t at = 0; at < size; ++at) {
+      for (char c : bytes) {
+        std::string text = "\"" + std::string(size, 'x') + "\"";
+        text[1 + at] = c;
+        SCOPED_TRACE("size " + std::to_string(size) + ", byte " + std::to_string(int(c)) + " at " +
+                     std::to_string(at));
+        JsonScan s(text, kJsonDepthMax);
+        std::string got;
+        bool ok = s.string(&got) && s.at_end();
+        ASSERT_EQ(ok, nlohmann_accepts(text));
+        if (ok) {
+          EXPECT_EQ(got, json::parse(text).get<std::string>());
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonScan, APushPayloadIsKeptAsSent) {
   struct Ids : IdSource {
     int64_t now_ms() override { return 1700000000000; }
