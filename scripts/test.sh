@@ -4,13 +4,14 @@
 #      tests against the real binary (crash, stress and hardening included), the
 #      simulator's own unit tests (its seed runs are step 2's);
 #   2. scripts/sim-ci.sh: 300 simulator seeds twice (determinism), every mutant, the
-#      regression seeds;
+#      regression seeds; beside it (one core each)
 #   3. proofs/check.sh: the SPIN models and their mutants;
 #   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang ASan+UBSan build in
 #      build-fuzz/);
 #   5. scripts/sanitize.sh ci: from that same build, the core unit and property tests and a
-#      bounded simulator run (1, 3 and 5 nodes) under ASan+UBSan; then the multi-threaded
-#      server tests under ThreadSanitizer (build-tsan/). Any sanitizer report fails the run;
+#      bounded simulator run (1, 3 and 5 nodes) under ASan+UBSan; then, under ThreadSanitizer
+#      (build-tsan/), the broker the server tests start and the in-process threaded tests.
+#      Any sanitizer report fails the run;
 #   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,16 +24,26 @@ step "ctest"
 # The simulator runs that ctest also registers (determinism, mutants, regressions) are left to
 # step 2, which runs the same checks over wider seed ranges.
 ctest --test-dir build --output-on-failure -E '^sim_(determinism|cluster|mutant|regressions)'
-step "simulator"
-bash scripts/sim-ci.sh build/sim/queen-sim
-step "proofs"
+step "simulator and proofs, side by side"
+# Each is one single-threaded process at a time, so on two cores they run together; the
+# simulator's output follows the proofs'. Neither depends on timing.
+sim_log=$(mktemp)
+bash scripts/sim-ci.sh build/sim/queen-sim >"$sim_log" 2>&1 &
+sim_pid=$!
 if ! command -v spin >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc
 fi
-bash proofs/check.sh
+proofs_rc=0
+bash proofs/check.sh || proofs_rc=$?
+sim_rc=0
+wait "$sim_pid" || sim_rc=$?
+cat "$sim_log"
+rm -f "$sim_log"
+((proofs_rc == 0)) || { echo "test.sh: proofs failed"; exit 1; }
+((sim_rc == 0)) || { echo "test.sh: simulator failed"; exit 1; }
 step "fuzz"
 bash scripts/fuzz.sh "${QUEEN_FUZZ_SECONDS:-6}"
-step "sanitizers: core tests and simulator under ASan+UBSan, server tests under TSan"
+step "sanitizers: core tests and simulator under ASan+UBSan, the broker under TSan"
 bash scripts/sanitize.sh ci
 step "bench smoke"
 bash bench/run.sh smoke
