@@ -220,7 +220,8 @@ std::optional<Planner::PushTarget> Planner::dedup_target(const PushItem& item) c
   } else {
     return std::nullopt;
   }
-  return PushTarget{item.queue, item.partition, q->id, pid, q->options.dedup_window_s * 1'000'000};
+  // The names stay empty: find_duplicate compares the items themselves.
+  return PushTarget{{}, {}, q->id, pid, q->options.dedup_window_s * 1'000'000};
 }
 
 std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& items,
