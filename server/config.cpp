@@ -217,6 +217,7 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   auto cluster = load_cluster_config(lookup, &config.node);
   if (!cluster) return cluster.error();
   config.cluster = std::move(cluster.value());
+  config.node.keep_request_outcomes = config.cluster.has_value();
   auto auth = load_authenticator(lookup);
   if (!auth) return auth.error();
   config.auth = std::move(auth.value());

@@ -39,6 +39,11 @@ struct NodeConfig {
   int64_t trace_retention_s = 604800;    // QUEEN_RAFT_TRACE_RETENTION_S (0: kept, up to the cap)
   int64_t request_id_window_ms = 60000;  // QUEEN_RAFT_REQUEST_ID_WINDOW_S x 1000
   uint32_t request_outcomes_max = 1u << 20;
+  // Answers are kept under request ids for a command resubmitted under the same id (a
+  // follower's edge does so after a leader change). A single server node mints a fresh id
+  // per HTTP request and has no peer to resubmit, so it keeps none (server/config.cpp): its
+  // entries and checkpoints carry no answers.
+  bool keep_request_outcomes = true;
   // Cluster: the voters' ids (this node's included). Empty or one voter: a single node, on
   // which an entry commits once it is durable.
   uint64_t node_id = 1;                        // QUEEN_RAFT_NODE_ID

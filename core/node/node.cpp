@@ -1078,7 +1078,7 @@ struct NodeImpl {
   }
 
   void record_outcome(uint64_t index, const Reply& r) {
-    if (current_request.is_nil()) return;
+    if (current_request.is_nil() || !config.keep_request_outcomes) return;
     int64_t now_ms = env.now_ms();
     outcomes[current_request] = Outcome{index, r, now_ms};
     outcome_order.emplace_back(now_ms, current_request);

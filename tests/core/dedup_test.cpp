@@ -23,9 +23,11 @@ TEST(BloomRing, NeverForgetsAnInsertedHashWithinTheWindow) {
 
 TEST(BloomRing, FalsePositiveRateIsLow) {
   BloomRing ring;
-  for (uint64_t i = 0; i < 4096; ++i) ring.insert(hash_of("in" + std::to_string(i)), Offset(i), 1, 1e9);
+  for (uint64_t i = 0; i < 4096; ++i)
+    ring.insert(hash_of("in" + std::to_string(i)), Offset(i), 1, 1e9);
   int maybes = 0;
-  for (int i = 0; i < 100000; ++i) maybes += !ring.bands(hash_of("out" + std::to_string(i))).empty();
+  for (int i = 0; i < 100000; ++i)
+    maybes += !ring.bands(hash_of("out" + std::to_string(i))).empty();
   EXPECT_LT(maybes, 300);  // 16 bits per hash, 7 probes: well under 0.3%
 }
 
@@ -168,6 +170,25 @@ TEST(RequestId, RetryUnderTheSameRequestIdGetsTheFirstOutcomeAndAppliesNothingTw
   h.env.advance_ms(1100);  // past the window the same id is a new command
   PushReply later = send();
   EXPECT_EQ(later.results[0].offset, Offset(1));
+}
+
+// A single server node (keep_request_outcomes off) logs no answers: its entries and
+// checkpoints carry only the commands' effects.
+TEST(RequestId, ANodeThatKeepsNoOutcomesLogsNoAnswers) {
+  NodeConfig cfg;
+  cfg.keep_request_outcomes = false;
+  Harness h(cfg);
+  RequestId rid;
+  rid.bytes[0] = 9;
+  ReplyHandle hd = 4242;
+  h.node().on_command(hd,
+                      CommandEnvelope{rid, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {"a"})});
+  h.env.advance_ms(2);
+  auto r = h.take(hd);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(std::get<PushReply>(r->body).results[0].status, PushStatus::queued);
+  EXPECT_EQ(h.node().store().partition("q", "p")->next_offset, Offset(1));
+  EXPECT_TRUE(h.node().store().request_outcomes().empty());
 }
 
 }  // namespace
