@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,27 @@ class Env {
   virtual Status rename(const std::string& from, const std::string& to) = 0;
   // Every file of the data folder (the start-up scan; also used to restart in place).
   virtual Result<std::vector<FileInfo>> list_files() = 0;
+
+  // A new file written whole: `produce` returns its bytes from the node's state as it is at
+  // this call, then the file is made durable and Node::on_sync_done(token, ok) reports it,
+  // as after append() and sync(). No append() may go to the file. `produce` may run after
+  // the call returns, in a copy of the node's memory taken at the call (io/real forks, so
+  // the node goes on while a large file is encoded and written): it must only read, and
+  // must not touch the Env. By default it runs at once and its bytes are appended and synced.
+  virtual void write_whole_file(const std::string& file, const std::function<Bytes()>& produce,
+                                uint64_t token) {
+    append(file, produce());
+    sync(file, token);
+  }
+  // A file's size; by default from list_files().
+  virtual Result<uint64_t> file_size(const std::string& file) {
+    auto files = list_files();
+    if (!files.ok()) return files.error();
+    for (const FileInfo& f : files.value()) {
+      if (f.name == file) return f.size_bytes;
+    }
+    return make_error(Errc::not_found, "no file " + file);
+  }
 
   // Peers: a message to another node of the cluster, delivered (or not: it may be lost,
   // duplicated, delayed or reordered) as Node::on_message there. A single node sends none.

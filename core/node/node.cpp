@@ -517,18 +517,23 @@ struct NodeImpl {
     if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
     last_checkpoint_ms = now_ms;
-    Bytes bytes = encode_checkpoint(store, applied_term, applied_chain, last_checkpoint_bytes);
-    last_checkpoint_bytes = bytes.size();
     log_bytes_since_checkpoint = 0;
     checkpoint_writing = CheckpointFile{at, checkpoint_file(at), file_refs_now()};
-    env.append(checkpoint_writing.file, std::move(bytes));
     checkpoint_token = next_token++;
-    env.sync(checkpoint_writing.file, checkpoint_token);
+    // The store is encoded from its state now, possibly in a copy of the process (io/env.h).
+    env.write_whole_file(
+        checkpoint_writing.file,
+        [this, term = applied_term, chain = applied_chain, hint = last_checkpoint_bytes] {
+          return encode_checkpoint(store, term, chain, hint);
+        },
+        checkpoint_token);
   }
 
   void on_checkpoint_synced(bool ok) {
     checkpoint_token = 0;
     if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.file + " failed");
+    if (auto size = env.file_size(checkpoint_writing.file); size.ok())
+      last_checkpoint_bytes = size.value();
     checkpoints.push_back(std::move(checkpoint_writing));
     ++stats.store_checkpoints;
     // A snapshot being sent reads its checkpoint and log files: keep them until it is done.

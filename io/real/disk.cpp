@@ -1,10 +1,14 @@
 #include "io/real/disk.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -67,7 +71,56 @@ bool fsync_dir(const std::string& path) {
   return ok;
 }
 
+// The folders whose entries a file at `file` needs durable: its own, up to the data folder.
+std::vector<std::string> folders_of(const std::string& root, const std::string& file) {
+  std::vector<std::string> out;
+  for (fs::path rel = fs::path(file).parent_path();; rel = rel.parent_path()) {
+    out.push_back((fs::path(root) / rel).string());
+    if (rel.empty()) break;
+  }
+  return out;
+}
+
+// Writes `bytes` a chunk at a time, starting each chunk's writeback and waiting for the one
+// before it: at most two chunks are queued at the device, so the log's fdatasync, which
+// queues behind them, is not held up by the whole file.
+constexpr size_t kWholeFileChunkBytes = 256u << 10;
+bool write_paced(int fd, const Bytes& bytes) {
+  for (size_t at = 0; at < bytes.size(); at += kWholeFileChunkBytes) {
+    size_t n = std::min(kWholeFileChunkBytes, bytes.size() - at);
+    if (!write_all(fd, bytes.data() + at, n)) return false;
+    if (::sync_file_range(fd, static_cast<off_t>(at), static_cast<off_t>(n),
+                          SYNC_FILE_RANGE_WRITE) != 0)
+      return false;
+    if (at > 0 && ::sync_file_range(fd, static_cast<off_t>(at - kWholeFileChunkBytes),
+                                    kWholeFileChunkBytes, SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+      return false;
+  }
+  return true;
+}
+
+// In the forked copy: the producer, the paced write, fdatasync of the file and of its
+// folders' entries, then _exit (no atexit handlers, no flushing of the parent's buffers).
+[[noreturn]] void write_in_copy(const std::string& path, const std::vector<std::string>& folders,
+                                const std::function<Bytes()>& produce) {
+  Bytes bytes = produce();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write_paced(fd, bytes) && ::fdatasync(fd) == 0;
+  for (const std::string& folder : folders) ok = ok && fsync_dir(folder);
+  ::_exit(ok ? 0 : 1);
+}
+
 }  // namespace
+
+struct Disk::Forked {
+  pid_t pid = -1;
+  std::string path;
+  std::thread waiter;
+  std::mutex mutex;     // orders the waiter's "it exited" against stop()'s kill
+  bool exited = false;  // the copy is gone (a zombie until the waiter reaps it)
+  bool killed = false;  // stop() killed it: not reported, its file is removed
+  std::atomic<bool> done{false};
+};
 
 Disk::Disk(DiskOptions options, SyncDone sync_done)
     : options_(std::move(options)), sync_done_(std::move(sync_done)) {}
@@ -114,6 +167,87 @@ void Disk::append(const std::string& file, Bytes data) {
 
 void Disk::sync(const std::string& file, uint64_t token) {
   enqueue(Op{Op::Kind::sync, file, {}, token});
+}
+
+void Disk::write_whole(const std::string& file, const std::function<Bytes()>& produce,
+                       uint64_t token) {
+  if (options_.fork_whole_files && valid_file_name(file) && fork_whole(file, produce, token))
+    return;
+  append(file, produce());
+  sync(file, token);
+}
+
+bool Disk::fork_whole(const std::string& file, const std::function<Bytes()>& produce,
+                      uint64_t token) {
+  reap_finished();
+  std::string path = full_path(file);
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return false;  // the FIFO's append reports the failure
+  std::vector<std::string> folders = folders_of(options_.root, file);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    log_line(LogLevel::warn, "disk",
+             "cannot fork to write " + file + " (" + errno_text(errno) + "): writing it here");
+    return false;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+    // Sockets the node closes must not stay open here (a peer would not see the close).
+    ::close_range(3, ~0u, 0);
+    write_in_copy(path, folders, produce);
+  }
+  auto forked = std::make_unique<Forked>();
+  Forked* f = forked.get();
+  f->pid = pid;
+  f->path = path;
+  f->waiter = std::thread([this, f, file, token] {
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(f->pid), &info, WEXITED | WNOWAIT) != 0 &&
+           errno == EINTR) {
+    }
+    bool killed;
+    {
+      std::lock_guard lock(f->mutex);
+      f->exited = true;
+      killed = f->killed;
+    }
+    int status = 0;
+    while (::waitpid(f->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!killed) {
+      if (!ok) log_line(LogLevel::error, "disk", "the forked writer of " + file + " failed");
+      sync_done_(token, ok);
+    }
+    f->done = true;
+  });
+  forked_.push_back(std::move(forked));
+  return true;
+}
+
+void Disk::reap_finished() {
+  for (auto it = forked_.begin(); it != forked_.end();) {
+    if (!(*it)->done) {
+      ++it;
+      continue;
+    }
+    (*it)->waiter.join();
+    it = forked_.erase(it);
+  }
+}
+
+Result<uint64_t> Disk::file_size(const std::string& file) const {
+  if (!valid_file_name(file)) return make_error(Errc::io, "bad file name " + file);
+  struct stat st {};
+  if (::stat(full_path(file).c_str(), &st) != 0) {
+    int err = errno;
+    return make_error(err == ENOENT ? Errc::not_found : Errc::io,
+                      "cannot stat " + file + ": " + errno_text(err));
+  }
+  return static_cast<uint64_t>(st.st_size);
 }
 
 void Disk::enqueue(Op op) {
@@ -346,6 +480,18 @@ void Disk::stop() {
   }
   queue_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  for (auto& f : forked_) {
+    {
+      std::lock_guard lock(f->mutex);
+      if (!f->exited) {
+        f->killed = true;
+        ::kill(f->pid, SIGKILL);  // still a live process or a zombie: the pid is its own
+      }
+    }
+    f->waiter.join();
+    if (f->killed) ::unlink(f->path.c_str());
+  }
+  forked_.clear();
 }
 
 }  // namespace queen::real

@@ -11,6 +11,13 @@
 // - A failed write makes every later sync of that file report ok=false: the caller must stop.
 // - truncate() and remove() first wait for the FIFO to drain, so they apply after every
 //   append queued before them.
+// - write_whole() forks: the copy of the process closes every inherited descriptor past
+//   stderr, encodes the file from memory as it was at the call, writes it (a chunk's
+//   writeback at a time, so the log's fdatasync never queues behind all of it), fdatasyncs
+//   it and its folders, and exits; a waiter thread reports sync_done when it is gone. The
+//   copy runs only the producer and system calls (no locks of this process: only the
+//   forking thread lives on in it). Without fork (it failed, or fork_whole_files is off)
+//   the producer runs on the caller's thread and its bytes go through the FIFO.
 // - File names are relative, '/'-separated and never contain "." or ".." segments.
 #pragma once
 
@@ -39,6 +46,7 @@ struct DiskOptions {
   size_t open_files_max = 256;              // descriptors kept open
   size_t queue_ops_max = 1u << 16;          // appends and syncs waiting for the writer
   uint64_t queue_bytes_max = 256ull << 20;  // bytes of appends waiting for the writer
+  bool fork_whole_files = true;             // write_whole() in a forked copy
 };
 
 class Disk {
@@ -58,17 +66,22 @@ class Disk {
 
   void append(const std::string& file, Bytes data);
   void sync(const std::string& file, uint64_t token);
+  // A new file with the bytes `produce` returns, durable when sync_done(token, ok) reports.
+  void write_whole(const std::string& file, const std::function<Bytes()>& produce, uint64_t token);
+  Result<uint64_t> file_size(const std::string& file) const;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
   Status truncate(const std::string& file, uint64_t size_bytes);
   Status remove(const std::string& file);
   // Moves `from` to `to` (replacing it, creating its folder); durable when it returns.
   Status rename(const std::string& from, const std::string& to);
 
-  // Lets the writer finish what is queued, then joins it. Idempotent.
+  // Lets the writer finish what is queued, then joins it; a forked writer still running is
+  // killed and its unfinished file removed (it was never reported durable). Idempotent.
   void stop();
 
  private:
   struct OpenFile;
+  struct Forked;  // one forked writer and the thread that waits for it
   struct Op {
     enum class Kind { append, sync } kind;
     std::string file;
@@ -106,6 +119,10 @@ class Disk {
       open_;
   std::set<std::string> failed_;     // files with a failed write: every later sync fails
   std::set<std::string> new_files_;  // created, directory entries not yet fsync'd
+
+  bool fork_whole(const std::string& file, const std::function<Bytes()>& produce, uint64_t token);
+  void reap_finished();
+  std::list<std::unique_ptr<Forked>> forked_;  // node thread only (and stop())
 };
 
 // True when `file` is a safe relative name inside the data folder.

@@ -56,6 +56,11 @@ class RealEnv final : public Env {
   Status remove(const std::string& file) override;
   Status rename(const std::string& from, const std::string& to) override;
   Result<std::vector<FileInfo>> list_files() override { return disk_.list_files(); }
+  void write_whole_file(const std::string& file, const std::function<Bytes()>& produce,
+                        uint64_t token) override {
+    disk_.write_whole(file, produce, token);
+  }
+  Result<uint64_t> file_size(const std::string& file) override { return disk_.file_size(file); }
 
   void reply(ReplyHandle handle, Reply reply) override;
   // Peers: messages go to the cluster transport (io/real/transport.h) once one is set.

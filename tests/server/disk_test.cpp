@@ -1,0 +1,159 @@
+// The real disk's whole-file writes (io/real/disk.h): a file encoded by a forked copy of
+// the process from memory as it was at the call, reported durable once written and
+// fdatasync'd, without holding up the caller; failures reported as ok=false; and a copy
+// still running at stop() killed with its unfinished file removed.
+#include "io/real/disk.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace queen::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+Bytes bytes(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls for a file with a deadline; true once it exists.
+bool wait_for_file(const fs::path& path, std::chrono::milliseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!fs::exists(path)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+class DiskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("queen-disk-test-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override {
+    if (disk_) disk_->stop();
+    fs::remove_all(root_);
+  }
+
+  real::Disk& open(bool fork_whole_files = true) {
+    real::DiskOptions options{.root = root_.string(), .fork_whole_files = fork_whole_files};
+    disk_ = std::make_unique<real::Disk>(options, [this](uint64_t token, bool ok) {
+      std::lock_guard lock(mutex_);
+      done_[token] = ok;
+      cv_.notify_all();
+    });
+    EXPECT_TRUE(disk_->open().ok());
+    return *disk_;
+  }
+
+  // The reported outcome of `token`, or nothing within the deadline.
+  std::optional<bool> outcome(uint64_t token, std::chrono::milliseconds limit = 20s) {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, limit, [&] { return done_.count(token) > 0; })) return std::nullopt;
+    return done_[token];
+  }
+
+  size_t reported() {
+    std::lock_guard lock(mutex_);
+    return done_.size();
+  }
+
+  fs::path root_;
+  std::unique_ptr<real::Disk> disk_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<uint64_t, bool> done_;
+};
+
+TEST_F(DiskTest, AWholeFileHoldsTheStateAtTheCallAndIsReportedDurable) {
+  real::Disk& disk = open();
+  std::string state = "as at the call";
+  disk.write_whole(
+      "store/ckpt.1", [&state] { return bytes(state); }, 7);
+  state = "changed after the call";
+  ASSERT_EQ(outcome(7), std::optional<bool>(true));
+  EXPECT_EQ(read_text(root_ / "store/ckpt.1"), "as at the call");
+  auto size = disk.file_size("store/ckpt.1");
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(size.value(), std::string("as at the call").size());
+  auto read = disk.read("store/ckpt.1", 3, 2);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(std::string(read.value().begin(), read.value().end()), "at");
+}
+
+// The producer waits for a file that the caller creates only after write_whole returned:
+// had it run on the caller's thread, it would have given up and written "not forked".
+TEST_F(DiskTest, TheCallerGoesOnWhileTheCopyProduces) {
+  real::Disk& disk = open();
+  fs::path go = root_ / "go";
+  disk.write_whole(
+      "big", [go] { return bytes(wait_for_file(go, 10s) ? "forked" : "not forked"); }, 1);
+  std::ofstream(go).put('x');
+  ASSERT_EQ(outcome(1), std::optional<bool>(true));
+  EXPECT_EQ(read_text(root_ / "big"), "forked");
+}
+
+TEST_F(DiskTest, WithoutForkTheFileIsWrittenOnTheCallersThread) {
+  real::Disk& disk = open(/*fork_whole_files=*/false);
+  std::string state = "here";
+  disk.write_whole(
+      "store/ckpt.2", [&state] { return bytes(state); }, 3);
+  state = "later";
+  ASSERT_EQ(outcome(3), std::optional<bool>(true));
+  EXPECT_EQ(read_text(root_ / "store/ckpt.2"), "here");
+}
+
+TEST_F(DiskTest, AFileThatCannotBeWrittenIsReportedNotDurable) {
+  real::Disk& disk = open();
+  fs::create_directories(root_ / "taken");  // a folder where the file should go
+  disk.write_whole(
+      "taken", [] { return bytes("x"); }, 5);
+  EXPECT_EQ(outcome(5), std::optional<bool>(false));
+  std::ofstream(root_ / "plain").put('x');  // a file where a folder should be
+  disk.write_whole(
+      "plain/ckpt", [] { return bytes("x"); }, 6);
+  EXPECT_EQ(outcome(6), std::optional<bool>(false));
+}
+
+TEST_F(DiskTest, StopKillsAnUnfinishedCopyAndRemovesItsFile) {
+  real::Disk& disk = open();
+  fs::path file = root_ / "store/ckpt.3", never = root_ / "never";
+  disk.write_whole(
+      "store/ckpt.3",
+      [file, never] {
+        std::ofstream(file) << "the first part";  // as if torn midway
+        wait_for_file(never, 60s);
+        return bytes("too late");
+      },
+      9);
+  ASSERT_TRUE(wait_for_file(file, 10s));
+  auto started = std::chrono::steady_clock::now();
+  disk.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_EQ(reported(), 0u);
+}
+
+}  // namespace
+}  // namespace queen::test
