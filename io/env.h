@@ -76,15 +76,20 @@ class Env {
   // Every file of the data folder (the start-up scan; also used to restart in place).
   virtual Result<std::vector<FileInfo>> list_files() = 0;
 
-  // A new file written whole: `produce` returns its bytes from the node's state as it is at
-  // this call, then the file is made durable and Node::on_sync_done(token, ok) reports it,
-  // as after append() and sync(). No append() may go to the file. `produce` may run after
-  // the call returns, in a copy of the node's memory taken at the call (io/real forks, so
-  // the node goes on while a large file is encoded and written): it must only read, and
-  // must not touch the Env. By default it runs at once and its bytes are appended and synced.
-  virtual void write_whole_file(const std::string& file, const std::function<Bytes()>& produce,
+  // A new file written whole: `produce` writes its bytes, from the node's state as it is at
+  // this call, into the sink it is given (in pieces); then the file is made durable and
+  // Node::on_sync_done(token, ok) reports it, as after append() and sync(). No append() may
+  // go to the file. `produce` may run after the call returns, in a copy of the node's memory
+  // taken at the call (io/real forks, so the node goes on while a large file is encoded and
+  // written, and the file never sits in memory whole): it must only read, and must not
+  // touch the Env. By default it runs at once and its bytes are appended and synced.
+  using FileProducer = std::function<void(ByteSink&)>;
+  virtual void write_whole_file(const std::string& file, const FileProducer& produce,
                                 uint64_t token) {
-    append(file, produce());
+    Bytes bytes;
+    BufferSink collect(&bytes);
+    produce(collect);
+    append(file, std::move(bytes));
     sync(file, token);
   }
   // A file's size; by default from list_files().

@@ -16,9 +16,42 @@ namespace queen {
 
 using Bytes = std::vector<uint8_t>;
 
+// Receives a writer's bytes in pieces (ByteWriter with a sink).
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual void put(const uint8_t* data, size_t size) = 0;
+};
+
+// Collects the pieces in one buffer.
+class BufferSink final : public ByteSink {
+ public:
+  explicit BufferSink(Bytes* out) : out_(out) {}
+  void put(const uint8_t* data, size_t size) override {
+    out_->insert(out_->end(), data, data + size);
+  }
+
+ private:
+  Bytes* out_;
+};
+
 class ByteWriter {
  public:
   explicit ByteWriter(Bytes* out) : out_(out) {}
+  // A writer that passes what it holds to `sink` at a boundary() once it holds at least
+  // `spill_bytes`, and at flush(): a large encoding never sits in memory whole.
+  ByteWriter(Bytes* out, ByteSink* sink, size_t spill_bytes)
+      : out_(out), sink_(sink), spill_bytes_(spill_bytes) {}
+  // The caller's point between items: no later patch reaches back past it.
+  void boundary() {
+    if (sink_ != nullptr && out_->size() >= spill_bytes_) flush();
+  }
+  void flush() {
+    if (sink_ == nullptr || out_->empty()) return;
+    sink_->put(out_->data(), out_->size());
+    spilled_ += out_->size();
+    out_->clear();
+  }
   void u8(uint8_t v) { out_->push_back(v); }
   void u32(uint32_t v) { put(&v, 4); }
   void u64(uint64_t v) { put(&v, 8); }
@@ -41,14 +74,18 @@ class ByteWriter {
     auto* b = static_cast<const uint8_t*>(p);
     out_->insert(out_->end(), b, b + n);
   }
-  size_t size() const { return out_->size(); }
-  // Overwrites 4 bytes at `pos` (used to back-fill a length).
-  void patch_u32(size_t pos, uint32_t v) { std::memcpy(out_->data() + pos, &v, 4); }
-  void patch_u64(size_t pos, uint64_t v) { std::memcpy(out_->data() + pos, &v, 8); }
+  // Bytes written so far, those passed to the sink included.
+  size_t size() const { return spilled_ + out_->size(); }
+  // Overwrites 4 bytes at `pos` (used to back-fill a length; never before the last spill).
+  void patch_u32(size_t pos, uint32_t v) { std::memcpy(out_->data() + (pos - spilled_), &v, 4); }
+  void patch_u64(size_t pos, uint64_t v) { std::memcpy(out_->data() + (pos - spilled_), &v, 8); }
 
  private:
   void put(const void* p, size_t n) { raw(p, n); }  // host is little-endian (x86_64, arm64)
   Bytes* out_;
+  ByteSink* sink_ = nullptr;
+  size_t spill_bytes_ = 0;
+  size_t spilled_ = 0;  // bytes already passed to sink_
 };
 
 class ByteReader {

@@ -523,8 +523,8 @@ struct NodeImpl {
     // The store is encoded from its state now, possibly in a copy of the process (io/env.h).
     env.write_whole_file(
         checkpoint_writing.file,
-        [this, term = applied_term, chain = applied_chain, hint = last_checkpoint_bytes] {
-          return encode_checkpoint(store, term, chain, hint);
+        [this, term = applied_term, chain = applied_chain](ByteSink& sink) {
+          write_checkpoint(store, term, chain, sink);
         },
         checkpoint_token);
   }

@@ -138,32 +138,46 @@ void Store::encode(ByteWriter& w) const {
   for (const auto& [id, q] : queues_) {
     encode_effect(w, EffCreateQueue{id, q.name, q.options});
     w.i64(q.created_us);
+    w.boundary();
   }
   put_count(w, partitions_.size());
-  for (const auto& [id, p] : partitions_) put_partition(w, p);
+  for (const auto& [id, p] : partitions_) {
+    put_partition(w, p);
+    w.boundary();
+  }
   put_count(w, cursors_.size());
-  for (const auto& [key, row] : cursors_) encode_effect(w, EffCursor{key.group, key.pid, row});
+  for (const auto& [key, row] : cursors_) {
+    encode_effect(w, EffCursor{key.group, key.pid, row});
+    w.boundary();
+  }
   put_count(w, groups_.size());
   for (const auto& [key, meta] : groups_)
     encode_effect(w, EffGroupMeta{key.group, key.queue, meta});
   uint64_t letters = 0;
   for (const auto& [queue, list] : dlq_) letters += list.size();
   put_count(w, letters);
-  for (const auto& [queue, list] : dlq_)
+  for (const auto& [queue, list] : dlq_) {
     for (const DlqEntry& d : list) put_dlq(w, queue, d);
+    w.boundary();
+  }
   put_count(w, kv_.size());
-  for (const auto& [key, row] : kv_) encode_effect(w, EffKvPut{key.first, key.second, row});
+  for (const auto& [key, row] : kv_) {
+    encode_effect(w, EffKvPut{key.first, key.second, row});
+    w.boundary();
+  }
   put_count(w, timers_.size());
   for (const auto& [key, row] : timers_) encode_effect(w, EffTimerPut{key.first, key.second, row});
   put_count(w, outcomes_.size());
   for (const auto& [id, o] : outcomes_) {
     w.u64(o.index);
     encode_effect(w, EffRequestOutcome{id, o.keep_until_us, o.reply});
+    w.boundary();
   }
   put_count(w, traces_.size());
   for (const TraceRow& t : traces_) {
     w.i64(t.created_us);
     encode_effect(w, t.trace);
+    w.boundary();
   }
 }
 

@@ -81,31 +81,57 @@ std::vector<std::string> folders_of(const std::string& root, const std::string& 
   return out;
 }
 
-// Writes `bytes` a chunk at a time, starting each chunk's writeback and waiting for the one
-// before it: at most two chunks are queued at the device, so the log's fdatasync, which
-// queues behind them, is not held up by the whole file.
-constexpr size_t kWholeFileChunkBytes = 256u << 10;
-bool write_paced(int fd, const Bytes& bytes) {
-  for (size_t at = 0; at < bytes.size(); at += kWholeFileChunkBytes) {
-    size_t n = std::min(kWholeFileChunkBytes, bytes.size() - at);
-    if (!write_all(fd, bytes.data() + at, n)) return false;
-    if (::sync_file_range(fd, static_cast<off_t>(at), static_cast<off_t>(n),
-                          SYNC_FILE_RANGE_WRITE) != 0)
-      return false;
-    if (at > 0 && ::sync_file_range(fd, static_cast<off_t>(at - kWholeFileChunkBytes),
-                                    kWholeFileChunkBytes, SYNC_FILE_RANGE_WAIT_AFTER) != 0)
-      return false;
+// Writes what it is given a chunk at a time, starting each chunk's writeback and waiting
+// for the one before it: at most two chunks are queued at the device, so the log's
+// fdatasync, which queues behind them, is not held up by the whole file.
+class PacedFileSink final : public ByteSink {
+ public:
+  explicit PacedFileSink(int fd) : fd_(fd) {}
+  void put(const uint8_t* data, size_t size) override {
+    while (ok_ && size > 0) {
+      size_t n = std::min(size, kChunkBytes - pending_);
+      ok_ = write_all(fd_, data, n);
+      pending_ += n;
+      data += n;
+      size -= n;
+      if (pending_ == kChunkBytes) end_chunk();
+    }
   }
-  return true;
-}
+  // The last, partial chunk; true when every write and writeback succeeded.
+  bool finish() {
+    if (pending_ > 0) end_chunk();
+    return ok_;
+  }
 
-// In the forked copy: the producer, the paced write, fdatasync of the file and of its
-// folders' entries, then _exit (no atexit handlers, no flushing of the parent's buffers).
+ private:
+  static constexpr size_t kChunkBytes = 256u << 10;
+  void end_chunk() {
+    auto at = static_cast<off_t>(written_);
+    ok_ =
+        ok_ && ::sync_file_range(fd_, at, static_cast<off_t>(pending_), SYNC_FILE_RANGE_WRITE) == 0;
+    if (ok_ && written_ > 0) {
+      ok_ = ::sync_file_range(fd_, at - static_cast<off_t>(kChunkBytes), kChunkBytes,
+                              SYNC_FILE_RANGE_WAIT_AFTER) == 0;
+    }
+    written_ += pending_;
+    pending_ = 0;
+  }
+  int fd_;
+  bool ok_ = true;
+  uint64_t written_ = 0;  // bytes of the chunks before the pending one
+  size_t pending_ = 0;    // bytes of the chunk being written
+};
+
+// In the forked copy: the producer writing through the paced sink, fdatasync of the file
+// and of its folders' entries, then _exit (no atexit handlers, no flushing of the parent's
+// buffers).
 [[noreturn]] void write_in_copy(const std::string& path, const std::vector<std::string>& folders,
-                                const std::function<Bytes()>& produce) {
-  Bytes bytes = produce();
+                                const Env::FileProducer& produce) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && write_paced(fd, bytes) && ::fdatasync(fd) == 0;
+  if (fd < 0) ::_exit(1);
+  PacedFileSink sink(fd);
+  produce(sink);
+  bool ok = sink.finish() && ::fdatasync(fd) == 0;
   for (const std::string& folder : folders) ok = ok && fsync_dir(folder);
   ::_exit(ok ? 0 : 1);
 }
@@ -169,16 +195,17 @@ void Disk::sync(const std::string& file, uint64_t token) {
   enqueue(Op{Op::Kind::sync, file, {}, token});
 }
 
-void Disk::write_whole(const std::string& file, const std::function<Bytes()>& produce,
-                       uint64_t token) {
+void Disk::write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token) {
   if (options_.fork_whole_files && valid_file_name(file) && fork_whole(file, produce, token))
     return;
-  append(file, produce());
+  Bytes bytes;
+  BufferSink sink(&bytes);
+  produce(sink);
+  append(file, std::move(bytes));
   sync(file, token);
 }
 
-bool Disk::fork_whole(const std::string& file, const std::function<Bytes()>& produce,
-                      uint64_t token) {
+bool Disk::fork_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token) {
   reap_finished();
   std::string path = full_path(file);
   std::error_code ec;

@@ -12,12 +12,13 @@
 // - truncate() and remove() first wait for the FIFO to drain, so they apply after every
 //   append queued before them.
 // - write_whole() forks: the copy of the process closes every inherited descriptor past
-//   stderr, encodes the file from memory as it was at the call, writes it (a chunk's
-//   writeback at a time, so the log's fdatasync never queues behind all of it), fdatasyncs
+//   stderr, encodes the file from memory as it was at the call, writing each piece as it
+//   comes (a chunk's writeback at a time, so the log's fdatasync never queues behind all of
+//   it; the file is never in memory whole), fdatasyncs
 //   it and its folders, and exits; a waiter thread reports sync_done when it is gone. The
 //   copy runs only the producer and system calls (no locks of this process: only the
 //   forking thread lives on in it). Without fork (it failed, or fork_whole_files is off)
-//   the producer runs on the caller's thread and its bytes go through the FIFO.
+//   the producer runs on the caller's thread and its bytes go through the FIFO in one piece.
 // - File names are relative, '/'-separated and never contain "." or ".." segments.
 #pragma once
 
@@ -67,7 +68,7 @@ class Disk {
   void append(const std::string& file, Bytes data);
   void sync(const std::string& file, uint64_t token);
   // A new file with the bytes `produce` returns, durable when sync_done(token, ok) reports.
-  void write_whole(const std::string& file, const std::function<Bytes()>& produce, uint64_t token);
+  void write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token);
   Result<uint64_t> file_size(const std::string& file) const;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
   Status truncate(const std::string& file, uint64_t size_bytes);
@@ -120,7 +121,7 @@ class Disk {
   std::set<std::string> failed_;     // files with a failed write: every later sync fails
   std::set<std::string> new_files_;  // created, directory entries not yet fsync'd
 
-  bool fork_whole(const std::string& file, const std::function<Bytes()>& produce, uint64_t token);
+  bool fork_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token);
   void reap_finished();
   std::list<std::unique_ptr<Forked>> forked_;  // node thread only (and stop())
 };

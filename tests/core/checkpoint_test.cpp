@@ -2,6 +2,7 @@
 // the entries after the newest durable one, a damaged one is never trusted, and a single node
 // reclaims log files that hold nothing past its checkpoints.
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include "core/qlog/log.h"
 #include "core/state/checkpoint.h"
@@ -84,6 +85,58 @@ TEST(StoreCheckpoint, AnyChangedByteIsRefused) {
     EXPECT_FALSE(decode_checkpoint(bad.data(), bad.size()).ok()) << "byte " << at;
   }
   EXPECT_FALSE(decode_checkpoint(b.data(), b.size() - 3).ok());
+}
+
+// Records the pieces a streamed checkpoint arrives in.
+struct PieceSink final : ByteSink {
+  Bytes all;
+  size_t pieces = 0;
+  void put(const uint8_t* data, size_t size) override {
+    all.insert(all.end(), data, data + size);
+    ++pieces;
+  }
+};
+
+TEST(StoreCheckpoint, AStreamedCheckpointArrivesInPiecesAndReadsBack) {
+  Harness h;
+  fill(h);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 80000; ++i) ids.push_back("t" + std::to_string(i));
+  for (int batch = 0; batch < 8; ++batch)  // 16-byte hashes: past a 1 MiB piece
+    h.push(
+        "big", "p",
+        std::vector<std::string>(ids.begin() + batch * 10000, ids.begin() + (batch + 1) * 10000));
+  const Store& s = h.node().store();
+  PieceSink sink;
+  write_checkpoint(s, Term(2), 9, sink);
+  EXPECT_GE(sink.pieces, 3u);  // two pieces of the body at least, then the checksum
+  EXPECT_EQ(sink.all, encode_checkpoint(s, Term(2), 9));
+  auto c = decode_checkpoint(sink.all.data(), sink.all.size());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c.value().store == s);
+  EXPECT_EQ(c.value().applied_chain, 9u);
+}
+
+// Data folders written before format 3 hold checkpoints with the body's length first.
+TEST(StoreCheckpoint, AFormatTwoCheckpointStillLoads) {
+  Harness h;
+  fill(h);
+  Bytes three = encode_checkpoint(h.node().store(), Term(4));
+  const size_t header = 36;
+  Bytes body(three.begin() + header, three.end() - 16);
+  Bytes two(three.begin(), three.begin() + header);
+  uint32_t format = 2;
+  std::memcpy(two.data() + 8, &format, 4);
+  uint64_t length = body.size();
+  two.insert(two.end(), reinterpret_cast<uint8_t*>(&length),
+             reinterpret_cast<uint8_t*>(&length) + 8);
+  two.insert(two.end(), body.begin(), body.end());
+  uint64_t sum = XXH3_64bits(two.data(), two.size());
+  two.insert(two.end(), reinterpret_cast<uint8_t*>(&sum), reinterpret_cast<uint8_t*>(&sum) + 8);
+  auto c = decode_checkpoint(two.data(), two.size());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().term, Term(4));
+  EXPECT_TRUE(c.value().store == h.node().store());
 }
 
 std::vector<std::string> checkpoints(const MemEnv& env) {

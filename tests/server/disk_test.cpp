@@ -22,8 +22,15 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-Bytes bytes(const std::string& s) {
-  return Bytes(s.begin(), s.end());
+// A producer that writes `text` (read when it runs).
+Env::FileProducer writes(const std::string& text) {
+  return [text](ByteSink& sink) {
+    sink.put(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  };
+}
+
+void put_text(ByteSink& sink, const std::string& text) {
+  sink.put(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
 std::string read_text(const fs::path& path) {
@@ -90,7 +97,7 @@ TEST_F(DiskTest, AWholeFileHoldsTheStateAtTheCallAndIsReportedDurable) {
   real::Disk& disk = open();
   std::string state = "as at the call";
   disk.write_whole(
-      "store/ckpt.1", [&state] { return bytes(state); }, 7);
+      "store/ckpt.1", [&state](ByteSink& sink) { put_text(sink, state); }, 7);
   state = "changed after the call";
   ASSERT_EQ(outcome(7), std::optional<bool>(true));
   EXPECT_EQ(read_text(root_ / "store/ckpt.1"), "as at the call");
@@ -108,17 +115,38 @@ TEST_F(DiskTest, TheCallerGoesOnWhileTheCopyProduces) {
   real::Disk& disk = open();
   fs::path go = root_ / "go";
   disk.write_whole(
-      "big", [go] { return bytes(wait_for_file(go, 10s) ? "forked" : "not forked"); }, 1);
+      "big", [go](ByteSink& sink) { put_text(sink, wait_for_file(go, 10s) ? "forked" : "not"); },
+      1);
   std::ofstream(go).put('x');
   ASSERT_EQ(outcome(1), std::optional<bool>(true));
   EXPECT_EQ(read_text(root_ / "big"), "forked");
+}
+
+// Pieces of any size, past several chunks of writeback, arrive whole and in order.
+TEST_F(DiskTest, AFileWrittenInManyPiecesArrivesWhole) {
+  real::Disk& disk = open();
+  std::string expected;
+  for (size_t i = 0; expected.size() < (3u << 20) + 5; ++i)
+    expected += std::string(1 + (i * 7919) % 70000, static_cast<char>('a' + i % 26));
+  disk.write_whole(
+      "pieces",
+      [&expected](ByteSink& sink) {
+        for (size_t at = 0, i = 0; at < expected.size(); ++i) {
+          size_t n = std::min(expected.size() - at, 1 + (i * 104729) % 300000);
+          sink.put(reinterpret_cast<const uint8_t*>(expected.data()) + at, n);
+          at += n;
+        }
+      },
+      2);
+  ASSERT_EQ(outcome(2), std::optional<bool>(true));
+  EXPECT_TRUE(read_text(root_ / "pieces") == expected);
 }
 
 TEST_F(DiskTest, WithoutForkTheFileIsWrittenOnTheCallersThread) {
   real::Disk& disk = open(/*fork_whole_files=*/false);
   std::string state = "here";
   disk.write_whole(
-      "store/ckpt.2", [&state] { return bytes(state); }, 3);
+      "store/ckpt.2", [&state](ByteSink& sink) { put_text(sink, state); }, 3);
   state = "later";
   ASSERT_EQ(outcome(3), std::optional<bool>(true));
   EXPECT_EQ(read_text(root_ / "store/ckpt.2"), "here");
@@ -127,12 +155,10 @@ TEST_F(DiskTest, WithoutForkTheFileIsWrittenOnTheCallersThread) {
 TEST_F(DiskTest, AFileThatCannotBeWrittenIsReportedNotDurable) {
   real::Disk& disk = open();
   fs::create_directories(root_ / "taken");  // a folder where the file should go
-  disk.write_whole(
-      "taken", [] { return bytes("x"); }, 5);
+  disk.write_whole("taken", writes("x"), 5);
   EXPECT_EQ(outcome(5), std::optional<bool>(false));
   std::ofstream(root_ / "plain").put('x');  // a file where a folder should be
-  disk.write_whole(
-      "plain/ckpt", [] { return bytes("x"); }, 6);
+  disk.write_whole("plain/ckpt", writes("x"), 6);
   EXPECT_EQ(outcome(6), std::optional<bool>(false));
 }
 
@@ -141,10 +167,10 @@ TEST_F(DiskTest, StopKillsAnUnfinishedCopyAndRemovesItsFile) {
   fs::path file = root_ / "store/ckpt.3", never = root_ / "never";
   disk.write_whole(
       "store/ckpt.3",
-      [file, never] {
-        std::ofstream(file) << "the first part";  // as if torn midway
+      [never](ByteSink& sink) {
+        put_text(sink, "the first part");  // then torn midway
         wait_for_file(never, 60s);
-        return bytes("too late");
+        put_text(sink, "too late");
       },
       9);
   ASSERT_TRUE(wait_for_file(file, 10s));
