@@ -145,6 +145,7 @@ struct Disk::Forked {
   std::mutex mutex;     // orders the waiter's "it exited" against stop()'s kill
   bool exited = false;  // the copy is gone (a zombie until the waiter reaps it)
   bool killed = false;  // stop() killed it: not reported, its file is removed
+  bool ok = false;      // it wrote and synced its file (read after the waiter is joined)
   std::atomic<bool> done{false};
 };
 
@@ -245,6 +246,7 @@ bool Disk::fork_whole(const std::string& file, const Env::FileProducer& produce,
     while (::waitpid(f->pid, &status, 0) < 0 && errno == EINTR) {
     }
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    f->ok = ok;
     if (!killed) {
       if (!ok) log_line(LogLevel::error, "disk", "the forked writer of " + file + " failed");
       sync_done_(token, ok);
@@ -516,7 +518,8 @@ void Disk::stop() {
       }
     }
     f->waiter.join();
-    if (f->killed) ::unlink(f->path.c_str());
+    // Killed here, or before: the copy dies with the node thread, which stops first.
+    if (f->killed || !f->ok) ::unlink(f->path.c_str());
   }
   forked_.clear();
 }

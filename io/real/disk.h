@@ -77,7 +77,8 @@ class Disk {
   Status rename(const std::string& from, const std::string& to);
 
   // Lets the writer finish what is queued, then joins it; a forked writer still running is
-  // killed and its unfinished file removed (it was never reported durable). Idempotent.
+  // killed, and the file of one that did not finish is removed (it was never reported
+  // durable). Idempotent.
   void stop();
 
  private:

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -179,6 +180,23 @@ TEST_F(DiskTest, StopKillsAnUnfinishedCopyAndRemovesItsFile) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
   EXPECT_FALSE(fs::exists(file));
   EXPECT_EQ(reported(), 0u);
+}
+
+// A copy killed from outside (it dies with the node thread, which stops before the disk)
+// is reported not durable, and stop() removes its torn file.
+TEST_F(DiskTest, ACopyThatDiesIsReportedAndItsTornFileRemovedAtStop) {
+  real::Disk& disk = open();
+  disk.write_whole(
+      "store/ckpt.4",
+      [](ByteSink& sink) {
+        put_text(sink, "the first part");
+        ::raise(SIGKILL);
+      },
+      4);
+  EXPECT_EQ(outcome(4), std::optional<bool>(false));
+  EXPECT_TRUE(fs::exists(root_ / "store/ckpt.4"));
+  disk.stop();
+  EXPECT_FALSE(fs::exists(root_ / "store/ckpt.4"));
 }
 
 }  // namespace
