@@ -23,15 +23,13 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// A producer that writes `text` (read when it runs).
-Env::FileProducer writes(const std::string& text) {
-  return [text](ByteSink& sink) {
-    sink.put(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  };
-}
-
 void put_text(ByteSink& sink, const std::string& text) {
   sink.put(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+// A producer that writes `text` (read when it runs).
+Env::FileProducer writes(const std::string& text) {
+  return [text](ByteSink& sink) { put_text(sink, text); };
 }
 
 std::string read_text(const fs::path& path) {
@@ -82,6 +80,17 @@ class DiskTest : public ::testing::Test {
     return done_[token];
   }
 
+  // write_whole of a producer reading a string the caller changes right after the call:
+  // the file holds the string as it was at the call.
+  void expect_state_at_the_call(real::Disk& disk, const std::string& file, uint64_t token) {
+    std::string state = "as at the call";
+    disk.write_whole(
+        file, [&state](ByteSink& sink) { put_text(sink, state); }, token);
+    state = "changed after the call";
+    ASSERT_EQ(outcome(token), std::optional<bool>(true));
+    EXPECT_EQ(read_text(root_ / file), "as at the call");
+  }
+
   size_t reported() {
     std::lock_guard lock(mutex_);
     return done_.size();
@@ -96,12 +105,7 @@ class DiskTest : public ::testing::Test {
 
 TEST_F(DiskTest, AWholeFileHoldsTheStateAtTheCallAndIsReportedDurable) {
   real::Disk& disk = open();
-  std::string state = "as at the call";
-  disk.write_whole(
-      "store/ckpt.1", [&state](ByteSink& sink) { put_text(sink, state); }, 7);
-  state = "changed after the call";
-  ASSERT_EQ(outcome(7), std::optional<bool>(true));
-  EXPECT_EQ(read_text(root_ / "store/ckpt.1"), "as at the call");
+  expect_state_at_the_call(disk, "store/ckpt.1", 7);
   auto size = disk.file_size("store/ckpt.1");
   ASSERT_TRUE(size.ok());
   EXPECT_EQ(size.value(), std::string("as at the call").size());
@@ -144,13 +148,7 @@ TEST_F(DiskTest, AFileWrittenInManyPiecesArrivesWhole) {
 }
 
 TEST_F(DiskTest, WithoutForkTheFileIsWrittenOnTheCallersThread) {
-  real::Disk& disk = open(/*fork_whole_files=*/false);
-  std::string state = "here";
-  disk.write_whole(
-      "store/ckpt.2", [&state](ByteSink& sink) { put_text(sink, state); }, 3);
-  state = "later";
-  ASSERT_EQ(outcome(3), std::optional<bool>(true));
-  EXPECT_EQ(read_text(root_ / "store/ckpt.2"), "here");
+  expect_state_at_the_call(open(/*fork_whole_files=*/false), "store/ckpt.2", 3);
 }
 
 TEST_F(DiskTest, AFileThatCannotBeWrittenIsReportedNotDurable) {
