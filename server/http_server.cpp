@@ -94,6 +94,11 @@ constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
 // Sends to leaders and retries through this node, together, for one forwarded request: the
 // deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
 constexpr int kForwardAttemptsMax = 300;
+// A read takes at most the read buffer's free space, and Beast grows that buffer 512 bytes at a
+// time: a 30 KB push body took some sixty reads. Before a body, the buffer gets room for it, up
+// to this; between requests it keeps at most kIdleReadBufferBytesMax.
+constexpr size_t kBodyReadBytesMax = 64 * 1024;
+constexpr size_t kIdleReadBufferBytesMax = 4 * 1024;
 constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 // A forwarded command's deadline at the leader ends this long before the follower stops
 // waiting for its reply.
@@ -365,6 +370,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   // Nothing of the next request has arrived: wait for its first byte without a buffer, so an
   // idle keep-alive connection costs only its socket and this session.
   void wait_for_request() {
+    if (buffer_.capacity() > kIdleReadBufferBytesMax) buffer_.shrink_to_fit();
     waiting_idle_ = true;
     arm_idle_timer();
     stream_.socket().async_wait(tcp::socket::wait_read,
@@ -459,6 +465,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   void read_body() {
+    uint64_t body_bytes = parser_->content_length().value_or(kBodyReadBytesMax);
+    buffer_.reserve(buffer_.size() + std::min<uint64_t>(body_bytes, kBodyReadBytesMax));
     stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
     http::async_read(
         stream_, buffer_, *parser_,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <set>
@@ -160,6 +161,42 @@ TEST_F(ServerTest, PayloadIsDeliveredAsPushed) {
   ASSERT_EQ(push(*client_, {{q, "", "", payload}}).status, 201);
   json p = pop_json(*client_, {.queue = q});
   EXPECT_EQ(p["messages"][0]["data"], payload);
+}
+
+// A body takes several reads of the socket (the read buffer holds at most 64 KiB); sent with a
+// length, or in chunks, and followed on the same connection by another request, it arrives
+// whole and in order.
+TEST_F(ServerTest, BodiesLargerThanOneReadArriveWhole) {
+  std::string q = queue();
+  std::vector<PushSpec> items;
+  for (int i = 0; i < 150; ++i) {
+    items.push_back({q, "", "", json{{"i", i}, {"pad", std::string(2000 + i, 'a' + i % 26)}}});
+  }
+  std::string body = push_body(items).dump();
+  ASSERT_GT(body.size(), 4 * 64 * 1024u);
+  std::string chunked;
+  for (size_t at = 0; at < body.size(); at += 70001) {
+    std::string piece = body.substr(at, 70001);
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    chunked += size + piece + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  std::string head = "POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  std::string all = raw_exchange(
+      server_->port(), head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body +
+                           head + "Transfer-Encoding: chunked\r\n\r\n" + chunked +
+                           "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  size_t first = all.find("HTTP/1.1 201");
+  size_t second = all.find("HTTP/1.1 201", first + 1);
+  ASSERT_NE(second, std::string::npos) << all.substr(0, 300);
+  EXPECT_NE(all.find("HTTP/1.1 200", second + 1), std::string::npos);
+
+  json got = pop_json(*client_, {.queue = q, .batch = 400});
+  ASSERT_EQ(got["messages"].size(), 2 * items.size());
+  for (size_t n = 0; n < got["messages"].size(); ++n) {
+    EXPECT_EQ(got["messages"][n]["data"], items[n % items.size()].payload) << n;
+  }
 }
 
 TEST_F(ServerTest, LongPollIsWokenByAPush) {
