@@ -294,29 +294,47 @@ void Disk::enqueue(Op op) {
 }
 
 void Disk::writer_loop() {
+  std::vector<Op> batch;
   for (;;) {
-    Op op;
+    batch.clear();
     {
       std::unique_lock lock(queue_mutex_);
       queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
-      op = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= op.data.size();
+      uint64_t bytes = 0;
+      while (!queue_.empty() && batch.size() < kBatchOpsMax && bytes < kBatchBytesMax) {
+        bytes += queue_.front().data.size();
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      queued_bytes_ -= bytes;
       busy_ = true;
       queue_cv_.notify_all();
     }
-    if (op.kind == Op::Kind::append) {
-      run_append(op);
-    } else {
-      run_sync(op);
-    }
+    run_batch(batch);
     {
       std::lock_guard lock(queue_mutex_);
       busy_ = false;
     }
     queue_cv_.notify_all();
   }
+}
+
+// The appends in call order, then one fdatasync per file for all the syncs of it in the
+// batch: a sync's appends were written before it, so the later fdatasync covers them.
+void Disk::run_batch(std::vector<Op>& batch) {
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> syncs;  // in first-sync order
+  for (Op& op : batch) {
+    if (op.kind == Op::Kind::append) {
+      run_append(op);
+      continue;
+    }
+    auto it =
+        std::find_if(syncs.begin(), syncs.end(), [&](const auto& s) { return s.first == op.file; });
+    if (it == syncs.end()) it = syncs.insert(syncs.end(), {std::move(op.file), {}});
+    it->second.push_back(op.token);
+  }
+  for (const auto& [file, tokens] : syncs) run_sync(file, tokens);
 }
 
 void Disk::run_append(const Op& op) {
@@ -331,13 +349,13 @@ void Disk::run_append(const Op& op) {
   }
 }
 
-void Disk::run_sync(const Op& op) {
+void Disk::run_sync(const std::string& file, const std::vector<uint64_t>& tokens) {
   int err = 0;
-  auto f = handle(op.file, /*create=*/true, &err);
+  auto f = handle(file, /*create=*/true, &err);
   bool ok = f != nullptr;
   if (ok) {
     std::lock_guard lock(files_mutex_);
-    ok = failed_.count(op.file) == 0;
+    ok = failed_.count(file) == 0;
   }
   auto started = std::chrono::steady_clock::now();
   if (ok && ::fdatasync(f->fd) != 0) {
@@ -349,13 +367,13 @@ void Disk::run_sync(const Op& op) {
                                             std::chrono::steady_clock::now() - started)
                                             .count());
   }
-  if (ok) ok = sync_new_dirs(op.file);
+  if (ok) ok = sync_new_dirs(file);
   if (!ok) {
-    log_line(LogLevel::error, "disk", "sync of " + op.file + " failed: " + errno_text(err));
+    log_line(LogLevel::error, "disk", "sync of " + file + " failed: " + errno_text(err));
     std::lock_guard lock(files_mutex_);
-    failed_.insert(op.file);
+    failed_.insert(file);
   }
-  sync_done_(op.token, ok);
+  for (uint64_t token : tokens) sync_done_(token, ok);
 }
 
 // The first sync of a created file also makes its directory entry durable, and those of

@@ -1,14 +1,17 @@
 // The node's log files on a real disk, under one data folder. Owns a writer thread that runs
-// append() and sync() in call order (one FIFO for all files), and a bounded cache of open
-// file descriptors shared with the node thread's synchronous read(), truncate() and remove().
+// append() and sync() in call order (one FIFO for all files), and a bounded cache of open file
+// descriptors shared with the node thread's synchronous read(), truncate() and remove().
 //
 // Contract (see io/env.h):
 // - append() and sync() return at once; they block only while the FIFO is full (backpressure
 //   on the node thread, bounded by queue_ops_max and queue_bytes_max).
 // - sync(file, token) reports `sync_done(token, ok)` from the writer thread after every append
 //   to `file` queued before it has been written and fdatasync'd. A new file's directory
-//   entries (up to the data folder) are fsync'd with its first sync.
-// - A failed write makes every later sync of that file report ok=false: the caller must stop.
+//   entries (up to the data folder) are fsync'd with its first sync. The writer takes what
+//   is queued as one batch (up to kBatchOpsMax ops, kBatchBytesMax bytes): its appends in
+//   order, then one fdatasync per file for all the syncs of that file in the batch.
+// - A failed write makes the syncs of that file in its batch and every later one report
+//   ok=false: the caller must stop.
 // - truncate() and remove() first wait for the FIFO to drain, so they apply after every
 //   append queued before them.
 // - write_whole() forks: the copy of the process closes every inherited descriptor past
@@ -92,9 +95,14 @@ class Disk {
   };
 
   void enqueue(Op op);
+  // The writer takes at most this much of the FIFO at a time (its syncs wait for its appends).
+  static constexpr size_t kBatchOpsMax = 1024;
+  static constexpr uint64_t kBatchBytesMax = 8ull << 20;
+
   void writer_loop();
+  void run_batch(std::vector<Op>& batch);
   void run_append(const Op& op);
-  void run_sync(const Op& op);
+  void run_sync(const std::string& file, const std::vector<uint64_t>& tokens);
   void wait_idle();
   // nullptr with `errno_out` set when the file cannot be opened (or does not exist and
   // `create` is false).

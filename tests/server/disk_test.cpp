@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -159,6 +160,33 @@ TEST_F(DiskTest, AFileThatCannotBeWrittenIsReportedNotDurable) {
   std::ofstream(root_ / "plain").put('x');  // a file where a folder should be
   disk.write_whole("plain/ckpt", writes("x"), 6);
   EXPECT_EQ(outcome(6), std::optional<bool>(false));
+}
+
+// Appends and syncs of several files queued back to back (the writer takes them in batches
+// and shares fdatasyncs): every sync is reported, each file holds its appends in call order,
+// and a file that cannot be written fails its syncs without failing the others'.
+TEST_F(DiskTest, InterleavedSyncsOfSeveralFilesAreEachReported) {
+  real::Disk& disk = open();
+  std::ofstream(root_ / "plain").put('x');  // a file where a folder should be
+  std::map<std::string, std::string> expected;
+  const char* files[] = {"log/a", "log/b", "plain/c"};
+  uint64_t token = 100;
+  for (int i = 0; i < 300; ++i) {
+    std::string file = files[i % 3], piece = std::to_string(i) + ";";
+    disk.append(file, Bytes(piece.begin(), piece.end()));
+    expected[file] += piece;
+    if (i % 2 == 0) disk.sync(file, token++);
+  }
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (uint64_t t = 100; t < token; ++t) {
+    // Syncs alternate over the files as the appends do: every third one is of plain/c.
+    bool broken = std::string(files[(t - 100) * 2 % 3]) == "plain/c";
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    EXPECT_EQ(outcome(t, std::max(left, 0ms)), std::optional<bool>(!broken)) << "token " << t;
+  }
+  EXPECT_EQ(read_text(root_ / "log/a"), expected["log/a"]);
+  EXPECT_EQ(read_text(root_ / "log/b"), expected["log/b"]);
 }
 
 TEST_F(DiskTest, StopKillsAnUnfinishedCopyAndRemovesItsFile) {
