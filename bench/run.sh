@@ -21,7 +21,7 @@ if [[ ${1:-} == --cluster ]]; then
 fi
 scenario=${1:?usage: bench/run.sh [--cluster] SCENARIO [options]}
 shift || true
-bin=build/server/queen
+bin=${QUEEN_BIN:-build/server/queen}  # QUEEN_BIN: another build to compare
 bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 data=$(mktemp -d)

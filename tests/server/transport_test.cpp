@@ -86,6 +86,22 @@ TEST_F(TransportTest, ForwardedMessagesArriveApartFromRaftAndInOrderPerKey) {
   EXPECT_TRUE(inbox_[0].lost.empty());
 }
 
+// Messages larger than one read of the socket (the receiver reads 64 KiB at a time) arrive
+// whole and in order with the small ones between them.
+TEST_F(TransportTest, LargeMessagesArriveWholeAndInOrder) {
+  std::vector<std::string> sent;
+  for (int n = 0; n < 6; ++n) {
+    std::string big(100'000 * (n + 1), static_cast<char>('a' + n));
+    big += std::to_string(n);
+    sent.push_back(big);
+    sent.push_back("small" + std::to_string(n));
+  }
+  for (const std::string& m : sent) node_[0]->send(2, bytes(m));
+  ASSERT_TRUE(eventually(10s, [&] { return inbox_[1].count(inbox_[1].raft) == sent.size(); }));
+  std::lock_guard lock(inbox_[1].mutex);
+  for (size_t n = 0; n < sent.size(); ++n) EXPECT_TRUE(inbox_[1].raft[n] == sent[n]) << n;
+}
+
 TEST_F(TransportTest, AForwardStreamReportsItsPeerLostWhenThePeerGoesAway) {
   node_[0]->send_forward(2, 1, bytes("hello"));
   ASSERT_TRUE(eventually(5s, [&] { return inbox_[1].count(inbox_[1].forwarded) == 1; }));
