@@ -91,14 +91,14 @@ constexpr int kAdmitRetryAfterMaxS = 5;
 constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
-// Sends to leaders and retries through this node, together, for one forwarded request: the
-// deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
-constexpr int kForwardAttemptsMax = 300;
 // A read takes at most the read buffer's free space, and Beast grows that buffer 512 bytes at a
 // time: a 30 KB push body took some sixty reads. Before a body, the buffer gets room for it, up
 // to this; between requests it keeps at most kIdleReadBufferBytesMax.
 constexpr size_t kBodyReadBytesMax = 64 * 1024;
 constexpr size_t kIdleReadBufferBytesMax = 4 * 1024;
+// Sends to leaders and retries through this node, together, for one forwarded request: the
+// deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
+constexpr int kForwardAttemptsMax = 300;
 constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 // A forwarded command's deadline at the leader ends this long before the follower stops
 // waiting for its reply.
