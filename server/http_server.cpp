@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 
+#include "io/real/body_room.h"
 #include "io/real/latency.h"
 #include "io/real/log.h"
 #include "io/real/real_env.h"
@@ -91,10 +92,8 @@ constexpr int kAdmitRetryAfterMaxS = 5;
 constexpr int kTimeoutRetryAfterS = 1;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterRefusal = std::chrono::seconds(2);
-// A read takes at most the read buffer's free space, and Beast grows that buffer 512 bytes at a
-// time: a 30 KB push body took some sixty reads. Before a body, the buffer gets room for it, up
-// to this; between requests it keeps at most kIdleReadBufferBytesMax.
-constexpr size_t kBodyReadBytesMax = 64 * 1024;
+// Before a body the read buffer gets room for it (io/real/body_room.h); between requests it
+// keeps at most this.
 constexpr size_t kIdleReadBufferBytesMax = 4 * 1024;
 // Sends to leaders and retries through this node, together, for one forwarded request: the
 // deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
@@ -465,8 +464,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   void read_body() {
-    uint64_t body_bytes = parser_->content_length().value_or(kBodyReadBytesMax);
-    buffer_.reserve(buffer_.size() + std::min<uint64_t>(body_bytes, kBodyReadBytesMax));
+    real::make_room_for_body(buffer_, parser_->content_length());
     stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
     http::async_read(
         stream_, buffer_, *parser_,

@@ -21,6 +21,7 @@
 #include <optional>
 #include <thread>
 
+#include "io/real/body_room.h"
 #include "io/real/connect.h"
 #include "io/real/log.h"
 
@@ -39,8 +40,6 @@ constexpr const char* kPath = "/raft/messages";
 constexpr const char* kForwardPath = "/raft/forward";
 constexpr const char* kTokenHeader = "x-queen-raft-token";
 constexpr const char* kFromHeader = "x-queen-raft-from";
-// Room made in the read buffer before a message body: a 1 MiB message takes 16 reads, not 2000.
-constexpr uint64_t kBodyReadBytesMax = 64 * 1024;
 
 }  // namespace
 
@@ -127,9 +126,7 @@ struct Transport::Impl {
         co_return;
       }
       stream.expires_after(std::chrono::milliseconds(options.io_timeout_ms));
-      // A read takes at most the buffer's free space, which Beast grows 512 bytes at a time.
-      uint64_t body_bytes = parser.content_length().value_or(kBodyReadBytesMax);
-      buffer.reserve(buffer.size() + std::min<uint64_t>(body_bytes, kBodyReadBytesMax));
+      make_room_for_body(buffer, parser.content_length());
       co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec) co_return;
       auto from_field = parser.get()[kFromHeader];
