@@ -9,20 +9,12 @@
 #include "server/config.h"
 #include "server/json_writer.h"
 #include "server/routes.h"
+#include "tests/server/fixed_ids.h"
 
 namespace queen::server {
 namespace {
 
 using nlohmann::json;
-
-class FixedIds final : public IdSource {
- public:
-  int64_t now_ms() override { return 1700000000000; }
-  uint64_t random_u64() override { return ++n_ * 0x9E3779B97F4A7C15ull; }
-
- private:
-  uint64_t n_ = 0;
-};
 
 EnvLookup lookup_from(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {

@@ -6,20 +6,12 @@
 
 #include "server/codec.h"
 #include "server/routes.h"
+#include "tests/server/fixed_ids.h"
 
 namespace queen::server {
 namespace {
 
 using nlohmann::json;
-
-class FixedIds final : public IdSource {
- public:
-  int64_t now_ms() override { return 1700000000000; }
-  uint64_t random_u64() override { return ++n_ * 0x9E3779B97F4A7C15ull; }
-
- private:
-  uint64_t n_ = 0;
-};
 
 Parsed route(std::string_view method, std::string_view target, std::string_view body = "") {
   FixedIds ids;
