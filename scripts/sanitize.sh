@@ -10,7 +10,8 @@
 # Every sanitized process, children included, writes its reports under a reports folder;
 # any report, or any failing run, fails the script. Prints the wall time it took.
 #
-# usage: scripts/sanitize.sh [asan|asan-core|tsan|ci|all]   (ci = asan-core, then tsan)
+# usage: scripts/sanitize.sh [asan|asan-core|tsan|ci|all]
+#   (ci = asan-core, its runs beside the tsan build, then the tsan runs)
 #   QUEEN_SANITIZE_ROOT  where build-asan/ and build-tsan/ go (default: the repository)
 #   QUEEN_JOBS           parallel compile jobs (default 2)
 set -uo pipefail
@@ -73,10 +74,14 @@ asan() {
   check_reports ubsan
 }
 
-asan_core() {
+asan_core_build() {
+  QUEEN_JOBS=$jobs bash scripts/fuzz.sh --build-only >"$reports/build-fuzz.log" 2>&1 && return 0
+  grep -E 'error|FAILED' "$reports/build-fuzz.log" | head -n 20
+  return 1
+}
+
+asan_core_run() {
   local dir=build-fuzz
-  QUEEN_JOBS=$jobs bash scripts/fuzz.sh --build-only >"$reports/build-fuzz.log" 2>&1 ||
-    { fail "asan-core build"; grep -E 'error|FAILED' "$reports/build-fuzz.log" | head -n 20; return; }
   export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1"
   export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1"
   run asan-core "$dir/tests/queen_core_tests"
@@ -88,18 +93,27 @@ asan_core() {
   check_reports ubsan
 }
 
-tsan() {
+asan_core() {
+  asan_core_build || { fail "asan-core build"; return; }
+  asan_core_run
+}
+
+tsan_build() {
   local dir=$root/build-tsan
   # Sanitized: the broker and the in-process threaded tests. The integration tests come from
   # the main tree (built here if need be) and start the sanitized broker: ThreadSanitizer
   # watches the broker's threads, not the test clients'. The edge's single-threaded unit
   # tests (queen_edge_tests) are left out: it would find nothing there.
-  configure_and_build "$dir" thread queen queen_threaded_tests || { fail "tsan build"; return; }
+  configure_and_build "$dir" thread queen queen_threaded_tests || { fail "tsan build"; return 1; }
   if [[ -f build/CMakeCache.txt ]]; then
     cmake --build build -j"$jobs" --target queen_server_tests >"$reports/build-main.log" 2>&1
   else
     bash scripts/run.sh --no-start >"$reports/build-main.log" 2>&1
-  fi || { fail "build of build/tests/server/queen_server_tests"; return; }
+  fi || { fail "build of build/tests/server/queen_server_tests"; return 1; }
+}
+
+tsan_run() {
+  local dir=$root/build-tsan
   export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1"
   run tsan-threaded "$dir/tests/server/queen_threaded_tests"
   QUEEN_TEST_BINARY=$dir/server/queen run tsan-server build/tests/server/queen_server_tests
@@ -107,12 +121,29 @@ tsan() {
   check_reports tsan
 }
 
+tsan() { tsan_build && tsan_run; }
+
+# CI: the ASan runs are single-threaded and timing-free, so they run beside the TSan build;
+# the TSan runs (timed integration tests) start once both are done.
+ci() {
+  asan_core_build || { fail "asan-core build"; tsan; return; }
+  local log=$reports/asan-core-runs.log pid asan_failures=0
+  (failures=0; asan_core_run; exit "$failures") >"$log" 2>&1 &
+  pid=$!
+  tsan_build
+  local built=$?
+  wait "$pid" || asan_failures=$?
+  cat "$log"
+  failures=$((failures + asan_failures))
+  ((built == 0)) && tsan_run
+}
+
 reports=$(mktemp -d /tmp/queen-sanitize-XXXXXX)
 case "$mode" in
   asan) asan ;;
   asan-core) asan_core ;;
   tsan) tsan ;;
-  ci) asan_core; tsan ;;
+  ci) ci ;;
   all) asan; tsan ;;
   *) echo "usage: scripts/sanitize.sh [asan|asan-core|tsan|ci|all]"; exit 2 ;;
 esac

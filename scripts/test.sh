@@ -9,8 +9,9 @@
 #   4. scripts/fuzz.sh: each libFuzzer target briefly (its own clang ASan+UBSan build in
 #      build-fuzz/);
 #   5. scripts/sanitize.sh ci: from that same build, the core unit and property tests and a
-#      bounded simulator run (1, 3 and 5 nodes) under ASan+UBSan; then, under ThreadSanitizer
-#      (build-tsan/), the broker the server tests start and the in-process threaded tests.
+#      bounded simulator run (1, 3 and 5 nodes) under ASan+UBSan, beside the ThreadSanitizer
+#      build (build-tsan/); then, under TSan, the broker the server tests start and the
+#      in-process threaded tests.
 #      Any sanitizer report fails the run;
 #   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
 set -euo pipefail
