@@ -8,7 +8,8 @@
 #      faults and leader changes, and the Raft mutants are caught.
 # Prints the simulated seconds per wall second. Must stay under 5 minutes on 2 cores.
 #
-# usage: scripts/sim-ci.sh [path/to/queen-sim] [all|regressions]
+# usage: scripts/sim-ci.sh [path/to/queen-sim] [all|regressions|single|cluster]
+#   single: steps 1-4 (one node); cluster: step 5. CI runs the two side by side.
 #   QUEEN_SIM_CI_SEEDS   the seed range of step 2 (default 1-300)
 #   QUEEN_SIM_MUTANT_SEEDS  the range each mutant must be caught in (default 1-60)
 #   QUEEN_SIM_CI_SEEDS_3    3-node seeds (default 1-150); QUEEN_SIM_CI_SEEDS_5 (default 1-60)
@@ -47,75 +48,88 @@ run_regressions() {
 
 counter() { grep -oE "(^| )$1=[0-9]+" <<<"$2" | head -1 | cut -d= -f2; }
 
-start=$(now)
-run_regressions
-if [[ "$mode" == "regressions" ]]; then
+finish() {
+  local wall
+  wall=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  echo "sim-ci: total wall time ${wall} s"
   [[ $failures -eq 0 ]] && echo "sim-ci: ok" || echo "sim-ci: $failures failure(s)"
   exit $((failures > 0))
-fi
+}
 
-seeds_start=$(now)
-out=$("$sim" --seeds "$seeds" --check-determinism --quiet 2>&1)
-rc=$?
-seeds_wall=$(awk -v a="$seeds_start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-summary=$(grep -E '^seeds=' <<<"$out" | tail -1)
-[[ $rc -eq 0 ]] || { fail "seeds $seeds (exit $rc)"; grep -v '^seeds=' <<<"$out" | head -80; }
-echo "sim-ci: $summary"
-for f in $required_faults; do
-  c=$(counter "$f" "$summary")
-  [[ -n "$c" && "$c" -gt 0 ]] || fail "fault or event '$f' never fired across seeds $seeds"
-done
-sim_ms=$(counter sim_ms "$summary")
-
-for m in answer-before-fsync skip-lease-check replay-partial-entry; do
-  mout=$("$sim" --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
-    --expect-violation 2>&1)
-  if [[ $? -eq 0 ]]; then
-    echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
-  else
-    fail "mutant $m not caught in seeds $mutant_seeds"
-    tail -n 5 <<<"$mout"
-  fi
-done
-
-cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
-  raft_entries_read_back log_files_reclaimed snapshots_installed"
-for nodes in 3 5; do
-  var=QUEEN_SIM_CI_SEEDS_$nodes
-  default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)
-  cseeds=${!var:-$default}
-  cout=$("$sim" --nodes "$nodes" --seeds "$cseeds" --check-determinism --quiet 2>&1)
+single_node() {
+  seeds_start=$(now)
+  out=$("$sim" --seeds "$seeds" --check-determinism --quiet 2>&1)
   rc=$?
-  csummary=$(grep -E '^seeds=' <<<"$cout" | tail -1)
-  [[ $rc -eq 0 ]] || { fail "$nodes nodes, seeds $cseeds (exit $rc)"; grep -v '^seeds=' <<<"$cout" | head -80; }
-  echo "sim-ci: $nodes nodes: $csummary"
-  for f in $cluster_faults; do
-    c=$(counter "$f" "$csummary")
-    [[ -n "$c" && "$c" -gt 0 ]] || fail "'$f' never happened across $nodes-node seeds $cseeds"
+  seeds_wall=$(awk -v a="$seeds_start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+  summary=$(grep -E '^seeds=' <<<"$out" | tail -1)
+  [[ $rc -eq 0 ]] || { fail "seeds $seeds (exit $rc)"; grep -v '^seeds=' <<<"$out" | head -80; }
+  echo "sim-ci: $summary"
+  for f in $required_faults; do
+    c=$(counter "$f" "$summary")
+    [[ -n "$c" && "$c" -gt 0 ]] || fail "fault or event '$f' never fired across seeds $seeds"
   done
-  terms=$(counter raft_terms "$csummary")
-  [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
-done
-for m in commit-without-majority vote-twice no-foreign-lease-grace snapshot-without-log-files; do
-  mseeds=$mutant_seeds
-  # A lease overlap needs a leader change, skewed clocks and a lease in flight at once: about
-  # one seed in a hundred; --stop-at-first ends at the first.
-  [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-401-1400}
-  mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mseeds" --quiet --stop-at-first \
-    --expect-violation 2>&1)
-  if [[ $? -eq 0 ]]; then
-    echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
-  else
-    fail "mutant $m not caught in 3-node seeds $mseeds"
-    tail -n 5 <<<"$mout"
-  fi
-done
+  sim_ms=$(counter sim_ms "$summary")
 
-wall=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-# --check-determinism simulates every seed twice.
-awk -v s="${sim_ms:-0}" -v w="$seeds_wall" 'BEGIN {
-  printf "sim-ci: seeds: 2 x %.0f simulated s in %s wall s: %.0f simulated s per wall s\n",
-         s / 1000, w, (w > 0 ? 2 * s / 1000 / w : 0) }'
-echo "sim-ci: total wall time ${wall} s"
-[[ $failures -eq 0 ]] && echo "sim-ci: ok" || echo "sim-ci: $failures failure(s)"
-exit $((failures > 0))
+  for m in answer-before-fsync skip-lease-check replay-partial-entry; do
+    mout=$("$sim" --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
+      --expect-violation 2>&1)
+    if [[ $? -eq 0 ]]; then
+      echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
+    else
+      fail "mutant $m not caught in seeds $mutant_seeds"
+      tail -n 5 <<<"$mout"
+    fi
+  done
+  # --check-determinism simulates every seed twice.
+  awk -v s="${sim_ms:-0}" -v w="$seeds_wall" 'BEGIN {
+    printf "sim-ci: seeds: 2 x %.0f simulated s in %s wall s: %.0f simulated s per wall s\n",
+           s / 1000, w, (w > 0 ? 2 * s / 1000 / w : 0) }'
+}
+
+clusters() {
+  cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
+    raft_entries_read_back log_files_reclaimed snapshots_installed"
+  for nodes in 3 5; do
+    var=QUEEN_SIM_CI_SEEDS_$nodes
+    default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)
+    cseeds=${!var:-$default}
+    cout=$("$sim" --nodes "$nodes" --seeds "$cseeds" --check-determinism --quiet 2>&1)
+    rc=$?
+    csummary=$(grep -E '^seeds=' <<<"$cout" | tail -1)
+    if [[ $rc -ne 0 ]]; then
+      fail "$nodes nodes, seeds $cseeds (exit $rc)"
+      grep -v '^seeds=' <<<"$cout" | head -80
+    fi
+    echo "sim-ci: $nodes nodes: $csummary"
+    for f in $cluster_faults; do
+      c=$(counter "$f" "$csummary")
+      [[ -n "$c" && "$c" -gt 0 ]] || fail "'$f' never happened across $nodes-node seeds $cseeds"
+    done
+    terms=$(counter raft_terms "$csummary")
+    [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
+  done
+  for m in commit-without-majority vote-twice no-foreign-lease-grace snapshot-without-log-files; do
+    mseeds=$mutant_seeds
+    # A lease overlap needs a leader change, skewed clocks and a lease in flight at once: about
+    # one seed in a hundred; --stop-at-first ends at the first.
+    [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-401-1400}
+    mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mseeds" --quiet --stop-at-first \
+      --expect-violation 2>&1)
+    if [[ $? -eq 0 ]]; then
+      echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
+    else
+      fail "mutant $m not caught in 3-node seeds $mseeds"
+      tail -n 5 <<<"$mout"
+    fi
+  done
+}
+
+start=$(now)
+case $mode in
+  regressions) run_regressions ;;
+  single) run_regressions; single_node ;;
+  cluster) clusters ;;
+  all) run_regressions; single_node; clusters ;;
+  *) echo "usage: scripts/sim-ci.sh [path/to/queen-sim] [all|regressions|single|cluster]"; exit 2 ;;
+esac
+finish
