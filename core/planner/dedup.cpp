@@ -76,6 +76,62 @@ size_t BloomRing::bytes() const {
   return n;
 }
 
+size_t InFlightHashes::home(PartitionId pid, const Hash128& h) const {
+  // The hashes are xxh3-128: their low bits are already uniform.
+  return static_cast<size_t>((h.lo ^ (pid.value * 0x9E3779B97F4A7C15ull)) & (slots_.size() - 1));
+}
+
+size_t InFlightHashes::slot_of(PartitionId pid, const Hash128& h) const {
+  size_t mask = slots_.size() - 1;
+  size_t i = home(pid, h);
+  while (slots_[i].used && !(slots_[i].pid == pid && slots_[i].hash == h)) i = (i + 1) & mask;
+  return i;
+}
+
+const InFlightHashes::Slot* InFlightHashes::find(PartitionId pid, const Hash128& h) const {
+  if (count_ == 0) return nullptr;
+  const Slot& s = slots_[slot_of(pid, h)];
+  return s.used ? &s : nullptr;
+}
+
+void InFlightHashes::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max(kSlotsMin, old.size() * 2), Slot{});
+  for (const Slot& s : old)
+    if (s.used) slots_[slot_of(s.pid, s.hash)] = s;
+}
+
+void InFlightHashes::insert(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id) {
+  if ((count_ + 1) * 2 > slots_.size()) grow();
+  Slot& s = slots_[slot_of(pid, h)];
+  if (s.used) return;
+  s = Slot{pid, h, o, message_id, true};
+  ++count_;
+}
+
+void InFlightHashes::erase(PartitionId pid, const Hash128& h, Offset o) {
+  if (count_ == 0) return;
+  size_t i = slot_of(pid, h);
+  if (!slots_[i].used || slots_[i].offset != o) return;
+  // Backward shift: move each later slot of the probe run whose home is not in (i, j] into
+  // the hole, so every remaining hash stays reachable from its home without tombstones.
+  size_t mask = slots_.size() - 1;
+  for (size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
+    size_t k = home(slots_[j].pid, slots_[j].hash);
+    bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i].used = false;
+  if (--count_ == 0 && slots_.size() >= kSlotsKeptMax) slots_ = {};
+}
+
+void InFlightHashes::clear() {
+  slots_ = {};
+  count_ = 0;
+}
+
 std::optional<Offset> DedupIndex::scan(const PartitionState& p, const Hash128& h, Offset lo,
                                        Offset hi, int64_t floor_us) const {
   ++const_cast<DedupStats&>(stats_).exact_scans;
@@ -110,10 +166,10 @@ BloomRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t w
     for (uint32_t i = 0; i < it->hashes.size(); ++i)
       ring.insert(it->hashes[i], Offset(it->base.value + i), it->created_us, window_us);
   // Hashes still in flight land in the rows later: the filter must know them already.
-  if (auto fit = in_flight_.find(p.id); fit != in_flight_.end()) {
-    int64_t newest_us = p.rows.empty() ? floor_us : p.rows.back().created_us;
-    for (const auto& [h, at] : fit->second) ring.insert(h, at.first, newest_us, window_us);
-  }
+  int64_t newest_us = p.rows.empty() ? floor_us : p.rows.back().created_us;
+  in_flight_.for_each_of(p.id, [&](const InFlightHashes::Slot& s) {
+    ring.insert(s.hash, s.offset, newest_us, window_us);
+  });
   return &ring;
 }
 
@@ -139,11 +195,8 @@ std::optional<DedupHit> DedupIndex::find(PartitionId pid, const Hash128& h, int6
     }
   }
   if (!hit) {
-    auto fit = in_flight_.find(pid);
-    if (fit != in_flight_.end()) {
-      auto hit_it = fit->second.find(h);
-      if (hit_it != fit->second.end()) hit = DedupHit{hit_it->second.first, hit_it->second.second};
-    }
+    if (const InFlightHashes::Slot* s = in_flight_.find(pid, h))
+      hit = DedupHit{s->offset, s->message_id};
   }
   if (hit) ++stats_.duplicates;
   return hit;
@@ -151,20 +204,14 @@ std::optional<DedupHit> DedupIndex::find(PartitionId pid, const Hash128& h, int6
 
 void DedupIndex::planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id,
                          int64_t now_us, int64_t window_us) {
-  in_flight_[pid].emplace(h, std::make_pair(o, message_id));
+  in_flight_.insert(pid, h, o, message_id);
   auto rit = rings_.find(pid);
   if (rit != rings_.end()) rit->second.insert(h, o, now_us, window_us);
 }
 
 void DedupIndex::applied(const EffAppend& a) {
-  auto fit = in_flight_.find(a.pid);
-  if (fit == in_flight_.end()) return;
-  for (uint32_t i = 0; i < a.hashes.size(); ++i) {
-    auto it = fit->second.find(a.hashes[i]);
-    if (it != fit->second.end() && it->second.first == Offset(a.base.value + i))
-      fit->second.erase(it);
-  }
-  if (fit->second.empty()) in_flight_.erase(fit);
+  for (uint32_t i = 0; i < a.hashes.size(); ++i)
+    in_flight_.erase(a.pid, a.hashes[i], Offset(a.base.value + i));
 }
 
 size_t DedupIndex::filter_bytes() const {

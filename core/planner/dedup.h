@@ -62,6 +62,48 @@ class BloomRing {
   std::deque<BloomGeneration> gens_;
 };
 
+// The hashes planned and not yet applied, of every partition: one open-addressing table
+// (linear probing, deletion by backward shift), so planning and applying a message allocate
+// nothing. Holds at most one offset per (partition, hash). Grows by doubling to keep at most
+// half its slots used, and gives its memory back once empty at kSlotsKeptMax slots or more.
+class InFlightHashes {
+ public:
+  static constexpr size_t kSlotsMin = 64;
+  static constexpr size_t kSlotsKeptMax = size_t{1} << 16;
+
+  struct Slot {
+    PartitionId pid;
+    Hash128 hash;
+    Offset offset;
+    Uuid message_id;
+    bool used = false;
+  };
+
+  const Slot* find(PartitionId pid, const Hash128& h) const;
+  // Records `h` at `o` unless the partition already has `h` in flight.
+  void insert(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id);
+  // Forgets `h` if it is in flight at exactly `o`.
+  void erase(PartitionId pid, const Hash128& h, Offset o);
+  void clear();
+  size_t size() const { return count_; }
+  size_t slots() const { return slots_.size(); }
+  // Calls f(slot) for each hash of `pid` in flight, in slot order.
+  template <class F>
+  void for_each_of(PartitionId pid, F f) const {
+    if (count_ == 0) return;
+    for (const Slot& s : slots_)
+      if (s.used && s.pid == pid) f(s);
+  }
+
+ private:
+  size_t home(PartitionId pid, const Hash128& h) const;
+  size_t slot_of(PartitionId pid, const Hash128& h) const;  // its slot, or the free one
+  void grow();
+
+  std::vector<Slot> slots_;  // empty, or a power of two
+  size_t count_ = 0;
+};
+
 struct DedupHit {
   Offset offset;
   std::optional<Uuid> message_id;  // known when the original is still in flight
@@ -86,8 +128,8 @@ class DedupIndex {
   std::optional<DedupHit> find(PartitionId pid, const Hash128& h, int64_t now_us,
                                int64_t window_us);
   // Records a hash planned at offset `o` (in flight until applied).
-  void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id,
-               int64_t now_us, int64_t window_us);
+  void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id, int64_t now_us,
+               int64_t window_us);
   // The store now holds `append`: its hashes are no longer in flight.
   void applied(const EffAppend& append);
   void reset_in_flight() { in_flight_.clear(); }
@@ -100,7 +142,7 @@ class DedupIndex {
   BloomRing* warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
 
   const Store& store_;
-  std::map<PartitionId, std::map<Hash128, std::pair<Offset, Uuid>>> in_flight_;
+  InFlightHashes in_flight_;
   std::map<PartitionId, BloomRing> rings_;
   DedupStats stats_;
 };

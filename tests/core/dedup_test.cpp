@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
+#include <map>
+#include <tuple>
+#include <vector>
 
 #include "core/planner/dedup.h"
 #include "tests/core/mem_env.h"
@@ -29,6 +32,64 @@ TEST(BloomRing, FalsePositiveRateIsLow) {
   for (int i = 0; i < 100000; ++i)
     maybes += !ring.bands(hash_of("out" + std::to_string(i))).empty();
   EXPECT_LT(maybes, 300);  // 16 bits per hash, 7 probes: well under 0.3%
+}
+
+// Random inserts, erases and lookups against a plain map, with hashes whose low bits collide
+// so that probe runs are long, wrap around the table and are cut by erases.
+RC_GTEST_PROP(InFlightHashes, MatchesAMapUnderInsertsAndErases, ()) {
+  InFlightHashes table;
+  std::map<std::pair<uint64_t, Hash128>, Offset> model;
+  auto ops = *rc::gen::container<std::vector<std::tuple<int, uint8_t, uint8_t, uint8_t>>>(
+      rc::gen::tuple(rc::gen::inRange(0, 3), rc::gen::inRange<uint8_t>(1, 4),
+                     rc::gen::arbitrary<uint8_t>(), rc::gen::inRange<uint8_t>(0, 4)));
+  uint64_t next_offset = 0;
+  for (auto [op, pid_value, key, offset_delta] : ops) {
+    PartitionId pid(pid_value);
+    Hash128 h{uint64_t{key} % 8 * 64, key};  // eight homes per table size: long runs
+    auto it = model.find({pid.value, h});
+    if (op == 0) {
+      Offset o(++next_offset);
+      table.insert(pid, h, o, Uuid{});
+      if (it == model.end()) model[{pid.value, h}] = o;
+    } else if (op == 1 && it != model.end()) {
+      // Erase at the recorded offset, or (offset_delta > 0) at another one, which keeps it.
+      Offset o(it->second.value + offset_delta);
+      table.erase(pid, h, o);
+      if (offset_delta == 0) model.erase(it);
+    }
+    RC_ASSERT(table.size() == model.size());
+    for (const auto& [k, o] : model) {
+      const InFlightHashes::Slot* s = table.find(PartitionId(k.first), k.second);
+      RC_ASSERT(s != nullptr);
+      RC_ASSERT(s->offset == o);
+    }
+    RC_ASSERT(table.find(pid, h) == nullptr || model.contains({pid.value, h}));
+  }
+  size_t seen = 0;
+  for (uint64_t p = 1; p < 4; ++p)
+    table.for_each_of(PartitionId(p), [&](const InFlightHashes::Slot& s) {
+      RC_ASSERT(s.pid == PartitionId(p));
+      RC_ASSERT(model.contains({p, s.hash}));
+      ++seen;
+    });
+  RC_ASSERT(seen == model.size());
+}
+
+TEST(InFlightHashes, GivesLargeTablesBackOnceEmpty) {
+  InFlightHashes table;
+  const uint64_t n = InFlightHashes::kSlotsKeptMax;  // needs twice as many slots
+  for (uint64_t i = 0; i < n; ++i) table.insert(PartitionId(1), Hash128{i, i}, Offset(i), Uuid{});
+  EXPECT_EQ(table.slots(), 2 * n);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_NE(table.find(PartitionId(1), Hash128{i, i}), nullptr) << i;
+    table.erase(PartitionId(1), Hash128{i, i}, Offset(i));
+  }
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.slots(), 0u);
+  EXPECT_EQ(table.find(PartitionId(1), Hash128{0, 0}), nullptr);
+  table.insert(PartitionId(2), Hash128{7, 7}, Offset(3), Uuid{});
+  ASSERT_NE(table.find(PartitionId(2), Hash128{7, 7}), nullptr);
+  EXPECT_EQ(table.find(PartitionId(2), Hash128{7, 7})->offset, Offset(3));
 }
 
 TEST(Dedup, RetriedPushIsAnsweredWithTheOriginalOffsetAndMessageId) {
