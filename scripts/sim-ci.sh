@@ -48,6 +48,28 @@ run_regressions() {
 
 counter() { grep -oE "(^| )$1=[0-9]+" <<<"$2" | head -1 | cut -d= -f2; }
 
+# require_counters SUMMARY WHAT NAMES...: fails for each counter of SUMMARY that is not > 0.
+require_counters() {
+  local summary=$1 what=$2 name c
+  shift 2
+  for name in "$@"; do
+    c=$(counter "$name" "$summary")
+    [[ -n "$c" && "$c" -gt 0 ]] || fail "'$name' never happened across $what"
+  done
+}
+
+# check_mutant NODES MUTANT SEEDS: the planted bug must be caught within SEEDS.
+check_mutant() {
+  local nodes=$1 m=$2 mseeds=$3 mout
+  if mout=$("$sim" --nodes "$nodes" --mutant "$m" --seeds "$mseeds" --quiet --stop-at-first \
+    --expect-violation 2>&1); then
+    echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
+  else
+    fail "mutant $m not caught in $nodes-node seeds $mseeds"
+    tail -n 5 <<<"$mout"
+  fi
+}
+
 finish() {
   local wall
   wall=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
@@ -64,21 +86,12 @@ single_node() {
   summary=$(grep -E '^seeds=' <<<"$out" | tail -1)
   [[ $rc -eq 0 ]] || { fail "seeds $seeds (exit $rc)"; grep -v '^seeds=' <<<"$out" | head -80; }
   echo "sim-ci: $summary"
-  for f in $required_faults; do
-    c=$(counter "$f" "$summary")
-    [[ -n "$c" && "$c" -gt 0 ]] || fail "fault or event '$f' never fired across seeds $seeds"
-  done
+  # shellcheck disable=SC2086
+  require_counters "$summary" "seeds $seeds" $required_faults
   sim_ms=$(counter sim_ms "$summary")
 
   for m in answer-before-fsync skip-lease-check replay-partial-entry; do
-    mout=$("$sim" --mutant "$m" --seeds "$mutant_seeds" --quiet --stop-at-first \
-      --expect-violation 2>&1)
-    if [[ $? -eq 0 ]]; then
-      echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
-    else
-      fail "mutant $m not caught in seeds $mutant_seeds"
-      tail -n 5 <<<"$mout"
-    fi
+    check_mutant 1 "$m" "$mutant_seeds"
   done
   # --check-determinism simulates every seed twice.
   awk -v s="${sim_ms:-0}" -v w="$seeds_wall" 'BEGIN {
@@ -101,10 +114,8 @@ clusters() {
       grep -v '^seeds=' <<<"$cout" | head -80
     fi
     echo "sim-ci: $nodes nodes: $csummary"
-    for f in $cluster_faults; do
-      c=$(counter "$f" "$csummary")
-      [[ -n "$c" && "$c" -gt 0 ]] || fail "'$f' never happened across $nodes-node seeds $cseeds"
-    done
+    # shellcheck disable=SC2086
+    require_counters "$csummary" "$nodes-node seeds $cseeds" $cluster_faults
     terms=$(counter raft_terms "$csummary")
     [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
   done
@@ -113,14 +124,7 @@ clusters() {
     # A lease overlap needs a leader change, skewed clocks and a lease in flight at once: about
     # one seed in a hundred; --stop-at-first ends at the first.
     [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-401-1400}
-    mout=$("$sim" --nodes 3 --mutant "$m" --seeds "$mseeds" --quiet --stop-at-first \
-      --expect-violation 2>&1)
-    if [[ $? -eq 0 ]]; then
-      echo "sim-ci: $(grep -m1 -E '^mutant .* caught' <<<"$mout")"
-    else
-      fail "mutant $m not caught in 3-node seeds $mseeds"
-      tail -n 5 <<<"$mout"
-    fi
+    check_mutant 3 "$m" "$mseeds"
   done
 }
 

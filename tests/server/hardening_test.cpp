@@ -64,36 +64,38 @@ class RawConn {
   // Reads what arrives until `out` holds `needle` or `timeout` passes; true when it does.
   bool read_until(const std::string& needle, milliseconds timeout, std::string* out) {
     auto deadline = Clock::now() + timeout;
-    char buf[4096];
     while (out->find(needle) == std::string::npos) {
-      int left = static_cast<int>(
-          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, left) <= 0) continue;
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      out->append(buf, static_cast<size_t>(n));
+      if (read_some(deadline, out) != Read::data) return false;
     }
     return true;
   }
   // Reads what arrives until the peer closes or `timeout` passes; true when it closed.
   bool read_until_closed(milliseconds timeout, std::string* out) {
     auto deadline = Clock::now() + timeout;
-    char buf[4096];
-    while (Clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      int left = static_cast<int>(
-          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
-      if (::poll(&p, 1, std::max(left, 1)) <= 0) continue;
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return true;
-      out->append(buf, static_cast<size_t>(n));
+    for (;;) {
+      Read r = read_some(deadline, out);
+      if (r != Read::data) return r == Read::closed;
     }
-    return false;
   }
 
  private:
+  enum class Read { data, closed, deadline };
+  // Appends the next bytes to arrive before `deadline` to `out`.
+  Read read_some(Clock::time_point deadline, std::string* out) {
+    char buf[4096];
+    for (;;) {
+      int left = static_cast<int>(
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
+      if (left <= 0) return Read::deadline;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, left) <= 0) continue;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return Read::closed;
+      out->append(buf, static_cast<size_t>(n));
+      return Read::data;
+    }
+  }
+
   int fd_ = -1;
 };
 
