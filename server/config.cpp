@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/qlog/log.h"
 #include "io/real/log.h"
 #include "server/auth.h"
 
@@ -111,12 +112,29 @@ void read_subscription_mode(const EnvLookup& lookup, ServerConfig* config) {
   config->subscription_mode_default = is_new ? SubscriptionMode::new_only : SubscriptionMode::all;
 }
 
+// QUEEN_QLOG_SHARDS: 0 (one log per queue, the default) to kSharedLogsMax. Unlike the
+// reference, where the layout is fixed when the data folder is created, a change takes
+// effect at the next start (recovery reads every log the folder holds).
+Status read_qlog_shards(const EnvLookup& lookup, NodeConfig* node) {
+  auto text = non_empty(lookup, "QUEEN_QLOG_SHARDS");
+  if (!text) return ok_status();
+  auto v = parse_i64(*text);
+  if (!v || *v < 0 || *v > static_cast<int64_t>(kSharedLogsMax)) {
+    return make_error(Errc::bad_request, "QUEEN_QLOG_SHARDS=" + *text +
+                                             " is not a number from 0 to " +
+                                             std::to_string(kSharedLogsMax));
+  }
+  node->qlog_shards = static_cast<uint32_t>(*v);
+  return ok_status();
+}
+
 Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_CONSUME_CHECKPOINT_MS", &node->checkpoint_ms);
   read_positive(lookup, "QUEEN_RAFT_PIPELINE", &node->pipeline_max);
   read_positive(lookup, "QUEEN_RAFT_BATCH_MAX_CMDS", &node->batch_cmds_max);
   read_positive(lookup, "QUEEN_RAFT_BATCH_MAX_BYTES", &node->batch_bytes_max);
   read_positive(lookup, "QUEEN_RAFT_SEGMENT_BYTES", &node->segment_bytes);
+  if (auto st = read_qlog_shards(lookup, node); !st.ok()) return st;
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_MS", &node->durable_every_ms);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);

@@ -68,6 +68,7 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   if (rng.per_mille(300)) c.batch_cmds_max = static_cast<uint32_t>(rng.range(1, 16));
   if (rng.per_mille(500)) c.segment_bytes = static_cast<uint64_t>(rng.range(2048, 65536));
   c.durable_every_ms = c.checkpoint_ms * 25;  // no draw of its own: seeds keep their worlds
+  c.qlog_shards = static_cast<uint32_t>(c.checkpoint_ms % 4);  // nor here: 0 is one log each
   c.mutants.answer_before_fsync = mutant == Mutant::answer_before_fsync;
   c.mutants.skip_lease_check = mutant == Mutant::skip_lease_check;
   c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;
@@ -235,9 +236,11 @@ std::string RunParams::describe() const {
       (long long)w.retry_limit, (long long)w.retry_delay_ms, w.workers,
       w.worker_sleep_past_lease_per_mille);
   s += strf("durable_every_ms=%lld ", (long long)node.durable_every_ms);
-  s += strf("checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu",
-            (long long)node.checkpoint_ms, node.pipeline_max, node.batch_cmds_max,
-            (unsigned long long)node.segment_bytes);
+  s += strf(
+      "checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu "
+      "qlog_shards=%u",
+      (long long)node.checkpoint_ms, node.pipeline_max, node.batch_cmds_max,
+      (unsigned long long)node.segment_bytes, node.qlog_shards);
   if (nodes > 1) {
     s += strf(
         " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "

@@ -25,7 +25,7 @@ using Offset = StrongId<struct OffsetTag>;
 using NodeId = StrongId<struct NodeIdTag>;
 using PartitionId = StrongId<struct PartitionIdTag>;
 using QueueId = StrongId<struct QueueIdTag>;
-using LogId = StrongId<struct LogIdTag>;  // one queue log; 0 is the system log
+using LogId = StrongId<struct LogIdTag>;  // a queue's or a shared log; 0 is the system log
 
 // xxh3-128 of a transactionId (or of the message id when there is none).
 struct Hash128 {

@@ -26,8 +26,9 @@ struct NodeConfig {
   uint32_t batch_cmds_max = 4096;       // QUEEN_RAFT_BATCH_MAX_CMDS per entry
   uint64_t batch_bytes_max = 4u << 20;  // QUEEN_RAFT_BATCH_MAX_BYTES per entry
   uint64_t segment_bytes = 64u << 20;   // QUEEN_RAFT_SEGMENT_BYTES: a log file rolls past it
-  uint32_t pop_batch_max = 10000;       // largest batch one pop may lease
-  int64_t pop_reply_margin_ms = 50;     // QUEEN_RAFT_POP_REPLY_MARGIN_MS
+  uint32_t qlog_shards = 0;          // QUEEN_QLOG_SHARDS: queues share this many logs (0: one each)
+  uint32_t pop_batch_max = 10000;    // largest batch one pop may lease
+  int64_t pop_reply_margin_ms = 50;  // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;
   int64_t timer_tick_ms = 50;            // QUEEN_RAFT_TIMER_TICK_MS (0: timers never fire)
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS

@@ -169,7 +169,7 @@ struct NodeImpl {
   NodeImpl(Env& e, NodeConfig c)
       : env(e),
         config(c),
-        writer(e, c.segment_bytes),
+        writer(e, c.segment_bytes, c.qlog_shards),
         planner(e, store),
         engine(e, store, config),
         kv(store),

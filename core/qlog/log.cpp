@@ -6,24 +6,35 @@
 #include <iterator>
 #include <set>
 
+#include "core/common/assert.h"
 #include "core/qlog/record.h"
 
 namespace queen {
 
+LogId log_of_queue(QueueId queue, uint32_t shared_logs) {
+  if (shared_logs == 0) return LogId(queue.value);
+  return LogId(kSharedLogBit | (queue.value % shared_logs));
+}
+
 std::string log_file_name(LogId log, uint32_t file_no) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "qlog/q%llu/r%08u.qlog",
-                static_cast<unsigned long long>(log.value), file_no);
+  bool shared = (log.value & kSharedLogBit) != 0;
+  std::snprintf(buf, sizeof buf, "qlog/%c%llu/r%08u.qlog", shared ? 's' : 'q',
+                static_cast<unsigned long long>(log.value & ~kSharedLogBit), file_no);
   return buf;
 }
 
 bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no) {
+  char kind = 0;
   unsigned long long q = 0;
   unsigned f = 0;
   int consumed = 0;
-  if (std::sscanf(name.c_str(), "qlog/q%llu/r%8u.qlog%n", &q, &f, &consumed) != 2) return false;
-  if (static_cast<size_t>(consumed) != name.size()) return false;
-  *log = LogId(q);
+  if (std::sscanf(name.c_str(), "qlog/%c%llu/r%8u.qlog%n", &kind, &q, &f, &consumed) != 3)
+    return false;
+  if (static_cast<size_t>(consumed) != name.size() || (kind != 'q' && kind != 's')) return false;
+  if (kind == 's' && q >= kSharedLogsMax) return false;
+  if (kind == 'q' && (q & kSharedLogBit) != 0) return false;
+  *log = LogId(kind == 's' ? kSharedLogBit | q : q);
   *file_no = f;
   return true;
 }
@@ -34,18 +45,24 @@ namespace {
 
 // About the bytes LogWriter::write appends to `log` for `entry`, so its buffer is sized once:
 // exact for the message records, a generous guess for the entry record.
-size_t records_bytes(const Entry& entry, const std::vector<size_t>& appends, LogId log) {
+size_t records_bytes(const Entry& entry, const std::vector<size_t>& appends, LogId log,
+                     uint32_t shared_logs) {
   size_t n = 2 * kRecordHeaderBytes + 64 * (entry.effects.size() + 1);
   for (const auto& e : entry.effects)
     if (const auto* o = std::get_if<EffRequestOutcome>(&e)) n += o->reply.size();
   for (size_t i : appends) {
     const auto& a = std::get<EffAppend>(entry.effects[i]);
-    if (LogId(a.queue.value) == log) n += kRecordHeaderBytes + frames_bytes(a);
+    if (log_of_queue(a.queue, shared_logs) == log) n += kRecordHeaderBytes + frames_bytes(a);
   }
   return n;
 }
 
 }  // namespace
+
+LogWriter::LogWriter(Env& env, uint64_t segment_bytes, uint32_t shared_logs)
+    : env_(env), segment_bytes_(segment_bytes), shared_logs_(shared_logs) {
+  QUEEN_ASSERT(shared_logs <= kSharedLogsMax, "more shared logs than kSharedLogsMax");
+}
 
 LogWriter::LogState& LogWriter::state_of(LogId log) {
   return logs_[log];
@@ -62,7 +79,7 @@ WrittenEntry LogWriter::write(const Entry& entry) {
   WrittenEntry out;
   std::set<LogId> touched;
   for (const auto& e : entry.effects)
-    if (auto* a = std::get_if<EffAppend>(&e)) touched.insert(LogId(a->queue.value));
+    if (auto* a = std::get_if<EffAppend>(&e)) touched.insert(log_of_queue(a->queue, shared_logs_));
   if (touched.empty()) touched.insert(LogId(0));
   out.touched.assign(touched.begin(), touched.end());
   const LogId primary = out.touched.front();
@@ -81,11 +98,11 @@ WrittenEntry LogWriter::write(const Entry& entry) {
       s.size_bytes = 0;
     }
     Bytes buf;
-    buf.reserve(records_bytes(entry, append_effects, log));
+    buf.reserve(records_bytes(entry, append_effects, log, shared_logs_));
     ByteWriter w(&buf);
     for (size_t k = 0; k < append_effects.size(); ++k) {
       const auto& a = std::get<EffAppend>(entry.effects[append_effects[k]]);
-      if (LogId(a.queue.value) != log) continue;
+      if (log_of_queue(a.queue, shared_logs_) != log) continue;
       RecordHeader h{entry.index.value, a.pid.value,  a.base.value,
                      a.count,           entry.now_us, RecordKind::message};
       uint64_t pos = s.size_bytes + buf.size();

@@ -1,17 +1,21 @@
-// The queue logs: one folder per queue (qlog/q<id>/) plus the system log qlog/q0/ for entries
-// that touch no queue, each a run of rolling files r<8 digits>.qlog. The queue logs ARE the
-// write-ahead log: a message is written once, in its queue's log.
+// The queue logs: by default one folder per queue (qlog/q<id>/), or with shared logs
+// (QUEEN_QLOG_SHARDS=K) queue q in qlog/s<q % K>/; plus the system log qlog/q0/ for entries
+// that touch no queue. Each is a run of rolling files r<8 digits>.qlog. The queue logs ARE
+// the write-ahead log: a message is written once, in its queue's log.
 //
 // Writing an entry: each touched log gets the message records of its appends, then either
 // the full entry record (the lowest-numbered touched log) or a stub naming the entry. One
 // append call per touched log per entry; a sync per file written since the log's last sync.
-// An entry is durable once every touched log's sync has completed.
+// An entry is durable once every touched log's sync has completed. Shared logs bound the
+// files an entry touching many queues writes and syncs to K + 1.
 //
 // Recovery (recover()): cut each log at its first damaged record (a torn tail), gather entry
 // records, stubs and message records by index, and replay the gapless run of complete
 // entries (every copy present, every message record present) from index 1. The first
 // missing or incomplete entry and everything after it is cut from every log: that entry's
-// syncs did not all land, so it was never answered.
+// syncs did not all land, so it was never answered. Recovery reads whatever logs the folder
+// holds, so the layout may change between restarts: new entries go to the new layout's
+// logs, and the old logs' files are reclaimed as the store stops pointing at them.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,13 @@
 #include "io/env.h"
 
 namespace queen {
+
+// QUEEN_QLOG_SHARDS: at most this many shared logs.
+constexpr uint32_t kSharedLogsMax = 4096;
+// The log `queue` writes to: its own (LogId = queue id), or with `shared_logs` > 0 the
+// shared log queue % shared_logs (a LogId with kSharedLogBit set).
+constexpr uint64_t kSharedLogBit = uint64_t{1} << 63;
+LogId log_of_queue(QueueId queue, uint32_t shared_logs);
 
 std::string log_file_name(LogId log, uint32_t file_no);
 bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no);
@@ -47,7 +58,8 @@ struct WrittenEntry {
 
 class LogWriter {
  public:
-  LogWriter(Env& env, uint64_t segment_bytes) : env_(env), segment_bytes_(segment_bytes) {}
+  // `shared_logs`: 0, one log per queue; K, queues share K logs (log_of_queue).
+  LogWriter(Env& env, uint64_t segment_bytes, uint32_t shared_logs = 0);
   // The active file of `log` after recovery.
   void restore(LogId log, uint32_t file_no, uint64_t size_bytes);
   WrittenEntry write(const Entry& entry);
@@ -83,6 +95,7 @@ class LogWriter {
   LogState& state_of(LogId log);
   Env& env_;
   uint64_t segment_bytes_;
+  uint32_t shared_logs_;
   std::map<LogId, LogState> logs_;
   std::map<LogFileKey, uint64_t> file_max_index_;
 };

@@ -152,6 +152,7 @@ class Harness {
   }
 
   Node& node() { return *node_; }
+  NodeConfig& config() { return cfg_; }  // read again by the next restart()
 
   ReplyHandle send(Command c, int64_t timeout_ms = 30000) {
     ReplyHandle h = ++next_handle_;

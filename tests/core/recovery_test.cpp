@@ -2,6 +2,9 @@
 // log they touch are never replayed.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "core/qlog/log.h"
 #include "tests/core/mem_env.h"
 
@@ -105,6 +108,82 @@ TEST(Recovery, LogsRollAtTheSegmentSize) {
   ASSERT_TRUE(msgs.ok());
   ASSERT_EQ(msgs.value().size(), 20u);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(msgs.value()[i].transaction_id, "m" + std::to_string(i));
+}
+
+// The log folders holding message records, e.g. {"q1", "s0"}.
+std::set<std::string> log_folders(const MemEnv& env) {
+  std::set<std::string> out;
+  for (const FileInfo& f : env.list()) {
+    LogId log;
+    uint32_t file_no = 0;
+    if (!parse_log_file_name(f.name, &log, &file_no) || log == LogId(0)) continue;
+    out.insert(f.name.substr(5, f.name.find('/', 5) - 5));
+  }
+  return out;
+}
+
+// Every message pushed to `queue` (partition p), in offset order, by transactionId.
+std::vector<std::string> transaction_ids(Harness& h, const std::string& queue) {
+  std::vector<std::string> out;
+  const PartitionState* p = h.node().store().partition(queue, "p");
+  if (!p) return out;
+  auto msgs = h.node().read_messages(p->id, Offset(0), 1000);
+  if (!msgs.ok()) return out;
+  for (const auto& m : msgs.value()) out.push_back(m.transaction_id);
+  return out;
+}
+
+// QUEEN_QLOG_SHARDS: queues write into shared logs (queue id % K: queues 1 and 3 share s1),
+// a restart reads them back, and a restart under another layout writes new entries the new
+// way while everything written the old way stays readable.
+TEST(Recovery, QueuesShareLogsAndTheLayoutMayChangeAcrossRestarts) {
+  NodeConfig cfg;
+  cfg.qlog_shards = 2;
+  Harness h(cfg);
+  std::map<std::string, std::vector<std::string>> pushed;
+  auto push_all = [&](const std::string& tag) {
+    PushCmd c = h.push_cmd("a", "p", {tag + "a"});  // one entry touching all three queues
+    c.items.push_back(h.push_cmd("b", "p", {tag + "b"}).items[0]);
+    c.items.push_back(h.push_cmd("c", "p", {tag + "c"}).items[0]);
+    h.call<PushReply>(c);
+    h.push("c", "p", {tag + "c2"});
+    for (const char* q : {"a", "b", "c"}) pushed[q].push_back(tag + q);
+    pushed["c"].push_back(tag + "c2");
+  };
+  push_all("k2-");
+  EXPECT_EQ(log_folders(h.env), (std::set<std::string>{"s0", "s1"}));
+  h.env.crash();
+  h.restart();
+  for (const char* q : {"a", "b", "c"}) EXPECT_EQ(transaction_ids(h, q), pushed[q]) << q;
+  h.config().qlog_shards = 0;
+  h.restart();
+  push_all("k0-");
+  EXPECT_EQ(log_folders(h.env), (std::set<std::string>{"s0", "s1", "q1", "q2", "q3"}));
+  h.config().qlog_shards = 3;
+  h.env.crash();
+  h.restart();
+  push_all("k3-");
+  EXPECT_TRUE(log_folders(h.env).contains("s2"));
+  h.env.crash();
+  h.restart();
+  for (const char* q : {"a", "b", "c"}) EXPECT_EQ(transaction_ids(h, q), pushed[q]) << q;
+}
+
+TEST(Recovery, SharedAndQueueLogNamesReadBack) {
+  for (LogId log : {LogId(0), LogId(7), log_of_queue(QueueId(9), 4), log_of_queue(QueueId(8), 4)}) {
+    LogId back;
+    uint32_t file_no = 0;
+    ASSERT_TRUE(parse_log_file_name(log_file_name(log, 12), &back, &file_no));
+    EXPECT_EQ(back, log);
+    EXPECT_EQ(file_no, 12u);
+  }
+  EXPECT_EQ(log_file_name(log_of_queue(QueueId(9), 4), 1), "qlog/s1/r00000001.qlog");
+  EXPECT_EQ(log_file_name(log_of_queue(QueueId(9), 0), 1), "qlog/q9/r00000001.qlog");
+  LogId log;
+  uint32_t file_no = 0;
+  for (const char* bad : {"qlog/x1/r00000001.qlog", "qlog/s4096/r00000001.qlog",
+                          "qlog/q1/r00000001.qlog.tmp", "qlog/SHARDS"})
+    EXPECT_FALSE(parse_log_file_name(bad, &log, &file_no)) << bad;
 }
 
 TEST(Recovery, ReportsProgressForALargeLog) {

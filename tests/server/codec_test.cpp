@@ -230,6 +230,20 @@ TEST(Config, BooleansAndNumbers) {
   EXPECT_FALSE(port.ok()) << "a port in the bind address is fatal";
 }
 
+TEST(Config, SharedQueueLogs) {
+  auto c = load_config(lookup_from({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().node.qlog_shards, 0u) << "one log per queue unless told";
+  c = load_config(lookup_from({{"QUEEN_QLOG_SHARDS", "4"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().node.qlog_shards, 4u);
+  for (const char* bad : {"-1", "4097", "four"}) {
+    auto refused = load_config(lookup_from({{"QUEEN_QLOG_SHARDS", bad}}));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("QUEEN_QLOG_SHARDS"), std::string::npos);
+  }
+}
+
 TEST(Config, ForwardingOfACluster) {
   std::map<std::string, std::string> env{
       {"QUEEN_RAFT_NODE_ID", "2"},

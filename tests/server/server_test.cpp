@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <set>
@@ -675,6 +676,51 @@ TEST(ServerRestart, RestartKeepsMessagesOffsetsCursorsAndOptions) {
   json conf = configure(c, "kept", json::object()).body_json();
   EXPECT_EQ(conf["options"]["retryLimit"], 9);
   EXPECT_EQ(conf["queueId"], configured["queueId"]);
+}
+
+// The log folders under the data folder's qlog/ (q<queue id>, s<shared log>, q0 the system's).
+std::set<std::string> log_folders(const std::string& data) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(data + "/qlog", ec))
+    if (e.is_directory()) out.insert(e.path().filename().string());
+  return out;
+}
+
+// QUEEN_QLOG_SHARDS=2: three queues write into two shared logs; a restart with the default
+// layout (one log per queue) writes new messages into queue logs and still serves the old.
+TEST(ServerRestart, SharedQueueLogsKeepEveryMessageAcrossALayoutChange) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  const std::vector<std::string> queues = {"shared-a", "shared-b", "shared-c"};
+  auto push_each = [&](HttpClient& c, const std::string& tag) {
+    std::vector<PushSpec> items;
+    for (const auto& q : queues) items.push_back({q, "", tag + q});
+    ASSERT_EQ(push(c, items).status, 201);
+  };
+  std::string error;
+  {
+    ServerProcess sharded(data, dir.path() + "/sharded.log", {{"QUEEN_QLOG_SHARDS", "2"}});
+    ASSERT_TRUE(sharded.start(&error)) << error;
+    HttpClient c(sharded.port());
+    push_each(c, "first-");
+    EXPECT_EQ(sharded.stop(), 0) << sharded.log_tail();
+  }
+  std::set<std::string> folders = log_folders(data);
+  EXPECT_TRUE(folders.contains("s0") && folders.contains("s1")) << folders.size();
+  EXPECT_FALSE(folders.contains("q1") || folders.contains("q2") || folders.contains("q3"));
+  ServerProcess plain(data, dir.path() + "/plain.log");
+  ASSERT_TRUE(plain.start(&error)) << error;
+  HttpClient c(plain.port());
+  push_each(c, "second-");
+  EXPECT_TRUE(log_folders(data).contains("q1"));
+  for (const auto& q : queues) {
+    std::vector<json> all;
+    ASSERT_TRUE(drain(c, q, "audit", &all, &error)) << error;
+    ASSERT_EQ(all.size(), 2u) << q;
+    EXPECT_EQ(all[0]["transactionId"], "first-" + q);
+    EXPECT_EQ(all[1]["transactionId"], "second-" + q);
+  }
 }
 
 }  // namespace
