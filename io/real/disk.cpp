@@ -165,6 +165,7 @@ Status Disk::open() {
   fs::path root = fs::absolute(options_.root, ec);
   if (!ec && root.has_parent_path()) fsync_dir(root.parent_path().string());
   writer_ = std::thread([this] { writer_loop(); });
+  for (size_t i = 0; i < kSyncHelpers; ++i) helpers_.emplace_back([this] { helper_loop(); });
   return ok_status();
 }
 
@@ -323,7 +324,7 @@ void Disk::writer_loop() {
 // The appends in call order, then one fdatasync per file for all the syncs of it in the
 // batch: a sync's appends were written before it, so the later fdatasync covers them.
 void Disk::run_batch(std::vector<Op>& batch) {
-  std::vector<std::pair<std::string, std::vector<uint64_t>>> syncs;  // in first-sync order
+  Syncs syncs;  // in first-sync order
   for (Op& op : batch) {
     if (op.kind == Op::Kind::append) {
       run_append(op);
@@ -334,7 +335,52 @@ void Disk::run_batch(std::vector<Op>& batch) {
     if (it == syncs.end()) it = syncs.insert(syncs.end(), {std::move(op.file), {}});
     it->second.push_back(op.token);
   }
-  for (const auto& [file, tokens] : syncs) run_sync(file, tokens);
+  run_syncs(syncs);
+}
+
+void Disk::run_syncs(const Syncs& syncs) {
+  if (syncs.size() <= 1 || helpers_.empty()) {
+    for (const auto& [file, tokens] : syncs) run_sync(file, tokens);
+    return;
+  }
+  {
+    std::lock_guard lock(sync_mutex_);
+    round_ = &syncs;
+    round_next_ = 0;
+    round_done_ = 0;
+  }
+  sync_cv_.notify_all();
+  take_syncs();
+  std::unique_lock lock(sync_mutex_);
+  sync_cv_.wait(lock, [&] { return round_done_ == syncs.size(); });
+  round_ = nullptr;
+}
+
+void Disk::take_syncs() {
+  for (;;) {
+    const std::pair<std::string, std::vector<uint64_t>>* one;
+    {
+      std::lock_guard lock(sync_mutex_);
+      if (round_ == nullptr || round_next_ >= round_->size()) return;
+      one = &(*round_)[round_next_++];
+    }
+    run_sync(one->first, one->second);
+    std::lock_guard lock(sync_mutex_);
+    if (++round_done_ == round_->size()) sync_cv_.notify_all();
+  }
+}
+
+void Disk::helper_loop() {
+  std::unique_lock lock(sync_mutex_);
+  for (;;) {
+    sync_cv_.wait(lock, [&] {
+      return helpers_stopping_ || (round_ != nullptr && round_next_ < round_->size());
+    });
+    if (helpers_stopping_) return;
+    lock.unlock();
+    take_syncs();
+    lock.lock();
+  }
 }
 
 void Disk::run_append(const Op& op) {
@@ -527,6 +573,13 @@ void Disk::stop() {
   }
   queue_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  {
+    std::lock_guard lock(sync_mutex_);
+    helpers_stopping_ = true;
+  }
+  sync_cv_.notify_all();
+  for (auto& t : helpers_) t.join();
+  helpers_.clear();
   for (auto& f : forked_) {
     {
       std::lock_guard lock(f->mutex);

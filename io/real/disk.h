@@ -9,7 +9,9 @@
 //   to `file` queued before it has been written and fdatasync'd. A new file's directory
 //   entries (up to the data folder) are fsync'd with its first sync. The writer takes what
 //   is queued as one batch (up to kBatchOpsMax ops, kBatchBytesMax bytes): its appends in
-//   order, then one fdatasync per file for all the syncs of that file in the batch.
+//   order, then one fdatasync per file for all the syncs of that file in the batch. The
+//   fdatasyncs of different files run side by side (the writer and kSyncHelpers helper
+//   threads), so the file system can commit them together rather than one after another.
 // - A failed write makes the syncs of that file in its batch and every later one report
 //   ok=false: the caller must stop.
 // - truncate() and remove() first wait for the FIFO to drain, so they apply after every
@@ -55,7 +57,8 @@ struct DiskOptions {
 
 class Disk {
  public:
-  // Called on the writer thread; must not block for long (it posts to the node thread).
+  // Called on the writer thread or a sync helper; must not block for long (it posts to the
+  // node thread).
   using SyncDone = std::function<void(uint64_t token, bool ok)>;
 
   Disk(DiskOptions options, SyncDone sync_done);
@@ -101,6 +104,12 @@ class Disk {
 
   void writer_loop();
   void run_batch(std::vector<Op>& batch);
+  // Syncs of distinct files, each with the tokens it reports.
+  using Syncs = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
+  static constexpr size_t kSyncHelpers = 3;
+  void run_syncs(const Syncs& syncs);
+  void take_syncs();  // runs syncs of the current round until none is left to take
+  void helper_loop();
   void run_append(const Op& op);
   void run_sync(const std::string& file, const std::vector<uint64_t>& tokens);
   void wait_idle();
@@ -121,6 +130,14 @@ class Disk {
   bool busy_ = false;
   bool stopping_ = false;
   std::thread writer_;
+
+  std::mutex sync_mutex_;
+  std::condition_variable sync_cv_;  // helpers wait for a round; the writer for its end
+  const Syncs* round_ = nullptr;     // the batch's syncs, while they run
+  size_t round_next_ = 0;            // the first one no thread has taken
+  size_t round_done_ = 0;
+  bool helpers_stopping_ = false;
+  std::vector<std::thread> helpers_;
 
   std::mutex files_mutex_;
   std::list<std::string> lru_;  // most recently used first

@@ -68,6 +68,7 @@ class DiskTest : public ::testing::Test {
     disk_ = std::make_unique<real::Disk>(options, [this](uint64_t token, bool ok) {
       std::lock_guard lock(mutex_);
       done_[token] = ok;
+      ++reports_[token];
       cv_.notify_all();
     });
     EXPECT_TRUE(disk_->open().ok());
@@ -102,6 +103,7 @@ class DiskTest : public ::testing::Test {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<uint64_t, bool> done_;
+  std::map<uint64_t, int> reports_;  // how many times each token was reported
 };
 
 TEST_F(DiskTest, AWholeFileHoldsTheStateAtTheCallAndIsReportedDurable) {
@@ -187,6 +189,28 @@ TEST_F(DiskTest, InterleavedSyncsOfSeveralFilesAreEachReported) {
   }
   EXPECT_EQ(read_text(root_ / "log/a"), expected["log/a"]);
   EXPECT_EQ(read_text(root_ / "log/b"), expected["log/b"]);
+}
+
+// Syncs of more files than the writer and its sync helpers, in batches: each file's fdatasync
+// runs on one of them, and every sync is reported once, after its file's appends.
+TEST_F(DiskTest, SyncsOfManyFilesInABatchAreEachReportedOnce) {
+  real::Disk& disk = open();
+  constexpr int kFiles = 13, kRounds = 40;
+  std::map<std::string, std::string> expected;
+  uint64_t token = 1;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int f = 0; f < kFiles; ++f) {
+      std::string file = "log/f" + std::to_string(f), piece = std::to_string(round) + ";";
+      disk.append(file, Bytes(piece.begin(), piece.end()));
+      expected[file] += piece;
+      disk.sync(file, token++);
+    }
+  }
+  for (uint64_t t = 1; t < token; ++t)
+    ASSERT_EQ(outcome(t), std::optional<bool>(true)) << "token " << t;
+  disk.stop();
+  for (uint64_t t = 1; t < token; ++t) EXPECT_EQ(reports_[t], 1) << "token " << t;
+  for (const auto& [file, text] : expected) EXPECT_EQ(read_text(root_ / file), text) << file;
 }
 
 TEST_F(DiskTest, StopKillsAnUnfinishedCopyAndRemovesItsFile) {
