@@ -170,7 +170,10 @@ std::vector<LogFileKey> LogWriter::reclaimable(uint64_t upto,
   for (const auto& [file, max_index] : file_max_index_) {
     if (out.size() >= max) break;
     auto active = logs_.find(file.first);
-    if (active == logs_.end() || file.second >= active->second.file_no) continue;
+    if (active == logs_.end() || file.second > active->second.file_no) continue;
+    // The active file too, once written and idle (a deleted queue's, or an old layout's):
+    // the log's next write then starts a new file.
+    if (file.second == active->second.file_no && active->second.size_bytes == 0) continue;
     if (max_index > upto || refs.contains(file)) continue;
     if (std::find(active->second.unsynced_files.begin(), active->second.unsynced_files.end(),
                   file.second) != active->second.unsynced_files.end())
@@ -182,7 +185,13 @@ std::vector<LogFileKey> LogWriter::reclaimable(uint64_t upto,
 
 Status LogWriter::reclaim(const LogFileKey& file) {
   auto st = env_.remove(log_file_name(file.first, file.second));
-  if (st.ok()) file_max_index_.erase(file);
+  if (!st.ok()) return st;
+  file_max_index_.erase(file);
+  LogState& s = state_of(file.first);
+  if (file.second == s.file_no) {
+    ++s.file_no;
+    s.size_bytes = 0;
+  }
   return st;
 }
 

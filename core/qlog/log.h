@@ -71,9 +71,9 @@ class LogWriter {
 
   // Reclaim. The highest entry index a file holds records of (recovery and write() tell).
   void note_file(LogId log, uint32_t file_no, uint64_t max_index);
-  // Files that are not their log's active file, hold no record of an entry past `upto`, and
-  // that no append row points at (`refs`, Store::file_refs): at most `max` of them, oldest
-  // first.
+  // Files that hold no record of an entry past `upto`, that no append row points at (`refs`,
+  // Store::file_refs) and that wait for no sync: at most `max` of them, oldest first. A log's
+  // active file counts once it holds anything; reclaiming it starts the log's next file.
   std::vector<LogFileKey> reclaimable(uint64_t upto, const std::map<LogFileKey, uint64_t>& refs,
                                       size_t max) const;
   // Removes a reclaimable file (durable when it returns).

@@ -230,5 +230,38 @@ TEST(StoreCheckpoint, ASingleNodeReclaimsLogFilesBelowItsCheckpoints) {
   EXPECT_EQ(again.messages[0].transaction_id, "a");
 }
 
+// A deleted queue's log goes whole, its last file included, and so does the system log's
+// once idle; a later write to either starts a new file, and a restart reads it all back.
+TEST(StoreCheckpoint, AnIdleLogIsReclaimedToItsLastFile) {
+  Harness h(small_logs());
+  h.push("gone", "p", {"a", "b"});  // queue 1: log q1, one file
+  h.push("kept", "p", {"c"});       // queue 2
+  ASSERT_TRUE(h.env.files.contains(log_file_name(LogId(1), 1)));
+  h.call<GroupChangeReply>(QueueDeleteCmd{"gone"});
+  for (int i = 0; i < 8; ++i) {
+    h.push("kept", "p", {"k" + std::to_string(i)});
+    h.env.advance_ms(40);
+  }
+  auto files_of = [&](LogId log) {
+    size_t n = 0;
+    for (const FileInfo& f : h.env.list()) {
+      LogId at;
+      uint32_t file_no = 0;
+      n += parse_log_file_name(f.name, &at, &file_no) && at == log;
+    }
+    return n;
+  };
+  EXPECT_EQ(files_of(LogId(1)), 0u) << "the deleted queue's log is gone";
+  EXPECT_EQ(files_of(LogId(0)), 0u) << "the system log holds nothing the store needs";
+  h.push("gone", "p", {"again"});  // queue 3 now, and an entry for the system log
+  h.call<GroupChangeReply>(QueueDeleteCmd{"kept"});
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(h.node().store().queue("kept"), nullptr);
+  PopReply r = h.pop("gone", "g", 10);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].transaction_id, "again");
+}
+
 }  // namespace
 }  // namespace queen::testing
