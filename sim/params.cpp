@@ -188,12 +188,17 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
   p.work.worker_sleep_past_lease_per_mille = static_cast<uint32_t>(rng.range(0, 100));
   if (nodes > 1) choose_cluster(rng, &p);
   // Liveness bound: a fixed allowance plus a budget per message each consumer may have to
-  // work through alone (every group reads every message).
+  // work through alone (every group reads every message). A consumer picks a queue at random
+  // for each pop, so once one queue is drained it may spend a long poll on each other queue
+  // for every message it still finds (seed 897: 2 queues, long polls up to 3 s).
   const WorkloadParams& w = p.work;
   int64_t messages_max = int64_t{w.producers} * w.pushes_per_producer * w.items_per_push_max;
-  p.liveness_ms_max = 60'000 + messages_max * 100 / w.consumers_per_group;
+  int64_t empty_polls_ms = int64_t{w.queues - 1} * w.wait_per_mille * w.pop_wait_ms_max / 1000;
+  int64_t per_message_ms = 100 + empty_polls_ms;
+  p.liveness_ms_max = 60'000 + messages_max * per_message_ms / w.consumers_per_group;
   if (w.workers > 0) {
-    p.liveness_ms_max = std::max(p.liveness_ms_max, 60'000 + messages_max * 100 / w.workers);
+    p.liveness_ms_max =
+        std::max(p.liveness_ms_max, 60'000 + messages_max * per_message_ms / w.workers);
   }
   return p;
 }
