@@ -2,8 +2,9 @@
 # Runs one benchmark scenario against a fresh node (or a fresh 3-node cluster on loopback)
 # and appends the result.
 #   bench/run.sh [--cluster] SCENARIO [queen-bench options...]
-# SCENARIO: push | inout | txn | partitions | queues | fill-1m | fill-10m |
+# SCENARIO: push | inout | txn | partitions | queues | queues-shared | fill-1m | fill-10m |
 #           smoke (a 10 s push run for CI).
+# queues-shared: queues with the nodes' queue logs shared, QUEEN_QLOG_SHARDS=4 unless set.
 # fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
 # report the time it took and the node's peak RSS.
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
@@ -24,6 +25,7 @@ shift || true
 bin=${QUEEN_BIN:-build/server/queen}  # QUEEN_BIN: another build to compare
 bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
+if [[ $scenario == queues-shared ]]; then export QUEEN_QLOG_SHARDS=${QUEEN_QLOG_SHARDS:-4}; fi
 data=$(mktemp -d)
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -68,7 +70,8 @@ case $scenario in
     --duration-s 20) ;;
   txn) args=(--scenario txn --producers 4 --consumers 32 --batch 10 --duration-s 20) ;;
   partitions) args=(--scenario push --producers 8 --batch 100 --partitions 10000 --duration-s 20) ;;
-  queues) args=(--scenario push --producers 8 --batch 100 --queues 100 --duration-s 20) ;;
+  queues | queues-shared) args=(--scenario push --producers 8 --batch 100 --queues 100
+    --duration-s 20) ;;
   fill-1m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 1000000
     --duration-s 600) ;;
   fill-10m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 10000000
