@@ -6,6 +6,8 @@
 // recovery that holds back entries past the persisted commit.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <set>
 
 #include "core/node/hard_state.h"
@@ -43,6 +45,7 @@ class TestCluster {
   void start(int i) {
     NodeConfig c = cfg_;
     c.node_id = static_cast<uint64_t>(i) + 1;
+    if (auto k = qlog_shards.find(i); k != qlog_shards.end()) c.qlog_shards = k->second;
     envs_[i]->timers.clear();
     nodes_[i] = std::make_unique<Node>(*envs_[i], c);
     envs_[i]->node = nodes_[i].get();
@@ -57,6 +60,8 @@ class TestCluster {
     envs_[i]->outbox.clear();
   }
   bool up(int i) const { return nodes_[i] != nullptr; }
+  // A node's own QUEEN_QLOG_SHARDS (the layout is node-local), read at its next start().
+  std::map<int, uint32_t> qlog_shards;
   // A crashed node's disk is replaced by an empty one.
   void wipe(int i) {
     envs_[i]->files.clear();
@@ -291,6 +296,46 @@ TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
   // Appends go on past the snapshot, and the node restarts from what it installed.
   ASSERT_NE(as<PushReply>(c.push(l, "after")), nullptr);
   ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  c.crash(f);
+  c.start(f);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  want.push_back("\"after\"");
+  EXPECT_EQ(c.payloads(f), want);
+  EXPECT_FALSE(c.env(f).fatal_called);
+}
+
+// The log layout is each node's own: a snapshot ships the leader's log files (qlog/q1 or
+// qlog/s<k>), the follower installs them and appends past them in its own layout, and a
+// restart reads both back.
+TEST(Cluster, NodesWithDifferentLogLayoutsInstallEachOthersSnapshots) {
+  TestCluster c(3, reclaiming);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  c.crash(f);
+  c.wipe(f);
+  c.qlog_shards[l] = 0;
+  c.qlog_shards[f] = 3;
+  c.crash(l);  // the leader comes back with its layout; a new leader may be elected
+  c.start(l);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0; }));
+  int now = c.leader();
+  std::vector<std::string> want;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_NE(as<PushReply>(c.push(now, "m" + std::to_string(i))), nullptr) << i;
+    want.push_back("\"m" + std::to_string(i) + "\"");
+  }
+  ASSERT_NO_FATAL_FAILURE(write_kv(c, now, 200));
+  c.run_ms(500);
+  c.start(f);
+  ASSERT_TRUE(c.run_until(5000, [&] { return c.converged(); }));
+  EXPECT_EQ(c.node(f).stats().snapshots_installed, 1u);
+  EXPECT_EQ(c.payloads(f), want);
+  ASSERT_NE(as<PushReply>(c.push(c.leader(), "after")), nullptr);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  bool own_layout = false;
+  for (const FileInfo& file : c.env(f).list()) own_layout |= file.name.starts_with("qlog/s");
+  EXPECT_TRUE(own_layout) << "the follower appends in its own layout";
   c.crash(f);
   c.start(f);
   ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
