@@ -339,7 +339,7 @@ void Disk::run_batch(std::vector<Op>& batch) {
 }
 
 void Disk::run_syncs(const Syncs& syncs) {
-  if (syncs.size() <= 1 || helpers_.empty()) {
+  if (syncs.size() <= 1) {
     for (const auto& [file, tokens] : syncs) run_sync(file, tokens);
     return;
   }

@@ -242,17 +242,9 @@ TEST(StoreCheckpoint, AnIdleLogIsReclaimedToItsLastFile) {
     h.push("kept", "p", {"k" + std::to_string(i)});
     h.env.advance_ms(40);
   }
-  auto files_of = [&](LogId log) {
-    size_t n = 0;
-    for (const FileInfo& f : h.env.list()) {
-      LogId at;
-      uint32_t file_no = 0;
-      n += parse_log_file_name(f.name, &at, &file_no) && at == log;
-    }
-    return n;
-  };
-  EXPECT_EQ(files_of(LogId(1)), 0u) << "the deleted queue's log is gone";
-  EXPECT_EQ(files_of(LogId(0)), 0u) << "the system log holds nothing the store needs";
+  std::map<LogId, size_t> files = log_files(h.env);
+  EXPECT_EQ(files[LogId(1)], 0u) << "the deleted queue's log is gone";
+  EXPECT_EQ(files[LogId(0)], 0u) << "the system log holds nothing the store needs";
   h.push("gone", "p", {"again"});  // queue 3 now, and an entry for the system log
   h.call<GroupChangeReply>(QueueDeleteCmd{"kept"});
   h.env.crash();

@@ -268,13 +268,36 @@ void write_kv(TestCluster& c, int l, int n) {
   }
 }
 
-TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
-  TestCluster c(3, reclaiming);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
-  int l = c.leader();
-  int f = (l + 1) % 3;
+// A cluster with reclaiming logs whose follower f (returned) is down with its disk wiped;
+// `*leader` is the leader it was taken from.
+int wipe_a_follower(TestCluster& c, int* leader) {
+  EXPECT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  *leader = c.leader();
+  int f = (*leader + 1) % 3;
   c.crash(f);
   c.wipe(f);
+  return f;
+}
+
+// Appends go on past the snapshot follower f installed, and f restarts from what it holds:
+// `want` and then "after".
+void expect_appends_past_the_snapshot_survive_a_restart(TestCluster& c, int f,
+                                                        std::vector<std::string> want) {
+  ASSERT_NE(as<PushReply>(c.push(c.leader(), "after")), nullptr);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  c.crash(f);
+  c.start(f);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  want.push_back("\"after\"");
+  EXPECT_EQ(c.payloads(f), want);
+  EXPECT_FALSE(c.env(f).fatal_called);
+}
+
+TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
+  TestCluster c(3, reclaiming);
+  int l = -1;
+  int f = wipe_a_follower(c, &l);
+  ASSERT_GE(l, 0);
   // Messages stay (their log files ship with the snapshot); KV writes go to the system log,
   // whose files the checkpoints make reclaimable.
   std::vector<std::string> pushed;
@@ -293,15 +316,7 @@ TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
   for (const auto& p : pushed) want.push_back("\"" + p + "\"");
   EXPECT_EQ(c.payloads(f), want);
   EXPECT_EQ(c.node(f).store().kv(), c.node(l).store().kv());
-  // Appends go on past the snapshot, and the node restarts from what it installed.
-  ASSERT_NE(as<PushReply>(c.push(l, "after")), nullptr);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
-  c.crash(f);
-  c.start(f);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
-  want.push_back("\"after\"");
-  EXPECT_EQ(c.payloads(f), want);
-  EXPECT_FALSE(c.env(f).fatal_called);
+  expect_appends_past_the_snapshot_survive_a_restart(c, f, want);
 }
 
 // The log layout is each node's own: a snapshot ships the leader's log files (qlog/q1 or
@@ -309,11 +324,9 @@ TEST(Cluster, AWipedFollowerIsBroughtBackByASnapshotOfTheReclaimedLog) {
 // restart reads both back.
 TEST(Cluster, NodesWithDifferentLogLayoutsInstallEachOthersSnapshots) {
   TestCluster c(3, reclaiming);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
-  int l = c.leader();
-  int f = (l + 1) % 3;
-  c.crash(f);
-  c.wipe(f);
+  int l = -1;
+  int f = wipe_a_follower(c, &l);
+  ASSERT_GE(l, 0);
   c.qlog_shards[l] = 0;
   c.qlog_shards[f] = 3;
   c.crash(l);  // the leader comes back with its layout; a new leader may be elected
@@ -331,17 +344,10 @@ TEST(Cluster, NodesWithDifferentLogLayoutsInstallEachOthersSnapshots) {
   ASSERT_TRUE(c.run_until(5000, [&] { return c.converged(); }));
   EXPECT_EQ(c.node(f).stats().snapshots_installed, 1u);
   EXPECT_EQ(c.payloads(f), want);
-  ASSERT_NE(as<PushReply>(c.push(c.leader(), "after")), nullptr);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
+  expect_appends_past_the_snapshot_survive_a_restart(c, f, want);
   bool own_layout = false;
   for (const FileInfo& file : c.env(f).list()) own_layout |= file.name.starts_with("qlog/s");
   EXPECT_TRUE(own_layout) << "the follower appends in its own layout";
-  c.crash(f);
-  c.start(f);
-  ASSERT_TRUE(c.run_until(2000, [&] { return c.converged(); }));
-  want.push_back("\"after\"");
-  EXPECT_EQ(c.payloads(f), want);
-  EXPECT_FALSE(c.env(f).fatal_called);
 }
 
 TEST(Cluster, AFollowerAwayForLessThanTheHoldCatchesUpFromTheLog) {

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "core/node/node.h"
+#include "core/qlog/log.h"
 #include "core/state/store.h"
 
 namespace queen::testing {
@@ -130,6 +131,17 @@ class MemEnv : public Env {
     timers.clear();
   }
 };
+
+// How many log files each log holds on `env` (names parsed by parse_log_file_name).
+inline std::map<LogId, size_t> log_files(const MemEnv& env) {
+  std::map<LogId, size_t> out;
+  for (const FileInfo& f : env.list()) {
+    LogId log;
+    uint32_t file_no = 0;
+    if (parse_log_file_name(f.name, &log, &file_no)) ++out[log];
+  }
+  return out;
+}
 
 inline Hash128 hash_of(const std::string& s) {
   XXH128_hash_t h = XXH3_128bits(s.data(), s.size());

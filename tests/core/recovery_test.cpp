@@ -113,11 +113,9 @@ TEST(Recovery, LogsRollAtTheSegmentSize) {
 // The log folders holding message records, e.g. {"q1", "s0"}.
 std::set<std::string> log_folders(const MemEnv& env) {
   std::set<std::string> out;
-  for (const FileInfo& f : env.list()) {
-    LogId log;
-    uint32_t file_no = 0;
-    if (!parse_log_file_name(f.name, &log, &file_no) || log == LogId(0)) continue;
-    out.insert(f.name.substr(5, f.name.find('/', 5) - 5));
+  for (const auto& [log, files] : log_files(env)) {
+    std::string name = log_file_name(log, 1);  // qlog/<folder>/r00000001.qlog
+    if (log != LogId(0)) out.insert(name.substr(5, name.find('/', 5) - 5));
   }
   return out;
 }
