@@ -1,76 +1,59 @@
 #include "core/planner/dedup.h"
 
 #include <algorithm>
+#include <bit>
+
+#include "core/common/assert.h"
 
 namespace queen {
-namespace {
 
-constexpr uint32_t kBitsPerHash = 16;
-constexpr uint32_t kWordsPerBlock = 8;  // 64-byte blocks
-constexpr int kProbes = 7;
-
-uint64_t block_of(const Hash128& h, uint64_t blocks) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(h.lo) * blocks) >> 64);
-}
-
-}  // namespace
-
-BloomGeneration::BloomGeneration(uint32_t capacity, Offset first, int64_t first_us)
-    : words_(std::max<uint64_t>(kWordsPerBlock,
-                                (uint64_t{capacity} * kBitsPerHash / 64 + kWordsPerBlock - 1) /
-                                    kWordsPerBlock * kWordsPerBlock)),
-      capacity_(capacity),
-      min_(first),
-      max_(first),
+HashGeneration::HashGeneration(Offset first, int64_t first_us)
+    : slots_(kSlotsMin),
+      shift_(32 - std::countr_zero(kSlotsMin)),
+      base_(first.value > kBaseSlack ? first.value - kBaseSlack : 0),
       first_us_(first_us),
       newest_us_(first_us) {}
 
-void BloomGeneration::insert(const Hash128& h, Offset o, int64_t us) {
-  uint64_t blocks = words_.size() / kWordsPerBlock;
-  uint64_t* block = &words_[block_of(h, blocks) * kWordsPerBlock];
-  for (int i = 0; i < kProbes; ++i) {
-    uint32_t bit = (h.hi >> (9 * i)) & 511;
-    block[bit >> 6] |= uint64_t{1} << (bit & 63);
-  }
+bool HashGeneration::fits(Offset o) const {
+  return o.value >= base_ && o.value - base_ <= UINT32_MAX;
+}
+
+void HashGeneration::place(Slot s) {
+  size_t mask = slots_.size() - 1;
+  size_t i = home(s.key);
+  while (slots_[i].key != 0) i = (i + 1) & mask;
+  slots_[i] = s;
+}
+
+void HashGeneration::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.size() * 2, Slot{});
+  --shift_;
+  for (const Slot& s : old)
+    if (s.key != 0) place(s);
+}
+
+void HashGeneration::insert(const Hash128& h, Offset o, int64_t us) {
+  QUEEN_ASSERT(fits(o), "offset out of the generation's range");
+  if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+  place(Slot{key_of(h), static_cast<uint32_t>(o.value - base_)});
   ++count_;
-  min_ = std::min(min_, o);
-  max_ = std::max(max_, o);
   newest_us_ = std::max(newest_us_, us);
 }
 
-bool BloomGeneration::maybe(const Hash128& h) const {
-  uint64_t blocks = words_.size() / kWordsPerBlock;
-  const uint64_t* block = &words_[block_of(h, blocks) * kWordsPerBlock];
-  for (int i = 0; i < kProbes; ++i) {
-    uint32_t bit = (h.hi >> (9 * i)) & 511;
-    if (!(block[bit >> 6] & (uint64_t{1} << (bit & 63)))) return false;
-  }
-  return true;
-}
-
-void BloomRing::insert(const Hash128& h, Offset o, int64_t us, int64_t window_us) {
+void HashRing::insert(const Hash128& h, Offset o, int64_t us, int64_t window_us) {
   int64_t span_us = std::max(kSpanUsMin, window_us / 4);
-  if (gens_.empty() || gens_.back().full() || us - gens_.back().first_us() > span_us) {
-    uint32_t cap = kCapacityMin;
-    if (!gens_.empty() && gens_.back().full())
-      cap = std::min<uint64_t>(kCapacityMax, uint64_t{gens_.back().capacity()} * 8);
-    gens_.emplace_back(cap, o, us);
-  }
+  if (gens_.empty() || gens_.back().count() >= kGenerationHashesMax || !gens_.back().fits(o) ||
+      us - gens_.back().first_us() > span_us)
+    gens_.emplace_back(o, us);
   gens_.back().insert(h, o, us);
 }
 
-std::vector<std::pair<Offset, Offset>> BloomRing::bands(const Hash128& h) const {
-  std::vector<std::pair<Offset, Offset>> out;
-  for (const auto& g : gens_)
-    if (g.maybe(h)) out.emplace_back(g.min_offset(), g.max_offset());
-  return out;
-}
-
-void BloomRing::drop_below(int64_t floor_us) {
+void HashRing::drop_below(int64_t floor_us) {
   while (!gens_.empty() && gens_.front().newest_us() < floor_us) gens_.pop_front();
 }
 
-size_t BloomRing::bytes() const {
+size_t HashRing::bytes() const {
   size_t n = 0;
   for (const auto& g : gens_) n += g.bytes();
   return n;
@@ -132,24 +115,25 @@ void InFlightHashes::clear() {
   count_ = 0;
 }
 
-std::optional<Offset> DedupIndex::scan(const PartitionState& p, const Hash128& h, Offset lo,
-                                       Offset hi, int64_t floor_us) const {
-  ++const_cast<DedupStats&>(stats_).exact_scans;
+std::optional<Offset> DedupIndex::scan(const PartitionState& p, const Hash128& h,
+                                       int64_t floor_us) {
   // Rows are in creation order: start at the first row inside the window.
   auto it = std::lower_bound(p.rows.begin(), p.rows.end(), floor_us,
                              [](const AppendRow& r, int64_t v) { return r.created_us < v; });
-  for (; it != p.rows.end(); ++it) {
-    if (it->end() <= lo) continue;
-    if (it->base > hi) break;
-    for (uint32_t i = 0; i < it->hashes.size(); ++i) {
-      Offset o(it->base.value + i);
-      if (o >= lo && o <= hi && it->hashes[i] == h) return o;
-    }
-  }
+  for (; it != p.rows.end(); ++it)
+    for (uint32_t i = 0; i < it->hashes.size(); ++i)
+      if (it->hashes[i] == h) return Offset(it->base.value + i);
   return std::nullopt;
 }
 
-BloomRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t window_us) {
+bool DedupIndex::holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us) {
+  const AppendRow* row = p.row_of(o);
+  if (!row || row->created_us < floor_us) return false;
+  uint64_t i = o.value - row->base.value;
+  return i < row->hashes.size() && row->hashes[i] == h;
+}
+
+HashRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t window_us) {
   auto rit = rings_.find(p.id);
   if (rit != rings_.end()) {
     rit->second.drop_below(floor_us);
@@ -161,7 +145,7 @@ BloomRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t w
   for (auto j = it; j != p.rows.end(); ++j) hashes += j->hashes.size();
   if (hashes <= kColdScanHashesMax) return nullptr;
   ++stats_.warmups;
-  BloomRing& ring = rings_[p.id];
+  HashRing& ring = rings_[p.id];
   for (; it != p.rows.end(); ++it)
     for (uint32_t i = 0; i < it->hashes.size(); ++i)
       ring.insert(it->hashes[i], Offset(it->base.value + i), it->created_us, window_us);
@@ -180,19 +164,20 @@ std::optional<DedupHit> DedupIndex::find(PartitionId pid, const Hash128& h, int6
   const PartitionState* p = store_.partition(pid);
   if (p) {
     int64_t floor_us = now_us - window_us;
-    BloomRing* ring = warm(*p, floor_us, window_us);
+    HashRing* ring = warm(*p, floor_us, window_us);
+    std::optional<Offset> o;
     if (!ring) {
-      if (auto o = scan(*p, h, Offset(0), p->next_offset, floor_us)) hit = DedupHit{*o, {}};
+      ++stats_.exact_scans;
+      o = scan(*p, h, floor_us);
     } else {
-      auto bands = ring->bands(h);
-      if (bands.empty()) ++stats_.filter_says_new;
-      for (const auto& [lo, hi] : bands) {
-        if (auto o = scan(*p, h, lo, hi, floor_us)) {
-          hit = DedupHit{*o, {}};
-          break;
-        }
-      }
+      uint64_t named = stats_.candidates;
+      o = ring->find(h, [&](Offset c) {
+        ++stats_.candidates;
+        return holds(*p, h, c, floor_us);
+      });
+      if (stats_.candidates == named) ++stats_.ring_says_new;
     }
+    if (o) hit = DedupHit{*o, {}};
   }
   if (!hit) {
     if (const InFlightHashes::Slot* s = in_flight_.find(pid, h))
@@ -214,7 +199,7 @@ void DedupIndex::applied(const EffAppend& a) {
     in_flight_.erase(a.pid, a.hashes[i], Offset(a.base.value + i));
 }
 
-size_t DedupIndex::filter_bytes() const {
+size_t DedupIndex::ring_bytes() const {
   size_t n = 0;
   for (const auto& [pid, ring] : rings_) n += ring.bytes();
   return n;

@@ -2,15 +2,17 @@
 //
 // The authority is the committed append rows (their xxh3-128 hashes, creation time and
 // offsets) plus the hashes of entries still in flight. In front of the rows sits a ring of
-// generational bloom filters per busy partition: it answers "certainly new" or "maybe" and
-// names the offset bands a maybe must scan; it never decides a duplicate. The ring is
-// node-local derived state: a partition without one scans its window exactly and warms up.
+// hash generations per busy partition: exact tables of (fingerprint, offset) that name the
+// few offsets a hash may sit at; each candidate is checked against its row, so the ring
+// never decides a duplicate and a lookup costs one table probe per generation, however
+// large the window. The ring is node-local derived state: a partition without one scans its
+// window exactly and warms up.
 //
-// Filter shape: 16 bits per hash, 64-byte blocks, 7 probe bits inside one block chosen by
-// multiply-shift on the low 64 bits; seven 9-bit fields of the high 64 bits pick the bits.
-// A generation holds 4096 hashes at first, each next one 8x more up to 1<<20; it also
-// closes once it spans a quarter of the window (250 ms at least) and is dropped once its
-// newest stamp falls below the window's floor.
+// A generation is an open-addressing table (linear probing, at most 3/4 full, doubling) of
+// 8-byte slots: 32 bits of the hash's high half (its top bits pick the home slot, all 32 are
+// compared) and the offset's distance from the generation's base. It closes once it holds
+// kGenerationHashesMax hashes or spans a quarter of the window (250 ms at least), and is
+// dropped once its newest stamp falls below the window's floor.
 #pragma once
 
 #include <cstdint>
@@ -25,42 +27,75 @@
 
 namespace queen {
 
-class BloomGeneration {
+class HashGeneration {
  public:
-  BloomGeneration(uint32_t capacity, Offset first, int64_t first_us);
+  HashGeneration(Offset first, int64_t first_us);
+  // Whether `o` is near enough to the generation's base to be stored in it.
+  bool fits(Offset o) const;
   void insert(const Hash128& h, Offset o, int64_t us);
-  bool maybe(const Hash128& h) const;
-  bool full() const { return count_ >= capacity_; }
-  uint32_t capacity() const { return capacity_; }
-  Offset min_offset() const { return min_; }
-  Offset max_offset() const { return max_; }
+  // The lowest offset stored under h's key for which `is_original` holds, if any.
+  template <class Pred>
+  std::optional<Offset> find(const Hash128& h, Pred is_original) const;
+  uint32_t count() const { return count_; }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
-  size_t bytes() const { return words_.size() * 8; }
+  size_t bytes() const { return slots_.size() * sizeof(Slot); }
 
  private:
-  std::vector<uint64_t> words_;
-  uint32_t capacity_;
+  struct Slot {
+    uint32_t key = 0;  // 0: empty
+    uint32_t delta = 0;
+  };
+  static constexpr size_t kSlotsMin = 64;
+  static constexpr uint64_t kBaseSlack = uint64_t{1} << 30;  // room for offsets planned again
+
+  static uint32_t key_of(const Hash128& h) { return static_cast<uint32_t>(h.hi >> 32) | 1; }
+  size_t home(uint32_t key) const { return key >> shift_; }
+  void place(Slot s);
+  void grow();
+
+  std::vector<Slot> slots_;  // a power of two
+  int shift_;                // 32 - log2(slots_.size())
   uint32_t count_ = 0;
-  Offset min_, max_;
+  uint64_t base_;
   int64_t first_us_, newest_us_;
 };
 
-class BloomRing {
+class HashRing {
  public:
-  static constexpr uint32_t kCapacityMin = 4096;
-  static constexpr uint32_t kCapacityMax = 1u << 20;
+  // A full generation fills its table to 3/4 exactly (2^21 slots).
+  static constexpr uint32_t kGenerationHashesMax = 3u << 19;
   static constexpr int64_t kSpanUsMin = 250'000;
 
   void insert(const Hash128& h, Offset o, int64_t us, int64_t window_us);
-  // Offset bands [lo, hi] that may hold `h`, oldest first.
-  std::vector<std::pair<Offset, Offset>> bands(const Hash128& h) const;
+  // The lowest offset that may hold `h` and for which `is_original` holds, oldest generation
+  // first.
+  template <class Pred>
+  std::optional<Offset> find(const Hash128& h, Pred is_original) const {
+    for (const auto& g : gens_)
+      if (auto o = g.find(h, is_original)) return o;
+    return std::nullopt;
+  }
   void drop_below(int64_t floor_us);
+  size_t generations() const { return gens_.size(); }
   size_t bytes() const;
 
  private:
-  std::deque<BloomGeneration> gens_;
+  std::deque<HashGeneration> gens_;
 };
+
+template <class Pred>
+std::optional<Offset> HashGeneration::find(const Hash128& h, Pred is_original) const {
+  uint32_t key = key_of(h);
+  size_t mask = slots_.size() - 1;
+  std::optional<Offset> best;
+  for (size_t i = home(key); slots_[i].key != 0; i = (i + 1) & mask) {
+    if (slots_[i].key != key) continue;
+    Offset o(base_ + slots_[i].delta);
+    if ((!best || o < *best) && is_original(o)) best = o;
+  }
+  return best;
+}
 
 // The hashes planned and not yet applied, of every partition: one open-addressing table
 // (linear probing, deletion by backward shift), so planning and applying a message allocate
@@ -111,7 +146,8 @@ struct DedupHit {
 
 struct DedupStats {
   uint64_t checks = 0;
-  uint64_t filter_says_new = 0;
+  uint64_t ring_says_new = 0;
+  uint64_t candidates = 0;  // offsets the ring named, each checked against its row
   uint64_t exact_scans = 0;
   uint64_t duplicates = 0;
   uint64_t warmups = 0;
@@ -119,7 +155,7 @@ struct DedupStats {
 
 class DedupIndex {
  public:
-  // Partitions with at most this many hashes in their window are scanned without a filter.
+  // Partitions with at most this many hashes in their window are scanned without a ring.
   static constexpr size_t kColdScanHashesMax = 256;
 
   explicit DedupIndex(const Store& store) : store_(store) {}
@@ -134,16 +170,17 @@ class DedupIndex {
   void applied(const EffAppend& append);
   void reset_in_flight() { in_flight_.clear(); }
   const DedupStats& stats() const { return stats_; }
-  size_t filter_bytes() const;
+  size_t ring_bytes() const;
 
  private:
-  std::optional<Offset> scan(const PartitionState& p, const Hash128& h, Offset lo, Offset hi,
-                             int64_t floor_us) const;
-  BloomRing* warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
+  static std::optional<Offset> scan(const PartitionState& p, const Hash128& h, int64_t floor_us);
+  // Whether p's row holding `o` is inside the window and holds `h` there.
+  static bool holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us);
+  HashRing* warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
 
   const Store& store_;
   InFlightHashes in_flight_;
-  std::map<PartitionId, BloomRing> rings_;
+  std::map<PartitionId, HashRing> rings_;
   DedupStats stats_;
 };
 
