@@ -2,8 +2,9 @@
 # Runs one benchmark scenario against a fresh node (or a fresh 3-node cluster on loopback)
 # and appends the result.
 #   bench/run.sh [--cluster] SCENARIO [queen-bench options...]
-# SCENARIO: push | inout | txn | partitions | queues | queues-shared | fill-1m | fill-10m |
-#           smoke (a 10 s push run for CI).
+# SCENARIO: push | inout | txn | partitions | queues | queues-shared | hot | fill-1m |
+#           fill-10m | smoke (a 10 s push run for CI).
+# hot: the push scenario into one partition for 60 s, so its dedup window fills up.
 # queues-shared: queues with the nodes' queue logs shared, QUEEN_QLOG_SHARDS=4 unless set.
 # fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
 # report the time it took and the node's peak RSS.
@@ -76,6 +77,7 @@ case $scenario in
     --duration-s 600) ;;
   fill-10m) args=(--scenario push --producers 8 --batch 100 --fill 1 --partitions 10000000
     --duration-s 3600) ;;
+  hot) args=(--scenario push --producers 8 --batch 100 --partitions 1 --duration-s 60) ;;
   smoke) args=(--scenario push --producers 2 --batch 100 --duration-s 10) ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
