@@ -36,6 +36,8 @@ class HashGeneration {
   // The lowest offset stored under h's key for which `is_original` holds, if any.
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const;
+  // Starts loading the slot where a lookup of `h` begins.
+  void prefetch(const Hash128& h) const { __builtin_prefetch(&slots_[home(key_of(h))]); }
   uint32_t count() const { return count_; }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
@@ -72,6 +74,8 @@ class HashRing {
   // first.
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const {
+    // Each generation's probe is a cache miss of its own: ask for all of them at once.
+    for (const auto& g : gens_) g.prefetch(h);
     for (const auto& g : gens_)
       if (auto o = g.find(h, is_original)) return o;
     return std::nullopt;
