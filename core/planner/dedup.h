@@ -2,15 +2,16 @@
 //
 // The authority is the committed append rows (their xxh3-128 hashes, creation time and
 // offsets) plus the hashes of entries still in flight. In front of the rows sits a ring of
-// hash generations per busy partition: exact tables of (fingerprint, offset) that name the
-// few offsets a hash may sit at; each candidate is checked against its row, so the ring
-// never decides a duplicate and a lookup costs one table probe per generation, however
-// large the window. The ring is node-local derived state: a partition without one scans its
-// window exactly and warms up.
+// hash generations per busy partition: tables of (key, offset) that name the few offsets a
+// hash may sit at; each candidate is checked against its row, so the ring never decides a
+// duplicate, and a lookup costs one table probe per generation (no scan of the window). The
+// ring is node-local derived state: a partition without one scans its window exactly and
+// warms up.
 //
 // A generation is an open-addressing table (linear probing, at most 3/4 full, doubling) of
-// 8-byte slots: 32 bits of the hash's high half (its top bits pick the home slot, all 32 are
-// compared) and the offset's distance from the generation's base. It closes once it holds
+// 8-byte slots: a key of 32 bits of the hash's high half (its top bits pick the home slot;
+// the lowest is set, so 0 marks an empty slot) and the offset's distance from the
+// generation's base. It closes once it holds
 // kGenerationHashesMax hashes or spans a quarter of the window (250 ms at least), and is
 // dropped once its newest stamp falls below the window's floor.
 #pragma once
