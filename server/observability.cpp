@@ -244,6 +244,20 @@ void render_traffic(const MetricsReply& m, Exposition& x) {
         m.dlq_moves);
 }
 
+void render_dedup(const MetricsReply& m, Exposition& x) {
+  x.one("queen_dedup_checks_total", "counter", "transactionIds looked up in the dedup window.",
+        m.dedup_checks);
+  x.one("queen_dedup_duplicates_total", "counter", "Lookups that found the original.",
+        m.dedup_duplicates);
+  x.family("queen_dedup_exact_checks_total", "counter",
+           "Exact checks: an offset a partition's hash ring named, or a small partition's "
+           "window scanned whole.");
+  x.sample("queen_dedup_exact_checks_total", {{"by", "ring_candidate"}}, m.dedup_ring_candidates);
+  x.sample("queen_dedup_exact_checks_total", {{"by", "cold_scan"}}, m.dedup_cold_scans);
+  x.one("queen_dedup_ring_bytes", "gauge", "Memory of the partitions' dedup hash rings.",
+        m.dedup_ring_bytes);
+}
+
 void render_queues(const MetricsReply& m, Exposition& x) {
   uint64_t partitions = 0, dlq = 0;
   for (const QueueMetrics& q : m.queues) {
@@ -303,6 +317,7 @@ HttpAnswer render_metrics(const MetricsReply& reply) {
   render_raft(reply, x);
   render_forwarding(x);
   render_traffic(reply, x);
+  render_dedup(reply, x);
   render_queues(reply, x);
   render_groups(reply, x);
   HttpAnswer a{200, x.take(), 0};

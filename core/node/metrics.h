@@ -78,6 +78,12 @@ struct MetricsReply {
   uint64_t snapshots_installed = 0;  // counted across the in-place restarts they cause
   uint64_t recovered_entries = 0;    // replayed at start
   uint64_t torn_tails_cut = 0;       // at start
+  // transactionId dedup (core/planner/dedup.h), on the node that plans: zero on a follower.
+  uint64_t dedup_checks = 0;
+  uint64_t dedup_duplicates = 0;
+  uint64_t dedup_ring_candidates = 0;  // offsets a partition's hash ring named, each checked
+  uint64_t dedup_cold_scans = 0;       // windows of small partitions scanned whole
+  uint64_t dedup_ring_bytes = 0;       // the hash rings' tables, now
   TrafficCounters traffic;
 
   std::vector<QueueMetrics> queues;     // by queue name

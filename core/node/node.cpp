@@ -1690,6 +1690,12 @@ struct NodeImpl {
     m.snapshots_installed = stats.snapshots_installed;
     m.recovered_entries = stats.recovered_entries;
     m.torn_tails_cut = stats.torn_tails_cut;
+    const DedupStats& dedup = planner.dedup().stats();
+    m.dedup_checks = dedup.checks;
+    m.dedup_duplicates = dedup.duplicates;
+    m.dedup_ring_candidates = dedup.candidates;
+    m.dedup_cold_scans = dedup.exact_scans;
+    m.dedup_ring_bytes = planner.dedup().ring_bytes();
     m.traffic = traffic;
     for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
       QueueMetrics qm;

@@ -368,6 +368,25 @@ TEST_F(ObservabilityTest, DeletedMessageIsNeverDeliveredNorRead) {
   EXPECT_EQ(client_->request("DELETE", "/api/v1/messages").status, 404);
 }
 
+// A partition past DedupIndex::kColdScanHashesMax hashes gets a hash ring; a retried
+// transactionId is then found through an offset the ring names.
+TEST_F(ObservabilityTest, DedupSeriesFollowLookupsDuplicatesAndTheRing) {
+  std::string q = name();
+  std::vector<PushSpec> items;
+  for (int i = 0; i < 300; ++i) items.push_back({q, "p", "t" + std::to_string(i), i});
+  Scrape before = scrape();
+  ASSERT_EQ(push(*client_, items).status, 201);
+  ASSERT_EQ(push(*client_, {{q, "p", "t5", 5}, {q, "p", "new", 0}}).status, 201);
+  Scrape after = scrape();
+  auto delta = [&](const std::string& s) {
+    return after.value(s).value_or(0) - before.value(s).value_or(0);
+  };
+  EXPECT_EQ(delta(series("queen_dedup_checks_total")), 302);
+  EXPECT_EQ(delta(series("queen_dedup_duplicates_total")), 1);
+  EXPECT_GE(delta(series("queen_dedup_exact_checks_total", R"(by="ring_candidate")")), 1);
+  EXPECT_GT(after.value(series("queen_dedup_ring_bytes")).value_or(0), 0);
+}
+
 TEST(ObservabilityRender, EveryFamilyOnceAndTheAnswerIsPlainText) {
   MetricsReply m;
   m.role = "candidate";
