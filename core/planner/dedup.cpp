@@ -115,15 +115,18 @@ void InFlightHashes::clear() {
   count_ = 0;
 }
 
+DedupIndex::Rows::const_iterator DedupIndex::first_in_window(const PartitionState& p,
+                                                             int64_t floor_us) {
+  // Rows are in creation order as well as offset order.
+  return std::lower_bound(p.rows.begin(), p.rows.end(), floor_us,
+                          [](const AppendRow& r, int64_t v) { return r.created_us < v; });
+}
+
 std::optional<Offset> DedupIndex::scan(const PartitionState& p, const Hash128& h,
                                        int64_t floor_us) {
-  // Rows are in creation order: start at the first row inside the window.
-  auto it = std::lower_bound(p.rows.begin(), p.rows.end(), floor_us,
-                             [](const AppendRow& r, int64_t v) { return r.created_us < v; });
-  for (; it != p.rows.end(); ++it)
-    for (uint32_t i = 0; i < it->hashes.size(); ++i)
-      if (it->hashes[i] == h) return Offset(it->base.value + i);
-  return std::nullopt;
+  auto it = first_in_window(p, floor_us);
+  if (it == p.rows.end()) return std::nullopt;
+  return p.find_hash(h, it->base, p.next_offset);
 }
 
 bool DedupIndex::holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us) {
@@ -139,12 +142,10 @@ HashRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t wi
     rit->second.drop_below(floor_us);
     return &rit->second;
   }
-  auto it = std::lower_bound(p.rows.begin(), p.rows.end(), floor_us,
-                             [](const AppendRow& r, int64_t v) { return r.created_us < v; });
+  auto it = first_in_window(p, floor_us);
   size_t hashes = 0;
   for (auto j = it; j != p.rows.end(); ++j) hashes += j->hashes.size();
   if (hashes <= kColdScanHashesMax) return nullptr;
-  ++stats_.warmups;
   HashRing& ring = rings_[p.id];
   for (; it != p.rows.end(); ++it)
     for (uint32_t i = 0; i < it->hashes.size(); ++i)
@@ -170,12 +171,10 @@ std::optional<DedupHit> DedupIndex::find(PartitionId pid, const Hash128& h, int6
       ++stats_.exact_scans;
       o = scan(*p, h, floor_us);
     } else {
-      uint64_t named = stats_.candidates;
       o = ring->find(h, [&](Offset c) {
         ++stats_.candidates;
         return holds(*p, h, c, floor_us);
       });
-      if (stats_.candidates == named) ++stats_.ring_says_new;
     }
     if (o) hit = DedupHit{*o, {}};
   }

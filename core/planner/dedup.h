@@ -151,11 +151,9 @@ struct DedupHit {
 
 struct DedupStats {
   uint64_t checks = 0;
-  uint64_t ring_says_new = 0;
   uint64_t candidates = 0;  // offsets the ring named, each checked against its row
   uint64_t exact_scans = 0;
   uint64_t duplicates = 0;
-  uint64_t warmups = 0;
 };
 
 class DedupIndex {
@@ -178,6 +176,8 @@ class DedupIndex {
   size_t ring_bytes() const;
 
  private:
+  using Rows = std::vector<AppendRow>;
+  static Rows::const_iterator first_in_window(const PartitionState& p, int64_t floor_us);
   static std::optional<Offset> scan(const PartitionState& p, const Hash128& h, int64_t floor_us);
   // Whether p's row holding `o` is inside the window and holds `h` there.
   static bool holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us);
