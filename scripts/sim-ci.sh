@@ -90,7 +90,7 @@ single_node() {
   require_counters "$summary" "seeds $seeds" $required_faults
   sim_ms=$(counter sim_ms "$summary")
 
-  for m in answer-before-fsync skip-lease-check replay-partial-entry; do
+  for m in answer-before-fsync skip-lease-check replay-partial-entry delta-after-recovery; do
     check_mutant 1 "$m" "$mutant_seeds"
   done
   # --check-determinism simulates every seed twice.

@@ -36,7 +36,7 @@ const char* kUsage =
     "  --nodes: 1 (a single node), 3, 5 or 7 (a Raft cluster with network faults)\n"
     "  --mutant: answer-before-fsync | skip-lease-check | replay-partial-entry |\n"
     "            commit-without-majority | vote-twice | no-foreign-lease-grace |\n"
-    "            snapshot-without-log-files (clusters)\n"
+    "            snapshot-without-log-files (clusters) | delta-after-recovery\n"
     "  --expect-violation: exit 0 only if some seed reports a violation (mutant checks)\n";
 
 Args g_args;

@@ -76,6 +76,8 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.vote_twice = mutant == Mutant::vote_twice;
   c.mutants.no_foreign_lease_grace = mutant == Mutant::no_foreign_lease_grace;
   c.mutants.snapshot_without_log_files = mutant == Mutant::snapshot_without_log_files;
+  c.mutants.delta_after_recovery = mutant == Mutant::delta_after_recovery;
+  c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
   return c;
 }
 
@@ -126,6 +128,7 @@ std::optional<Mutant> parse_mutant(std::string_view name) {
   if (name == "vote-twice") return Mutant::vote_twice;
   if (name == "no-foreign-lease-grace") return Mutant::no_foreign_lease_grace;
   if (name == "snapshot-without-log-files") return Mutant::snapshot_without_log_files;
+  if (name == "delta-after-recovery") return Mutant::delta_after_recovery;
   return std::nullopt;
 }
 
@@ -147,6 +150,8 @@ const char* mutant_name(Mutant m) {
       return "no-foreign-lease-grace";
     case Mutant::snapshot_without_log_files:
       return "snapshot-without-log-files";
+    case Mutant::delta_after_recovery:
+      return "delta-after-recovery";
   }
   return "?";
 }
@@ -169,6 +174,8 @@ const char* mutant_invariant(Mutant m) {
       return "5";  // a lease of the old leader handed out again by the new one's clock
     case Mutant::snapshot_without_log_files:
       return "6";  // a restored follower's store points at messages it cannot read
+    case Mutant::delta_after_recovery:
+      return "1";  // rows replayed at recovery missing from the next delta: pushes lost
   }
   return "";
 }

@@ -27,6 +27,7 @@ enum class Mutant {
   vote_twice,
   no_foreign_lease_grace,
   snapshot_without_log_files,
+  delta_after_recovery,
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);

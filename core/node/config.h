@@ -17,6 +17,7 @@ struct Mutants {
   bool vote_twice = false;                  // Raft grants a second vote in one term
   bool no_foreign_lease_grace = false;      // a new leader trusts its clock with old leases
   bool snapshot_without_log_files = false;  // a snapshot ships the checkpoint alone
+  bool delta_after_recovery = false;        // the first checkpoint after a start is a delta, too
 };
 
 struct NodeConfig {
@@ -60,13 +61,16 @@ struct NodeConfig {
   int64_t raft_purge_hold_ms = 600'000;        // QUEEN_RAFT_PURGE_HOLD_S: log kept for the absent
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only
-  // once the log has grown by the last checkpoint's size (capped at durable_every_bytes), so
-  // checkpoint writes never outweigh log writes, or 30 intervals have passed. A single node then
-  // reclaims log files below the older of its two newest checkpoints, at most
+  // once the log has grown by the last full checkpoint's size (capped at durable_every_bytes),
+  // so checkpoint writes never outweigh log writes, or 30 intervals have passed. A single node
+  // then reclaims log files below the older of its two newest checkpoints, at most
   // reclaim_files_per_pass_max per pass.
   int64_t durable_every_ms = 1000;              // QUEEN_RAFT_DURABLE_EVERY_MS
   uint64_t durable_every_bytes = 256ull << 20;  // QUEEN_RAFT_DURABLE_EVERY_BYTES
   uint32_t reclaim_files_per_pass_max = 256;
+  // Deltas in a chain of checkpoints (core/state/checkpoint.h) before the next full one, at
+  // most kCheckpointChainMax; 0 writes full checkpoints only.
+  uint32_t checkpoint_deltas_max = 64;
   // Keep RaftView::applied_chain, a hash over every applied entry (one more encoding of each):
   // the simulator's and the tests' state machine safety check; off in the server.
   bool track_applied_chain = false;

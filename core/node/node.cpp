@@ -39,6 +39,8 @@ constexpr int64_t kClaimMarginMsMax = 250;
 // A store checkpoint waits for the log to grow by its own size, but at most this many
 // durable_every_ms intervals: a quiet node still checkpoints (and reclaims) now and then.
 constexpr int64_t kCheckpointIdleFactor = 30;
+// Deltas that weigh less than this in all never end their chain by their weight.
+constexpr uint64_t kChainDeltasLightBytes = 1u << 20;
 // A snapshot chunk unanswered for this many Raft ticks is sent again; after this many
 // resends in a row the transfer is given up (Raft asks for a new one later).
 constexpr uint64_t kSnapshotResendTicks = 10;
@@ -224,16 +226,24 @@ struct NodeImpl {
   uint64_t applied_chain = 0;
   std::set<uint64_t> dead_tokens;  // syncs of entries a truncation removed
 
-  // Store checkpoints: the newest durable ones (two, oldest first; more while a snapshot is
-  // being sent) and the write in flight. Log files below the older one are reclaimed.
+  // Store checkpoints: the durable ones the two newest need (their chains, oldest first;
+  // more while a snapshot is being sent) and the write in flight. Log files below the older
+  // of the two newest are reclaimed.
   struct CheckpointFile {
     LogIndex at;
+    LogIndex base;  // a delta's base; 0 for a full checkpoint
     std::string file;
+    uint64_t size_bytes = 0;
     std::vector<LogFileKey> refs;  // the log files its store points at (a snapshot ships them)
   };
   std::deque<CheckpointFile> checkpoints;
   uint64_t checkpoint_token = 0;  // 0: none in flight
   CheckpointFile checkpoint_writing;
+  // (partition, base offset) of each append applied since the newest checkpoint was started:
+  // the rows the next delta checkpoint writes in full. Recovery replays entries without
+  // noting them, so the first checkpoint after a start is a full one.
+  std::vector<std::pair<PartitionId, Offset>> appended_since_checkpoint;
+  bool appends_noted = config.mutants.delta_after_recovery;
   // Snapshots (core/node/snapshot.h). Leader: the transfers under way, by follower.
   struct SnapshotSend {
     SnapshotManifest manifest;
@@ -260,7 +270,7 @@ struct NodeImpl {
   std::optional<SnapshotRecv> snapshot_recv;
   bool restart_requested = false;  // installed: the Node restarts in place
   uint64_t log_bytes_since_checkpoint = 0;
-  uint64_t last_checkpoint_bytes = 0;
+  uint64_t last_full_checkpoint_bytes = 0;
   int64_t last_checkpoint_ms = 0;
   Term applied_term;
   bool require_next_entry = false;  // see load_store_checkpoint
@@ -336,6 +346,12 @@ struct NodeImpl {
     write_sealed();
   }
 
+  void note_appends(const Entry& entry) {
+    for (const Effect& e : entry.effects)
+      if (const auto* a = std::get_if<EffAppend>(&e))
+        appended_since_checkpoint.emplace_back(a->pid, a->base);
+  }
+
   void commit_ready() {
     uint64_t limit = cluster ? cluster->commit : UINT64_MAX;
     while (!inflight.empty() && inflight.begin()->second.syncs_left == 0 &&
@@ -343,6 +359,7 @@ struct NodeImpl {
       auto node = inflight.extract(inflight.begin());
       InFlight& f = node.mapped();
       store.apply(f.entry, f.written.locations);
+      note_appends(f.entry);
       applied_term = f.entry.term;
       if (cluster && config.track_applied_chain) applied_chain = chain_hash(applied_chain, f.entry);
       planner.on_applied(f.entry);
@@ -492,7 +509,9 @@ struct NodeImpl {
     store = std::move(l.newest->store);
     applied_term = l.newest->term;
     applied_chain = l.newest->applied_chain;
-    checkpoints.push_back(CheckpointFile{store.applied(), l.file, file_refs_now()});
+    for (const ChainFile& f : l.chain)
+      checkpoints.push_back(CheckpointFile{f.at, f.base, f.file, f.size_bytes, {}});
+    checkpoints.back().refs = file_refs_now();
     env.log(LogLevel::info,
             "store checkpoint loaded at entry " + std::to_string(store.applied().value));
     return ok_status();
@@ -510,40 +529,80 @@ struct NodeImpl {
     if (checkpoint_token != 0 || stopped) return;
     LogIndex at = store.applied();
     if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().at < at))) return;
-    // The log must have grown by the last checkpoint's size, or a long while have passed.
-    bool grown =
-        log_bytes_since_checkpoint >= std::min(config.durable_every_bytes, last_checkpoint_bytes);
+    // The log must have grown by the last full checkpoint's size (a delta is cheap to write,
+    // but each checkpoint copies the process), or a long while have passed.
+    bool grown = log_bytes_since_checkpoint >=
+                 std::min(config.durable_every_bytes, last_full_checkpoint_bytes);
     int64_t now_ms = env.now_ms();
     if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
     last_checkpoint_ms = now_ms;
     log_bytes_since_checkpoint = 0;
-    checkpoint_writing = CheckpointFile{at, checkpoint_file(at), file_refs_now()};
+    LogIndex base = delta_base();
+    checkpoint_writing = CheckpointFile{at, base, checkpoint_file(at), 0, file_refs_now()};
     checkpoint_token = next_token++;
-    // The store is encoded from its state now, possibly in a copy of the process (io/env.h).
+    // The store is encoded from its state now, possibly in a copy of the process (io/env.h),
+    // which also sorts the appends a delta writes.
     env.write_whole_file(
         checkpoint_writing.file,
-        [this, term = applied_term, chain = applied_chain](ByteSink& sink) {
-          write_checkpoint(store, term, chain, sink);
+        [this, term = applied_term, chain = applied_chain, base,
+         appended = std::move(appended_since_checkpoint)](ByteSink& sink) {
+          if (base.value == 0) return write_checkpoint(store, term, chain, sink);
+          AppendsSince since = appends_since(appended);
+          DeltaOf delta{base, &since};
+          write_checkpoint(store, term, chain, sink, &delta);
         },
         checkpoint_token);
+    appended_since_checkpoint.clear();
+    appends_noted = true;
+  }
+
+  // The checkpoint the next one builds on, or 0 for a full one: a chain ends once its deltas
+  // weigh half as much as its full checkpoint and more than kChainDeltasLightBytes (a restart
+  // reads at most 1.5 times a full one, or 1 MiB more), or number config.checkpoint_deltas_max.
+  LogIndex delta_base() const {
+    if (!appends_noted || checkpoints.empty() || config.checkpoint_deltas_max == 0)
+      return LogIndex(0);
+    uint64_t deltas = 0, delta_bytes = 0;
+    auto it = checkpoints.rbegin();
+    for (; it != checkpoints.rend() && it->base.value != 0; ++it) {
+      ++deltas;
+      delta_bytes += it->size_bytes;
+    }
+    if (it == checkpoints.rend()) return LogIndex(0);  // the chain's root is gone: start anew
+    uint64_t deltas_max = std::min<uint64_t>(config.checkpoint_deltas_max, kCheckpointChainMax);
+    bool heavy = delta_bytes > kChainDeltasLightBytes && delta_bytes * 2 >= it->size_bytes;
+    bool ends = deltas >= deltas_max || heavy;
+    return ends ? LogIndex(0) : checkpoints.back().at;
   }
 
   void on_checkpoint_synced(bool ok) {
     checkpoint_token = 0;
     if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.file + " failed");
     if (auto size = env.file_size(checkpoint_writing.file); size.ok())
-      last_checkpoint_bytes = size.value();
+      checkpoint_writing.size_bytes = size.value();
+    if (checkpoint_writing.base.value == 0)
+      last_full_checkpoint_bytes = checkpoint_writing.size_bytes;
     checkpoints.push_back(std::move(checkpoint_writing));
     ++stats.store_checkpoints;
-    // A snapshot being sent reads its checkpoint and log files: keep them until it is done.
+    // A snapshot being sent reads its checkpoints and log files: keep them until it is done.
     if (cluster && !snapshot_sends.empty()) return;
-    while (checkpoints.size() > 2) {
+    if (checkpoints.size() < 2) return;
+    // Keep the chains of the two newest: a restart falls back to the older if the newest is
+    // damaged.
+    LogIndex root = checkpoints[chain_start(checkpoints.size() - 2)].at;
+    while (checkpoints.front().at < root) {
       if (!env.remove(checkpoints.front().file).ok())
         return halt("cannot remove store checkpoint " + checkpoints.front().file);
       checkpoints.pop_front();
     }
-    if (checkpoints.size() == 2) reclaim_log_files(checkpoints.front().at);
+    reclaim_log_files(checkpoints[checkpoints.size() - 2].at);
+  }
+
+  // Where in `checkpoints` the chain of the one at `i` starts: its full checkpoint.
+  size_t chain_start(size_t i) const {
+    while (i > 0 && checkpoints[i].base.value != 0) --i;
+    return i;
   }
 
   // Log files that hold nothing past `upto` and no payload the store (or the newest
@@ -588,7 +647,7 @@ struct NodeImpl {
     send_window(to.value, snapshot_sends[to.value] = std::move(s));
   }
 
-  // The newest checkpoint and the log files its store points at, cut after its entry.
+  // The newest checkpoint (its chain) and the log files its store points at, cut after its entry.
   Result<SnapshotManifest> build_manifest() {
     if (checkpoints.empty()) return make_error(Errc::unavailable, "no store checkpoint yet");
     const CheckpointFile& ck = checkpoints.back();
@@ -600,8 +659,11 @@ struct NodeImpl {
     SnapshotManifest m;
     m.index = ck.at;
     m.term = *term;
-    if (!sizes.contains(ck.file)) return make_error(Errc::not_found, ck.file + " is gone");
-    m.files.push_back(FileInfo{ck.file, sizes[ck.file]});
+    for (size_t i = chain_start(checkpoints.size() - 1); i < checkpoints.size(); ++i) {
+      const CheckpointFile& c = checkpoints[i];  // its chain, full checkpoint first
+      if (!sizes.contains(c.file)) return make_error(Errc::not_found, c.file + " is gone");
+      m.files.push_back(FileInfo{c.file, sizes[c.file]});
+    }
     for (const LogFileKey& k : ck.refs) {
       std::string name = log_file_name(k.first, k.second);
       auto it = sizes.find(name);

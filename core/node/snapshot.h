@@ -1,7 +1,7 @@
 // Snapshots: how a leader brings back a follower that needs entries its log no longer holds
 // (reclaimed, or a follower whose data folder was wiped). A snapshot is the leader's newest
-// store checkpoint plus the log files its store points at, each cut after the last record of
-// an entry the checkpoint holds. Raft asks for one (raft::MsgType::snapshot); the node sends
+// store checkpoint (with the chain it builds on) plus the log files its store points at, each
+// cut after the last record of an entry the checkpoint holds. Raft asks for one (raft::MsgType::snapshot); the node sends
 // it as a stream of chunks over the Raft transport.
 //
 // Transfer: chunk 0 carries the manifest; chunk s >= 1 carries bytes [(s-1)K, sK) of the
@@ -35,7 +35,7 @@ inline constexpr const char* kSnapshotManifestFile = "snap/manifest";
 struct SnapshotManifest {
   LogIndex index;               // the checkpoint's applied index
   Term term;                    // of the entry there
-  std::vector<FileInfo> files;  // the checkpoint first, then log files; sizes as shipped
+  std::vector<FileInfo> files;  // the checkpoints first, then log files; sizes as shipped
   uint64_t total_bytes() const;
   bool operator==(const SnapshotManifest&) const = default;
 };

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 namespace queen {
 namespace {
@@ -11,7 +13,9 @@ namespace {
 constexpr uint64_t kMagic = 0x54504b434e455551ull;  // "QUENCKPT"
 constexpr uint32_t kFormatLengthFirst = 2;          // body length in the header
 constexpr uint32_t kFormat = 3;                     // body length after the body
+constexpr uint32_t kFormatDelta = 4;                // a base index after the chain
 constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8;  // magic .. applied chain
+constexpr size_t kDeltaHeaderBytes = kHeaderBytes + 8;
 constexpr const char* kPrefix = "store/ckpt.";
 
 }  // namespace
@@ -60,85 +64,177 @@ class HashingSink final : public ByteSink {
 
 }  // namespace
 
-void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain,
-                      ByteSink& sink) {
+void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain, ByteSink& sink,
+                      const DeltaOf* delta) {
   HashingSink hashed(sink);
   Bytes piece;
   piece.reserve(kCheckpointPieceBytes + kCheckpointPieceBytes / 8);
   ByteWriter w(&piece, &hashed, kCheckpointPieceBytes);
   w.u64(kMagic);
-  w.u32(kFormat);
+  w.u32(delta ? kFormatDelta : kFormat);
   w.u64(store.applied().value);
   w.u64(applied_term.value);
   w.u64(applied_chain);
-  store.encode(w);
-  w.u64(w.size() - kHeaderBytes);
+  size_t header_bytes = kHeaderBytes;
+  if (delta) {
+    QUEEN_ASSERT(delta->base < store.applied(), "a delta builds on an older checkpoint");
+    w.u64(delta->base.value);
+    header_bytes += 8;
+    store.encode_delta(w, *delta->since);
+  } else {
+    store.encode(w);
+  }
+  w.u64(w.size() - header_bytes);
   w.flush();
   uint64_t sum = hashed.digest();
   sink.put(reinterpret_cast<const uint8_t*>(&sum), 8);  // little-endian, as ByteWriter
 }
 
 Bytes encode_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain,
-                        size_t size_hint_bytes) {
+                        size_t size_hint_bytes, const DeltaOf* delta) {
   Bytes out;
   out.reserve(size_hint_bytes + size_hint_bytes / 8);  // room to grow by an eighth
   BufferSink sink(&out);
-  write_checkpoint(store, applied_term, applied_chain, sink);
+  write_checkpoint(store, applied_term, applied_chain, sink, delta);
   return out;
 }
 
-Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size) {
+namespace {
+
+struct Header {
+  uint32_t format = 0;
+  LogIndex applied;
+  Term term;
+  uint64_t chain = 0;
+  LogIndex base;
+  size_t bytes = 0;  // up to the body
+};
+
+Result<Header> decode_header(const uint8_t* data, size_t size) {
   if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
   ByteReader tail(data + size - 8, 8);
   if (tail.u64() != XXH3_64bits(data, size - 8))
     return make_error(Errc::corrupt, "checkpoint checksum mismatch");
   ByteReader r(data, size - 8);
+  Header h;
   uint64_t magic = r.u64();
-  uint32_t format = r.u32();
-  if (magic != kMagic || (format != kFormat && format != kFormatLengthFirst))
+  h.format = r.u32();
+  bool known = h.format == kFormat || h.format == kFormatLengthFirst || h.format == kFormatDelta;
+  if (magic != kMagic || !known)
     return make_error(Errc::corrupt, "not a store checkpoint of this format");
-  LogIndex applied(r.u64());
-  Term term(r.u64());
-  uint64_t chain = r.u64();
-  // Either way the length takes 8 bytes: before the body (format 2) or after it.
-  size_t body_bytes = size - kHeaderBytes - 8 - 8;
-  bool length_first = format == kFormatLengthFirst;
-  uint64_t length = ByteReader(length_first ? data + kHeaderBytes : data + size - 16, 8).u64();
-  if (length != body_bytes) return make_error(Errc::corrupt, "checkpoint length");
-  ByteReader body(data + kHeaderBytes + (length_first ? 8 : 0), body_bytes);
-  auto store = Store::decode(body);
-  if (!store.ok()) return store.error();
-  if (store.value().applied() != applied)
-    return make_error(Errc::corrupt, "checkpoint index disagrees with its store");
-  return Checkpoint{std::move(store.value()), term, chain};
+  h.applied = LogIndex(r.u64());
+  h.term = Term(r.u64());
+  h.chain = r.u64();
+  h.bytes = kHeaderBytes;
+  if (h.format == kFormatDelta) {
+    h.base = LogIndex(r.u64());
+    h.bytes = kDeltaHeaderBytes;
+    if (size < h.bytes + 16 || !(h.base < h.applied))
+      return make_error(Errc::corrupt, "delta checkpoint's base");
+  }
+  return h;
 }
 
+}  // namespace
+
+std::optional<LogIndex> peek_checkpoint_base(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
+  uint64_t magic = r.u64();
+  uint32_t format = r.u32();
+  r.u64();  // applied
+  r.u64();  // term
+  r.u64();  // chain
+  uint64_t base = format == kFormatDelta ? r.u64() : 0;
+  if (!r.ok() || magic != kMagic) return std::nullopt;
+  return LogIndex(base);
+}
+
+Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* base) {
+  auto header = decode_header(data, size);
+  if (!header.ok()) return header.error();
+  const Header& h = header.value();
+  // Either way the length takes 8 bytes: before the body (format 2) or after it.
+  size_t body_bytes = size - h.bytes - 8 - 8;
+  bool length_first = h.format == kFormatLengthFirst;
+  uint64_t length = ByteReader(length_first ? data + h.bytes : data + size - 16, 8).u64();
+  if (length != body_bytes) return make_error(Errc::corrupt, "checkpoint length");
+  ByteReader body(data + h.bytes + (length_first ? 8 : 0), body_bytes);
+  bool delta = h.format == kFormatDelta;
+  if (delta && (!base || base->applied() != h.base))
+    return make_error(Errc::corrupt, "delta checkpoint without its base");
+  auto store = delta ? Store::decode_delta(body, std::move(*base)) : Store::decode(body);
+  if (!store.ok()) return store.error();
+  if (store.value().applied() != h.applied)
+    return make_error(Errc::corrupt, "checkpoint index disagrees with its store");
+  return Checkpoint{std::move(store.value()), h.term, h.chain, h.base};
+}
+
+namespace {
+
+// The chain ending at `newest`, full checkpoint first, from each file's header (load_chain
+// verifies the files); not_found when a base is missing.
+Result<std::vector<ChainFile>> find_chain(Env& env,
+                                          const std::map<LogIndex, const FileInfo*>& by_at,
+                                          LogIndex newest) {
+  std::vector<ChainFile> chain;
+  for (LogIndex at = newest;;) {
+    auto it = by_at.find(at);
+    if (it == by_at.end() || chain.size() > kCheckpointChainMax)
+      return make_error(Errc::not_found, "checkpoint chain broken below " + checkpoint_file(at));
+    const FileInfo& f = *it->second;
+    auto bytes = env.read(f.name, 0, std::min<uint64_t>(f.size_bytes, kDeltaHeaderBytes));
+    if (!bytes.ok()) return bytes.error();
+    auto base = peek_checkpoint_base(bytes.value().data(), bytes.value().size());
+    if (!base || !(*base < at)) return make_error(Errc::corrupt, "checkpoint header");
+    chain.push_back(ChainFile{at, *base, f.name, f.size_bytes});
+    if (base->value == 0) break;
+    at = *base;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+Result<Checkpoint> load_chain(Env& env, const std::vector<ChainFile>& chain) {
+  std::optional<Checkpoint> out;
+  for (const ChainFile& f : chain) {
+    auto bytes = env.read(f.file, 0, f.size_bytes);
+    if (!bytes.ok()) return bytes.error();
+    auto c =
+        decode_checkpoint(bytes.value().data(), bytes.value().size(), out ? &out->store : nullptr);
+    if (!c.ok()) return c.error();
+    if (c.value().store.applied() != f.at)
+      return make_error(Errc::corrupt, "checkpoint index disagrees with its name");
+    out = std::move(c.value());
+  }
+  QUEEN_ASSERT(out.has_value(), "a chain holds a checkpoint");
+  return std::move(*out);
+}
+
+}  // namespace
+
 Result<LoadedCheckpoint> load_checkpoint(Env& env, const std::vector<FileInfo>& files) {
-  std::vector<std::pair<LogIndex, const FileInfo*>> found;
+  std::map<LogIndex, const FileInfo*> by_at;
   for (const FileInfo& f : files) {
     LogIndex at;
-    if (parse_checkpoint_file(f.name, &at)) found.emplace_back(at, &f);
+    if (parse_checkpoint_file(f.name, &at)) by_at[at] = &f;
   }
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
   LoadedCheckpoint out;
-  for (const auto& [at, f] : found) {
-    if (out.newest) {
-      out.stale.push_back(f->name);
-      continue;
-    }
-    auto bytes = env.read(f->name, 0, f->size_bytes);
-    if (!bytes.ok()) return bytes.error();
-    auto c = decode_checkpoint(bytes.value().data(), bytes.value().size());
-    if (!c.ok() || c.value().store.applied() != at) {
-      env.log(LogLevel::warn, "store checkpoint " + f->name + " is damaged, skipped: " +
-                                  (c.ok() ? std::string("index mismatch") : c.error().message));
-      out.stale.push_back(f->name);
+  for (auto it = by_at.rbegin(); it != by_at.rend() && !out.newest; ++it) {
+    auto chain = find_chain(env, by_at, it->first);
+    auto c = chain.ok() ? load_chain(env, chain.value()) : Result<Checkpoint>(chain.error());
+    if (!c.ok() && c.error().code == Errc::io) return c.error();  // the disk, not the file
+    if (!c.ok()) {
+      env.log(LogLevel::warn, "store checkpoint " + it->second->name +
+                                  " is damaged, skipped: " + c.error().message);
       continue;
     }
     out.newest = std::move(c.value());
-    out.file = f->name;
+    out.chain = std::move(chain.value());
   }
+  std::set<std::string> kept;
+  for (const ChainFile& f : out.chain) kept.insert(f.file);
+  for (const auto& [at, f] : by_at)
+    if (!kept.contains(f->name)) out.stale.push_back(f->name);
   return out;
 }
 

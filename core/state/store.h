@@ -122,8 +122,15 @@ struct TraceRow {
 // QUEEN_RAFT_TRACE_RETENTION_S: EffTraceTrim).
 constexpr size_t kTraceRowsMax = 200000;
 
+// The partitions appended to since some applied index, each with the base offset of its first
+// append since then; sorted by partition, one pair each (see appends_since).
+using AppendsSince = std::vector<std::pair<PartitionId, Offset>>;
+// Sorts and folds a log of (partition, base offset) pairs, in apply order, into AppendsSince.
+AppendsSince appends_since(std::vector<std::pair<PartitionId, Offset>> appended);
+
 class Store {
  public:
+  using Partitions = std::map<PartitionId, PartitionState>;
   const QueueState* queue(const std::string& name) const;
   const QueueState* queue(QueueId id) const;
   const PartitionState* partition(PartitionId id) const;
@@ -175,6 +182,13 @@ class Store {
   // decode(encode(s)) == s. Framing and checksum are the caller's (core/state/checkpoint.h).
   void encode(ByteWriter& w) const;
   static Result<Store> decode(ByteReader& r);
+  // A delta body: the store with only the append rows `since` names written in full; every
+  // older row is named by position and taken from the base store on decode. With `base` the
+  // store as it was when `since` began, decode_delta(encode_delta(s, since), base) == s.
+  // Old rows change after they are written only as retention does (released below log_start,
+  // dropped from the front), which decode redoes from the partition's fields.
+  void encode_delta(ByteWriter& w, const AppendsSince& since) const;
+  static Result<Store> decode_delta(ByteReader& r, Store&& base);
   bool operator==(const Store& o) const;
 
  private:
@@ -185,6 +199,8 @@ class Store {
   void erase_partition(PartitionId pid);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
+  void encode_with(ByteWriter& w, const AppendsSince* since) const;
+  static Result<Store> decode_with(ByteReader& r, Store* base);
   std::map<LogFileKey, uint64_t> file_refs_;
   std::deque<TraceRow> traces_;
   void delete_queue(QueueId id);

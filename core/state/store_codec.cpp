@@ -1,8 +1,12 @@
 // The store's checkpoint body (Store::encode / Store::decode). Rows shaped like effects are
 // written in their effect form; partitions, append rows and dead letters field by field.
 // Derived indexes (queue names, a queue's partitions, expiries, due timers, outcome expiry,
-// file references) are not written: decode rebuilds them.
+// file references) are not written: decode rebuilds them. A delta body (encode_delta) is the
+// same but for the partitions' old append rows, which it names instead of writing.
 #include "core/state/store.h"
+
+#include <algorithm>
+#include <iterator>
 
 namespace queen {
 namespace {
@@ -30,7 +34,34 @@ RecordLocation get_location(ByteReader& r) {
   return at;
 }
 
-void put_partition(ByteWriter& w, const PartitionState& p) {
+void put_row(ByteWriter& w, const AppendRow& row) {
+  w.u64(row.base.value);
+  w.u32(row.count);
+  w.i64(row.created_us);
+  put_location(w, row.where);
+  w.hashes(row.hashes.data(), row.hashes.size());
+}
+
+AppendRow get_row(ByteReader& r) {
+  AppendRow row;
+  row.base = Offset(r.u64());
+  row.count = r.count(16);
+  row.created_us = r.i64();
+  row.where = get_location(r);
+  row.hashes.resize(row.count);
+  for (Hash128& h : row.hashes) h = r.hash();
+  return row;
+}
+
+// The offset from which a delta writes a partition's rows in full (none listed: no row).
+Offset delta_mark(const AppendsSince& since, PartitionId pid) {
+  auto it = std::lower_bound(since.begin(), since.end(), std::make_pair(pid, Offset(0)));
+  return it != since.end() && it->first == pid ? it->second : Offset(UINT64_MAX);
+}
+
+// A partition's fields and rows. In a delta (`since`), the rows before the partition's mark
+// go as a count and the first one's base: the base store holds them.
+void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* since) {
   w.u64(p.id.value);
   w.u64(p.queue.value);
   w.str(p.name);
@@ -38,19 +69,40 @@ void put_partition(ByteWriter& w, const PartitionState& p) {
   w.i64(p.created_us);
   w.u64(p.log_start.value);
   w.i64(p.last_append_us);
-  put_count(w, p.rows.size());
-  for (const AppendRow& row : p.rows) {
-    w.u64(row.base.value);
-    w.u32(row.count);
-    w.i64(row.created_us);
-    put_location(w, row.where);
-    w.hashes(row.hashes.data(), row.hashes.size());
+  auto fresh = p.rows.begin();
+  if (since) {
+    Offset mark = delta_mark(*since, p.id);
+    fresh = std::lower_bound(p.rows.begin(), p.rows.end(), mark,
+                             [](const AppendRow& row, Offset o) { return row.base < o; });
+    put_count(w, static_cast<uint64_t>(fresh - p.rows.begin()));
+    if (fresh != p.rows.begin()) w.u64(p.rows.front().base.value);
   }
+  put_count(w, static_cast<uint64_t>(p.rows.end() - fresh));
+  for (auto it = fresh; it != p.rows.end(); ++it) put_row(w, *it);
   put_count(w, p.deleted.size());
   for (Offset o : p.deleted) w.u64(o.value);
 }
 
-PartitionState get_partition(ByteReader& r) {
+// Moves `count` rows from the next offset read on out of the base store's partition into
+// `p`, then releases those retention has released since (as Store::apply_retention does).
+bool take_old_rows(ByteReader& r, Store::Partitions* base, PartitionState& p, uint32_t count) {
+  Offset first(r.u64());
+  auto bit = base->find(p.id);
+  if (!r.ok() || bit == base->end()) return false;
+  std::vector<AppendRow>& rows = bit->second.rows;
+  auto at = std::lower_bound(rows.begin(), rows.end(), first,
+                             [](const AppendRow& row, Offset o) { return row.base < o; });
+  if (at == rows.end() || at->base != first || static_cast<size_t>(rows.end() - at) < count)
+    return false;
+  p.rows.assign(std::make_move_iterator(at), std::make_move_iterator(at + count));
+  for (AppendRow& row : p.rows) {
+    if (!(row.end() <= p.log_start)) break;
+    row.where = RecordLocation{};
+  }
+  return true;
+}
+
+PartitionState get_partition(ByteReader& r, Store::Partitions* base) {
   PartitionState p;
   p.id = PartitionId(r.u64());
   p.queue = QueueId(r.u64());
@@ -59,18 +111,13 @@ PartitionState get_partition(ByteReader& r) {
   p.created_us = r.i64();
   p.log_start = Offset(r.u64());
   p.last_append_us = r.i64();
-  uint32_t rows = r.count(44);
-  p.rows.reserve(rows);
-  for (uint64_t i = 0; i < rows && r.ok(); ++i) {
-    AppendRow row;
-    row.base = Offset(r.u64());
-    row.count = r.count(16);
-    row.created_us = r.i64();
-    row.where = get_location(r);
-    row.hashes.resize(row.count);
-    for (Hash128& h : row.hashes) h = r.hash();
-    p.rows.push_back(std::move(row));
+  if (base) {
+    uint32_t old_rows = r.u32();  // not in this stream: no length bound from it
+    if (old_rows > 0 && !take_old_rows(r, base, p, old_rows)) r.invalidate();
   }
+  uint32_t rows = r.count(44);
+  p.rows.reserve(p.rows.size() + rows);
+  for (uint64_t i = 0; i < rows && r.ok(); ++i) p.rows.push_back(get_row(r));
   uint32_t deleted = r.count(8);
   p.deleted.reserve(deleted);
   for (uint64_t i = 0; i < deleted && r.ok(); ++i) p.deleted.push_back(Offset(r.u64()));
@@ -126,7 +173,31 @@ bool get_dlq(ByteReader& r, QueueId* queue, DlqEntry* d) {
 
 }  // namespace
 
+AppendsSince appends_since(std::vector<std::pair<PartitionId, Offset>> appended) {
+  std::sort(appended.begin(), appended.end());
+  auto same = [](const auto& a, const auto& b) { return a.first == b.first; };
+  appended.erase(std::unique(appended.begin(), appended.end(), same), appended.end());
+  return appended;
+}
+
 void Store::encode(ByteWriter& w) const {
+  encode_with(w, nullptr);
+}
+
+void Store::encode_delta(ByteWriter& w, const AppendsSince& since) const {
+  encode_with(w, &since);
+}
+
+Result<Store> Store::decode(ByteReader& r) {
+  return decode_with(r, nullptr);
+}
+
+Result<Store> Store::decode_delta(ByteReader& r, Store&& base) {
+  Store from = std::move(base);
+  return decode_with(r, &from);
+}
+
+void Store::encode_with(ByteWriter& w, const AppendsSince* since) const {
   w.u32(kStoreFormat);
   w.u64(applied_.value);
   w.i64(last_now_us_);
@@ -142,7 +213,7 @@ void Store::encode(ByteWriter& w) const {
   }
   put_count(w, partitions_.size());
   for (const auto& [id, p] : partitions_) {
-    put_partition(w, p);
+    put_partition(w, p, since);
     w.boundary();
   }
   put_count(w, cursors_.size());
@@ -181,7 +252,7 @@ void Store::encode(ByteWriter& w) const {
   }
 }
 
-Result<Store> Store::decode(ByteReader& r) {
+Result<Store> Store::decode_with(ByteReader& r, Store* base) {
   Store s;
   if (r.u32() != kStoreFormat) return make_error(Errc::corrupt, "unknown store format");
   s.applied_ = LogIndex(r.u64());
@@ -195,7 +266,7 @@ Result<Store> Store::decode(ByteReader& r) {
     if (get_as(r, &q)) s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
   });
   get_table(r, [&] {
-    PartitionState p = get_partition(r);
+    PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr);
     s.partitions_[p.id] = std::move(p);
   });
   get_table(r, [&] {
