@@ -1,8 +1,8 @@
 // Snapshots: how a leader brings back a follower that needs entries its log no longer holds
 // (reclaimed, or a follower whose data folder was wiped). A snapshot is the leader's newest
 // store checkpoint (with the chain it builds on) plus the log files its store points at, each
-// cut after the last record of an entry the checkpoint holds. Raft asks for one (raft::MsgType::snapshot); the node sends
-// it as a stream of chunks over the Raft transport.
+// cut after the last record of an entry the checkpoint holds. Raft asks for one
+// (raft::MsgType::snapshot); the node sends it as a stream of chunks over the Raft transport.
 //
 // Transfer: chunk 0 carries the manifest; chunk s >= 1 carries bytes [(s-1)K, sK) of the
 // files laid end to end in manifest order (K = the chunk size). The follower takes chunks in
