@@ -85,11 +85,10 @@ void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* s
 
 // Moves `count` rows from the next offset read on out of the base store's partition into
 // `p`, then releases those retention has released since (as Store::apply_retention does).
-bool take_old_rows(ByteReader& r, Store::Partitions* base, PartitionState& p, uint32_t count) {
+bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint32_t count) {
   Offset first(r.u64());
-  auto bit = base->find(p.id);
-  if (!r.ok() || bit == base->end()) return false;
-  std::vector<AppendRow>& rows = bit->second.rows;
+  if (!r.ok() || !from) return false;
+  std::vector<AppendRow>& rows = from->rows;
   auto at = std::lower_bound(rows.begin(), rows.end(), first,
                              [](const AppendRow& row, Offset o) { return row.base < o; });
   if (at == rows.end() || at->base != first || static_cast<size_t>(rows.end() - at) < count)
@@ -102,6 +101,16 @@ bool take_old_rows(ByteReader& r, Store::Partitions* base, PartitionState& p, ui
   return true;
 }
 
+// In a delta: takes the partition's old rows from the base store, then drops the base's
+// copy of the partition, so that loading a chain never holds two copies of the store.
+void take_from_base(ByteReader& r, Store::Partitions* base, PartitionState& p) {
+  uint32_t old_rows = r.u32();  // not in this stream: no length bound from it
+  auto bit = base->find(p.id);
+  PartitionState* from = bit == base->end() ? nullptr : &bit->second;
+  if (old_rows > 0 && !take_old_rows(r, from, p, old_rows)) r.invalidate();
+  if (from) base->erase(bit);
+}
+
 PartitionState get_partition(ByteReader& r, Store::Partitions* base) {
   PartitionState p;
   p.id = PartitionId(r.u64());
@@ -111,10 +120,7 @@ PartitionState get_partition(ByteReader& r, Store::Partitions* base) {
   p.created_us = r.i64();
   p.log_start = Offset(r.u64());
   p.last_append_us = r.i64();
-  if (base) {
-    uint32_t old_rows = r.u32();  // not in this stream: no length bound from it
-    if (old_rows > 0 && !take_old_rows(r, base, p, old_rows)) r.invalidate();
-  }
+  if (base) take_from_base(r, base, p);
   uint32_t rows = r.count(44);
   p.rows.reserve(p.rows.size() + rows);
   for (uint64_t i = 0; i < rows && r.ok(); ++i) p.rows.push_back(get_row(r));
