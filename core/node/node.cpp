@@ -563,15 +563,12 @@ struct NodeImpl {
   LogIndex delta_base() const {
     if (!appends_noted || checkpoints.empty() || config.checkpoint_deltas_max == 0)
       return LogIndex(0);
-    uint64_t deltas = 0, delta_bytes = 0;
-    auto it = checkpoints.rbegin();
-    for (; it != checkpoints.rend() && it->base.value != 0; ++it) {
-      ++deltas;
-      delta_bytes += it->size_bytes;
-    }
-    if (it == checkpoints.rend()) return LogIndex(0);  // the chain's root is gone: start anew
+    size_t root = chain_start(checkpoints.size() - 1);
+    uint64_t deltas = checkpoints.size() - 1 - root, delta_bytes = 0;
+    for (size_t i = root + 1; i < checkpoints.size(); ++i) delta_bytes += checkpoints[i].size_bytes;
     uint64_t deltas_max = std::min<uint64_t>(config.checkpoint_deltas_max, kCheckpointChainMax);
-    bool heavy = delta_bytes > kChainDeltasLightBytes && delta_bytes * 2 >= it->size_bytes;
+    uint64_t full_bytes = checkpoints[root].size_bytes;
+    bool heavy = delta_bytes > kChainDeltasLightBytes && delta_bytes * 2 >= full_bytes;
     bool ends = deltas >= deltas_max || heavy;
     return ends ? LogIndex(0) : checkpoints.back().at;
   }

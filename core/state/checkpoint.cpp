@@ -75,11 +75,10 @@ void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_ch
   w.u64(store.applied().value);
   w.u64(applied_term.value);
   w.u64(applied_chain);
-  size_t header_bytes = kHeaderBytes;
+  size_t header_bytes = delta ? kDeltaHeaderBytes : kHeaderBytes;
   if (delta) {
     QUEEN_ASSERT(delta->base < store.applied(), "a delta builds on an older checkpoint");
     w.u64(delta->base.value);
-    header_bytes += 8;
     store.encode_delta(w, *delta->since);
   } else {
     store.encode(w);
@@ -110,18 +109,13 @@ struct Header {
   size_t bytes = 0;  // up to the body
 };
 
-Result<Header> decode_header(const uint8_t* data, size_t size) {
-  if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
-  ByteReader tail(data + size - 8, 8);
-  if (tail.u64() != XXH3_64bits(data, size - 8))
-    return make_error(Errc::corrupt, "checkpoint checksum mismatch");
-  ByteReader r(data, size - 8);
+// The header's fields, unverified: none when these bytes cannot be a checkpoint's header.
+std::optional<Header> parse_header(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
   Header h;
   uint64_t magic = r.u64();
   h.format = r.u32();
   bool known = h.format == kFormat || h.format == kFormatLengthFirst || h.format == kFormatDelta;
-  if (magic != kMagic || !known)
-    return make_error(Errc::corrupt, "not a store checkpoint of this format");
   h.applied = LogIndex(r.u64());
   h.term = Term(r.u64());
   h.chain = r.u64();
@@ -129,24 +123,29 @@ Result<Header> decode_header(const uint8_t* data, size_t size) {
   if (h.format == kFormatDelta) {
     h.base = LogIndex(r.u64());
     h.bytes = kDeltaHeaderBytes;
-    if (size < h.bytes + 16 || !(h.base < h.applied))
-      return make_error(Errc::corrupt, "delta checkpoint's base");
   }
+  if (!r.ok() || magic != kMagic || !known) return std::nullopt;
   return h;
+}
+
+Result<Header> decode_header(const uint8_t* data, size_t size) {
+  if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
+  ByteReader tail(data + size - 8, 8);
+  if (tail.u64() != XXH3_64bits(data, size - 8))
+    return make_error(Errc::corrupt, "checkpoint checksum mismatch");
+  auto h = parse_header(data, size - 8);
+  if (!h) return make_error(Errc::corrupt, "not a store checkpoint of this format");
+  if (h->format == kFormatDelta && (size < h->bytes + 16 || !(h->base < h->applied)))
+    return make_error(Errc::corrupt, "delta checkpoint's base");
+  return *h;
 }
 
 }  // namespace
 
 std::optional<LogIndex> peek_checkpoint_base(const uint8_t* data, size_t size) {
-  ByteReader r(data, size);
-  uint64_t magic = r.u64();
-  uint32_t format = r.u32();
-  r.u64();  // applied
-  r.u64();  // term
-  r.u64();  // chain
-  uint64_t base = format == kFormatDelta ? r.u64() : 0;
-  if (!r.ok() || magic != kMagic) return std::nullopt;
-  return LogIndex(base);
+  auto h = parse_header(data, size);
+  if (!h) return std::nullopt;
+  return h->base;
 }
 
 Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* base) {

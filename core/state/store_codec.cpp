@@ -53,6 +53,13 @@ AppendRow get_row(ByteReader& r) {
   return row;
 }
 
+// The first of `rows` (by base offset) whose base is at or after `o`.
+template <typename Rows>
+auto first_row_from(Rows& rows, Offset o) {
+  return std::lower_bound(rows.begin(), rows.end(), o,
+                          [](const AppendRow& row, Offset v) { return row.base < v; });
+}
+
 // The offset from which a delta writes a partition's rows in full (none listed: no row).
 Offset delta_mark(const AppendsSince& since, PartitionId pid) {
   auto it = std::lower_bound(since.begin(), since.end(), std::make_pair(pid, Offset(0)));
@@ -71,9 +78,7 @@ void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* s
   w.i64(p.last_append_us);
   auto fresh = p.rows.begin();
   if (since) {
-    Offset mark = delta_mark(*since, p.id);
-    fresh = std::lower_bound(p.rows.begin(), p.rows.end(), mark,
-                             [](const AppendRow& row, Offset o) { return row.base < o; });
+    fresh = first_row_from(p.rows, delta_mark(*since, p.id));
     put_count(w, static_cast<uint64_t>(fresh - p.rows.begin()));
     if (fresh != p.rows.begin()) w.u64(p.rows.front().base.value);
   }
@@ -89,8 +94,7 @@ bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint3
   Offset first(r.u64());
   if (!r.ok() || !from) return false;
   std::vector<AppendRow>& rows = from->rows;
-  auto at = std::lower_bound(rows.begin(), rows.end(), first,
-                             [](const AppendRow& row, Offset o) { return row.base < o; });
+  auto at = first_row_from(rows, first);
   if (at == rows.end() || at->base != first || static_cast<size_t>(rows.end() - at) < count)
     return false;
   p.rows.assign(std::make_move_iterator(at), std::make_move_iterator(at + count));
