@@ -82,10 +82,14 @@ class Env {
   // go to the file. `produce` may run after the call returns, in a copy of the node's memory
   // taken at the call (io/real forks, so the node goes on while a large file is encoded and
   // written, and the file never sits in memory whole): it must only read, and must not
-  // touch the Env. By default it runs at once and its bytes are appended and synced.
+  // touch the Env. `expected_bytes` is the caller's guess of the file's size (UINT64_MAX:
+  // unknown): io/real runs the producer at once for a small file, where copying the process
+  // would cost more than encoding it. By default it runs at once and its bytes are appended
+  // and synced.
   using FileProducer = std::function<void(ByteSink&)>;
   virtual void write_whole_file(const std::string& file, const FileProducer& produce,
-                                uint64_t token) {
+                                uint64_t token, uint64_t expected_bytes) {
+    (void)expected_bytes;
     Bytes bytes;
     BufferSink collect(&bytes);
     produce(collect);

@@ -235,6 +235,7 @@ struct NodeImpl {
     std::string file;
     uint64_t size_bytes = 0;
     std::vector<LogFileKey> refs;  // the log files its store points at (a snapshot ships them)
+    uint64_t log_bytes = 0;        // the log's growth since the checkpoint before it
   };
   std::deque<CheckpointFile> checkpoints;
   uint64_t checkpoint_token = 0;  // 0: none in flight
@@ -271,6 +272,8 @@ struct NodeImpl {
   bool restart_requested = false;  // installed: the Node restarts in place
   uint64_t log_bytes_since_checkpoint = 0;
   uint64_t last_full_checkpoint_bytes = 0;
+  uint64_t last_delta_bytes = 0;      // the newest delta's size, 0 before the first
+  uint64_t last_delta_log_bytes = 0;  // and the log's growth it covered
   int64_t last_checkpoint_ms = 0;
   Term applied_term;
   bool require_next_entry = false;  // see load_store_checkpoint
@@ -537,9 +540,10 @@ struct NodeImpl {
     if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
       return;
     last_checkpoint_ms = now_ms;
-    log_bytes_since_checkpoint = 0;
     LogIndex base = delta_base();
-    checkpoint_writing = CheckpointFile{at, base, checkpoint_file(at), 0, file_refs_now()};
+    checkpoint_writing = CheckpointFile{
+        at, base, checkpoint_file(at), 0, file_refs_now(), log_bytes_since_checkpoint};
+    log_bytes_since_checkpoint = 0;
     checkpoint_token = next_token++;
     // The store is encoded from its state now, possibly in a copy of the process (io/env.h),
     // which also sorts the appends a delta writes.
@@ -552,9 +556,28 @@ struct NodeImpl {
           DeltaOf delta{base, &since};
           write_checkpoint(store, term, chain, sink, &delta);
         },
-        checkpoint_token);
+        checkpoint_token, expected_checkpoint_bytes(checkpoint_writing));
     appended_since_checkpoint.clear();
     appends_noted = true;
+  }
+
+  // A guess at the size of checkpoint `c`, so that io may write a small one in place rather
+  // than in a copy of the process: a delta weighs as much as the newest delta did per byte of
+  // log (at least as much), a full one as the chain before it (its rows are there) and such a
+  // delta. UINT64_MAX when there is nothing to go by (no delta since the start).
+  uint64_t expected_checkpoint_bytes(const CheckpointFile& c) const {
+    if (last_delta_bytes == 0 || last_delta_log_bytes == 0) return UINT64_MAX;
+    uint64_t since = last_delta_bytes;
+    if (c.log_bytes > last_delta_log_bytes) {
+      double per_log_byte = static_cast<double>(last_delta_bytes) / last_delta_log_bytes;
+      since = static_cast<uint64_t>(std::min(per_log_byte * c.log_bytes, 1e18));
+    }
+    if (c.base.value != 0) return since;
+    if (checkpoints.empty()) return UINT64_MAX;
+    uint64_t chain_bytes = 0;
+    for (size_t i = chain_start(checkpoints.size() - 1); i < checkpoints.size(); ++i)
+      chain_bytes += checkpoints[i].size_bytes;
+    return chain_bytes + since;
   }
 
   // The checkpoint the next one builds on, or 0 for a full one: a chain ends once its deltas
@@ -578,8 +601,12 @@ struct NodeImpl {
     if (!ok) return halt("fsync of store checkpoint " + checkpoint_writing.file + " failed");
     if (auto size = env.file_size(checkpoint_writing.file); size.ok())
       checkpoint_writing.size_bytes = size.value();
-    if (checkpoint_writing.base.value == 0)
+    if (checkpoint_writing.base.value == 0) {
       last_full_checkpoint_bytes = checkpoint_writing.size_bytes;
+    } else {
+      last_delta_bytes = checkpoint_writing.size_bytes;
+      last_delta_log_bytes = checkpoint_writing.log_bytes;
+    }
     checkpoints.push_back(std::move(checkpoint_writing));
     ++stats.store_checkpoints;
     // A snapshot being sent reads its checkpoints and log files: keep them until it is done.

@@ -197,13 +197,66 @@ void Disk::sync(const std::string& file, uint64_t token) {
   enqueue(Op{Op::Kind::sync, file, {}, token});
 }
 
-void Disk::write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token) {
-  if (options_.fork_whole_files && valid_file_name(file) && fork_whole(file, produce, token))
+class Disk::PieceSink final : public ByteSink {
+ public:
+  PieceSink(Disk& disk, std::string file) : disk_(disk), file_(std::move(file)) {}
+  void put(const uint8_t* data, size_t size) override {
+    while (size > 0) {
+      if (piece_.capacity() == 0) piece_ = disk_.take_piece();
+      size_t n = std::min(size, kPieceBytes - piece_.size());
+      piece_.insert(piece_.end(), data, data + n);
+      data += n;
+      size -= n;
+      if (piece_.size() == kPieceBytes) send();
+    }
+  }
+  // The last piece; a file of no bytes still gets its (empty) first one.
+  void finish() {
+    if (!piece_.empty() || first_) send();
+  }
+
+ private:
+  void send() {
+    disk_.enqueue(Op{Op::Kind::append, file_, std::move(piece_), 0, first_, true});
+    piece_ = Bytes();
+    first_ = false;
+  }
+  Disk& disk_;
+  std::string file_;
+  Bytes piece_;
+  bool first_ = true;
+};
+
+Bytes Disk::take_piece() {
+  {
+    std::lock_guard lock(spare_mutex_);
+    if (!spare_pieces_.empty()) {
+      Bytes piece = std::move(spare_pieces_.back());
+      spare_pieces_.pop_back();
+      return piece;
+    }
+  }
+  Bytes piece;
+  piece.reserve(kPieceBytes);
+  return piece;
+}
+
+void Disk::give_back(Bytes piece) {
+  if (piece.capacity() != kPieceBytes) return;
+  piece.clear();
+  std::lock_guard lock(spare_mutex_);
+  if (spare_pieces_.size() < kSparePiecesMax) spare_pieces_.push_back(std::move(piece));
+}
+
+void Disk::write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token,
+                       uint64_t expected_bytes) {
+  bool large = expected_bytes > options_.whole_in_place_bytes_max;
+  if (large && options_.fork_whole_files && valid_file_name(file) &&
+      fork_whole(file, produce, token))
     return;
-  Bytes bytes;
-  BufferSink sink(&bytes);
+  PieceSink sink(*this, file);
   produce(sink);
-  append(file, std::move(bytes));
+  sink.finish();
   sync(file, token);
 }
 
@@ -328,6 +381,7 @@ void Disk::run_batch(std::vector<Op>& batch) {
   for (Op& op : batch) {
     if (op.kind == Op::Kind::append) {
       run_append(op);
+      if (op.spare) give_back(std::move(op.data));
       continue;
     }
     auto it =
@@ -386,7 +440,8 @@ void Disk::helper_loop() {
 void Disk::run_append(const Op& op) {
   int err = 0;
   auto f = handle(op.file, /*create=*/true, &err);
-  bool ok = f && write_all(f->fd, op.data.data(), op.data.size());
+  bool ok = f && (!op.first_piece || ::ftruncate(f->fd, 0) == 0) &&
+            write_all(f->fd, op.data.data(), op.data.size());
   if (!ok) {
     if (f) err = errno;
     log_line(LogLevel::error, "disk", "append to " + op.file + " failed: " + errno_text(err));

@@ -16,14 +16,18 @@
 //   ok=false: the caller must stop.
 // - truncate() and remove() first wait for the FIFO to drain, so they apply after every
 //   append queued before them.
-// - write_whole() forks: the copy of the process closes every inherited descriptor past
+// - write_whole() of a file expected larger than whole_in_place_bytes_max forks (a fork costs
+//   the node its page tables' copy and a copy-on-write fault per page it writes next, more
+//   than encoding a few MiB): the copy of the process closes every inherited descriptor past
 //   stderr, encodes the file from memory as it was at the call, writing each piece as it
 //   comes (a chunk's writeback at a time, so the log's fdatasync never queues behind all of
-//   it; the file is never in memory whole), fdatasyncs
-//   it and its folders, and exits; a waiter thread reports sync_done when it is gone. The
-//   copy runs only the producer and system calls (no locks of this process: only the
-//   forking thread lives on in it). Without fork (it failed, or fork_whole_files is off)
-//   the producer runs on the caller's thread and its bytes go through the FIFO in one piece.
+//   it; the file is never in memory whole), fdatasyncs it and its folders, and exits; a
+//   waiter thread reports sync_done when it is gone. The copy runs only the producer and
+//   system calls (no locks of this process: only the forking thread lives on in it).
+//   Without fork (a small file, the fork failed, or fork_whole_files is off) the producer
+//   runs on the caller's thread and its bytes go through the FIFO in pieces of kPieceBytes
+//   as they come (the first empties the file), so the writer writes while the rest is
+//   produced; the pieces' buffers are kept for the next file.
 // - File names are relative, '/'-separated and never contain "." or ".." segments.
 #pragma once
 
@@ -48,11 +52,12 @@
 namespace queen::real {
 
 struct DiskOptions {
-  std::string root;                         // the data folder (QUEEN_RAFT_DIR)
-  size_t open_files_max = 256;              // descriptors kept open
-  size_t queue_ops_max = 1u << 16;          // appends and syncs waiting for the writer
-  uint64_t queue_bytes_max = 256ull << 20;  // bytes of appends waiting for the writer
-  bool fork_whole_files = true;             // write_whole() in a forked copy
+  std::string root;                                 // the data folder (QUEEN_RAFT_DIR)
+  size_t open_files_max = 256;                      // descriptors kept open
+  size_t queue_ops_max = 1u << 16;                  // appends and syncs waiting for the writer
+  uint64_t queue_bytes_max = 256ull << 20;          // bytes of appends waiting for the writer
+  bool fork_whole_files = true;                     // write_whole() of a large file forks
+  uint64_t whole_in_place_bytes_max = 32ull << 20;  // smaller: write_whole() in place
 };
 
 class Disk {
@@ -73,8 +78,10 @@ class Disk {
 
   void append(const std::string& file, Bytes data);
   void sync(const std::string& file, uint64_t token);
-  // A new file with the bytes `produce` returns, durable when sync_done(token, ok) reports.
-  void write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token);
+  // A new file with the bytes `produce` returns, durable when sync_done(token, ok) reports;
+  // `expected_bytes` (a guess) chooses between the fork and the caller's thread.
+  void write_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token,
+                   uint64_t expected_bytes = UINT64_MAX);
   Result<uint64_t> file_size(const std::string& file) const;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
   Status truncate(const std::string& file, uint64_t size_bytes);
@@ -90,11 +97,14 @@ class Disk {
  private:
   struct OpenFile;
   struct Forked;  // one forked writer and the thread that waits for it
+  class PieceSink;
   struct Op {
     enum class Kind { append, sync } kind;
     std::string file;
     Bytes data;
     uint64_t token = 0;
+    bool first_piece = false;  // of a whole file: empties the file before it is written
+    bool spare = false;        // a whole file's piece: its buffer goes back to spare_pieces_
   };
 
   void enqueue(Op op);
@@ -149,6 +159,16 @@ class Disk {
 
   bool fork_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token);
   void reap_finished();
+
+  // A whole file written in place goes to the FIFO in pieces of kPieceBytes as it is
+  // produced. Their buffers are kept for the next file (at most kSparePiecesMax): fresh
+  // memory costs a page fault per page.
+  static constexpr size_t kPieceBytes = 1u << 20;
+  static constexpr size_t kSparePiecesMax = 16;
+  Bytes take_piece();
+  void give_back(Bytes piece);
+  std::mutex spare_mutex_;
+  std::vector<Bytes> spare_pieces_;
   std::list<std::unique_ptr<Forked>> forked_;  // node thread only (and stop())
 };
 

@@ -56,9 +56,9 @@ class RealEnv final : public Env {
   Status remove(const std::string& file) override;
   Status rename(const std::string& from, const std::string& to) override;
   Result<std::vector<FileInfo>> list_files() override { return disk_.list_files(); }
-  void write_whole_file(const std::string& file, const FileProducer& produce,
-                        uint64_t token) override {
-    disk_.write_whole(file, produce, token);
+  void write_whole_file(const std::string& file, const FileProducer& produce, uint64_t token,
+                        uint64_t expected_bytes) override {
+    disk_.write_whole(file, produce, token, expected_bytes);
   }
   Result<uint64_t> file_size(const std::string& file) override { return disk_.file_size(file); }
 

@@ -183,5 +183,36 @@ TEST(CheckpointDelta, AChainEndsAtItsLimitAndOnlyTheTwoNewestChainsStay) {
   EXPECT_EQ(h.pop("q", "g", 3000).messages.size(), 2004u);
 }
 
+// io writes a checkpoint guessed small in place and a large one in a copy of the process:
+// before the first delta there is no guess; a delta is guessed from the one before, a full
+// checkpoint from the chain it ends (its rows are there) and the rows since, each within a
+// factor of two, and a full one never below its size.
+TEST(CheckpointDelta, ACheckpointsSizeIsGuessedFromTheOnesBefore) {
+  NodeConfig c = frequent_checkpoints();
+  c.checkpoint_deltas_max = 2;
+  Harness h(c);
+  std::map<LogIndex, uint64_t> sizes;  // every checkpoint written (older ones are removed)
+  for (int i = 0; i < 5; ++i) {
+    h.push("q", "p", ids("m" + std::to_string(i) + "-", 500));
+    h.env.advance_ms(150);
+    for (const auto& [at, base] : chain_files(h.env))
+      sizes[at] = h.env.files.at(checkpoint_file(at)).size();
+  }
+  ASSERT_EQ(sizes.size(), 5u);  // full, delta, delta, full, delta
+  std::vector<uint64_t> size, guess;
+  for (const auto& [at, bytes] : sizes) {
+    size.push_back(bytes);
+    guess.push_back(h.env.expected_bytes.at(checkpoint_file(at)));
+  }
+  EXPECT_EQ(guess[0], UINT64_MAX) << "the first full one: nothing before it";
+  EXPECT_EQ(guess[1], UINT64_MAX) << "the first delta: no delta before it";
+  for (size_t i : {2u, 4u}) {
+    EXPECT_GE(guess[i] * 2, size[i]) << i;
+    EXPECT_LE(guess[i], size[i] * 2) << i;
+  }
+  EXPECT_GE(guess[3], size[3]);
+  EXPECT_LE(guess[3], size[3] * 2);
+}
+
 }  // namespace
 }  // namespace queen::testing

@@ -46,6 +46,12 @@ class MemEnv : public Env {
     b.insert(b.end(), data.begin(), data.end());
   }
   void sync(const std::string& f, uint64_t token) override { pending_syncs.push_back({f, token}); }
+  std::map<std::string, uint64_t> expected_bytes;  // of each file written whole, as guessed
+  void write_whole_file(const std::string& f, const FileProducer& produce, uint64_t token,
+                        uint64_t expected) override {
+    expected_bytes[f] = expected;
+    Env::write_whole_file(f, produce, token, expected);
+  }
   Result<Bytes> read(const std::string& f, uint64_t pos, uint64_t len) override {
     auto it = files.find(f);
     if (it == files.end() || pos + len > it->second.size())

@@ -1,7 +1,8 @@
 // The real disk's whole-file writes (io/real/disk.h): a file encoded by a forked copy of
 // the process from memory as it was at the call, reported durable once written and
-// fdatasync'd, without holding up the caller; failures reported as ok=false; and a copy
-// still running at stop() killed with its unfinished file removed.
+// fdatasync'd, without holding up the caller; a file expected small written from the caller's
+// thread instead, in pieces; failures reported as ok=false; and a copy still running at
+// stop() killed with its unfinished file removed.
 #include "io/real/disk.h"
 
 #include <gtest/gtest.h>
@@ -148,6 +149,35 @@ TEST_F(DiskTest, AFileWrittenInManyPiecesArrivesWhole) {
       2);
   ASSERT_EQ(outcome(2), std::optional<bool>(true));
   EXPECT_TRUE(read_text(root_ / "pieces") == expected);
+}
+
+// A file expected small is produced before write_whole returns (a forked copy would set its
+// own copy of `ran`); it goes to the writer in pieces, which arrive whole and in order, and
+// replaces what a file of that name held before.
+TEST_F(DiskTest, AFileExpectedSmallIsWrittenOnTheCallersThread) {
+  real::Disk& disk = open();
+  std::ofstream(root_ / "small") << std::string(5u << 20, 'x');
+  std::string expected;
+  for (size_t i = 0; expected.size() < (3u << 20) + 5; ++i)
+    expected += std::string(1 + (i * 7919) % 70000, static_cast<char>('a' + i % 26));
+  bool ran = false;
+  disk.write_whole(
+      "small",
+      [&expected, &ran](ByteSink& sink) {
+        ran = true;
+        for (size_t at = 0, i = 0; at < expected.size(); ++i) {
+          size_t n = std::min(expected.size() - at, 1 + (i * 104729) % 300000);
+          sink.put(reinterpret_cast<const uint8_t*>(expected.data()) + at, n);
+          at += n;
+        }
+      },
+      3, /*expected_bytes=*/1000);
+  EXPECT_TRUE(ran);
+  ASSERT_EQ(outcome(3), std::optional<bool>(true));
+  EXPECT_TRUE(read_text(root_ / "small") == expected);
+  disk.write_whole("empty", writes(""), 4, 0);
+  ASSERT_EQ(outcome(4), std::optional<bool>(true));
+  EXPECT_TRUE(fs::exists(root_ / "empty"));
 }
 
 TEST_F(DiskTest, WithoutForkTheFileIsWrittenOnTheCallersThread) {
