@@ -41,6 +41,10 @@ constexpr int64_t kClaimMarginMsMax = 250;
 constexpr int64_t kCheckpointIdleFactor = 30;
 // Deltas that weigh less than this in all never end their chain by their weight.
 constexpr uint64_t kChainDeltasLightBytes = 1u << 20;
+// Every checkpoint writes every row of the store's tables but the append rows (partitions,
+// cursors, request outcomes...), one at a time: each costs about as much to encode as this
+// many bytes of append rows, which go as runs of hashes.
+constexpr uint64_t kTableRowEncodeBytes = 1024;
 // A snapshot chunk unanswered for this many Raft ticks is sent again; after this many
 // resends in a row the transfer is given up (Raft asks for a new one later).
 constexpr uint64_t kSnapshotResendTicks = 10;
@@ -561,10 +565,12 @@ struct NodeImpl {
     appends_noted = true;
   }
 
-  // A guess at the size of checkpoint `c`, so that io may write a small one in place rather
-  // than in a copy of the process: a delta weighs as much as the newest delta did per byte of
-  // log (at least as much), a full one as the chain before it (its rows are there) and such a
-  // delta. UINT64_MAX when there is nothing to go by (no delta since the start).
+  // A guess at the work of checkpoint `c` in bytes, so that io may write a small one in place
+  // rather than in a copy of the process: a delta weighs as much as the newest delta did per
+  // byte of log (at least as much), a full one as the chain before it (its rows are there)
+  // and such a delta; each table row counts kTableRowEncodeBytes more (rows made since the
+  // newest delta are in neither). UINT64_MAX when there is nothing to go by (no delta since
+  // the start).
   uint64_t expected_checkpoint_bytes(const CheckpointFile& c) const {
     if (last_delta_bytes == 0 || last_delta_log_bytes == 0) return UINT64_MAX;
     uint64_t since = last_delta_bytes;
@@ -572,12 +578,22 @@ struct NodeImpl {
       double per_log_byte = static_cast<double>(last_delta_bytes) / last_delta_log_bytes;
       since = static_cast<uint64_t>(std::min(per_log_byte * c.log_bytes, 1e18));
     }
+    since += table_rows() * kTableRowEncodeBytes;
     if (c.base.value != 0) return since;
     if (checkpoints.empty()) return UINT64_MAX;
     uint64_t chain_bytes = 0;
     for (size_t i = chain_start(checkpoints.size() - 1); i < checkpoints.size(); ++i)
       chain_bytes += checkpoints[i].size_bytes;
     return chain_bytes + since;
+  }
+
+  // The rows of the store's tables but the append rows.
+  uint64_t table_rows() const {
+    uint64_t n = store.queues().size() + store.partitions().size() + store.cursors().size() +
+                 store.groups().size() + store.kv().size() + store.timers().size() +
+                 store.request_outcomes().size() + store.traces().size();
+    for (const auto& [queue, letters] : store.dlq()) n += letters.size();
+    return n;
   }
 
   // The checkpoint the next one builds on, or 0 for a full one: a chain ends once its deltas

@@ -214,5 +214,21 @@ TEST(CheckpointDelta, ACheckpointsSizeIsGuessedFromTheOnesBefore) {
   EXPECT_LE(guess[3], size[3] * 2);
 }
 
+// Rows of the store's tables are encoded one at a time, far slower per byte than runs of
+// hashes: a delta over many partitions is guessed as a large piece of work, not by its bytes.
+TEST(CheckpointDelta, ManyPartitionsMakeACheckpointGuessedLarge) {
+  NodeConfig c = frequent_checkpoints();
+  Harness h(c);
+  for (int i = 0; i < 3; ++i) {
+    for (int p = 0; p < 1000; ++p) h.push("q", "p" + std::to_string(p), {"m" + std::to_string(i)});
+    h.env.advance_ms(150);
+  }
+  auto files = chain_files(h.env);
+  ASSERT_EQ(files.size(), 3u);  // full, delta, delta
+  std::string newest = checkpoint_file(files[2].first);
+  EXPECT_LT(h.env.files.at(newest).size(), 200'000u);
+  EXPECT_GE(h.env.expected_bytes.at(newest), 1000u << 10);
+}
+
 }  // namespace
 }  // namespace queen::testing
