@@ -13,7 +13,12 @@ namespace {
 constexpr uint64_t kMagic = 0x54504b434e455551ull;  // "QUENCKPT"
 constexpr uint32_t kFormatLengthFirst = 2;          // body length in the header
 constexpr uint32_t kFormat = 3;                     // body length after the body
-constexpr uint32_t kFormatDelta = 4;                // a base index after the chain
+constexpr uint32_t kFormatDeltaOutcomesFull = 4;    // a delta writing every request outcome
+constexpr uint32_t kFormatDelta = 5;                // a base index after the chain
+
+bool is_delta(uint32_t format) {
+  return format == kFormatDelta || format == kFormatDeltaOutcomesFull;
+}
 constexpr size_t kHeaderBytes = 8 + 4 + 8 + 8 + 8;  // magic .. applied chain
 constexpr size_t kDeltaHeaderBytes = kHeaderBytes + 8;
 constexpr const char* kPrefix = "store/ckpt.";
@@ -79,7 +84,7 @@ void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_ch
   if (delta) {
     QUEEN_ASSERT(delta->base < store.applied(), "a delta builds on an older checkpoint");
     w.u64(delta->base.value);
-    store.encode_delta(w, *delta->since);
+    store.encode_delta(w, *delta->since, delta->base);
   } else {
     store.encode(w);
   }
@@ -115,12 +120,12 @@ std::optional<Header> parse_header(const uint8_t* data, size_t size) {
   Header h;
   uint64_t magic = r.u64();
   h.format = r.u32();
-  bool known = h.format == kFormat || h.format == kFormatLengthFirst || h.format == kFormatDelta;
+  bool known = h.format == kFormat || h.format == kFormatLengthFirst || is_delta(h.format);
   h.applied = LogIndex(r.u64());
   h.term = Term(r.u64());
   h.chain = r.u64();
   h.bytes = kHeaderBytes;
-  if (h.format == kFormatDelta) {
+  if (is_delta(h.format)) {
     h.base = LogIndex(r.u64());
     h.bytes = kDeltaHeaderBytes;
   }
@@ -135,7 +140,7 @@ Result<Header> decode_header(const uint8_t* data, size_t size) {
     return make_error(Errc::corrupt, "checkpoint checksum mismatch");
   auto h = parse_header(data, size - 8);
   if (!h) return make_error(Errc::corrupt, "not a store checkpoint of this format");
-  if (h->format == kFormatDelta && (size < h->bytes + 16 || !(h->base < h->applied)))
+  if (is_delta(h->format) && (size < h->bytes + 16 || !(h->base < h->applied)))
     return make_error(Errc::corrupt, "delta checkpoint's base");
   return *h;
 }
@@ -158,10 +163,11 @@ Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* ba
   uint64_t length = ByteReader(length_first ? data + h.bytes : data + size - 16, 8).u64();
   if (length != body_bytes) return make_error(Errc::corrupt, "checkpoint length");
   ByteReader body(data + h.bytes + (length_first ? 8 : 0), body_bytes);
-  bool delta = h.format == kFormatDelta;
+  bool delta = is_delta(h.format);
   if (delta && (!base || base->applied() != h.base))
     return make_error(Errc::corrupt, "delta checkpoint without its base");
-  auto store = delta ? Store::decode_delta(body, std::move(*base)) : Store::decode(body);
+  auto store = delta ? Store::decode_delta(body, std::move(*base), h.format == kFormatDelta)
+                     : Store::decode(body);
   if (!store.ok()) return store.error();
   if (store.value().applied() != h.applied)
     return make_error(Errc::corrupt, "checkpoint index disagrees with its store");

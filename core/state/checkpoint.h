@@ -7,11 +7,11 @@
 // File (format 3): magic, format, applied index, the applied entry's term, the applied chain
 // (a hash over every applied entry, kept when the node tracks it for the checker), the body
 // (Store::encode), the body's length, then an xxh3-64 over everything before it; so it can
-// be written as it is encoded. Format 4, a delta, also names its base's index after the chain
-// and holds Store::encode_delta. Format 2, with the length before the body, is still read. A
-// checkpoint torn by a crash fails its checksum and is skipped; the older ones it was to
-// replace are removed only after the new one is durable, so one valid chain (or none, on a
-// fresh node) always remains.
+// be written as it is encoded. Format 5, a delta, also names its base's index after the chain
+// and holds Store::encode_delta. Format 4 (a delta writing every request outcome) and format
+// 2 (the length before the body) are still read. A checkpoint torn by a crash fails its
+// checksum and is skipped; the older ones it was to replace are removed only after the new
+// one is durable, so one valid chain (or none, on a fresh node) always remains.
 #pragma once
 
 #include <optional>
@@ -28,9 +28,10 @@ namespace queen {
 std::string checkpoint_file(LogIndex applied);
 bool parse_checkpoint_file(const std::string& name, LogIndex* applied);
 
-// A delta writes only the append rows added since its base (Store::encode_delta), so a dedup
-// window full of rows is not written again each time. A chain holds at most this many
-// deltas (core/node ends its chains well before).
+// A delta writes only the append rows and request outcomes added since its base
+// (Store::encode_delta), so a dedup window full of rows, or a cluster node's outcomes, is not
+// written again each time. A chain holds at most this many deltas (core/node ends its chains
+// well before).
 constexpr size_t kCheckpointChainMax = 256;
 struct DeltaOf {
   LogIndex base;              // the base checkpoint's applied index

@@ -186,9 +186,12 @@ class Store {
   // older row is named by position and taken from the base store on decode. With `base` the
   // store as it was when `since` began, decode_delta(encode_delta(s, since), base) == s.
   // Old rows change after they are written only as retention does (released below log_start,
-  // dropped from the front), which decode redoes from the partition's fields.
-  void encode_delta(ByteWriter& w, const AppendsSince& since) const;
-  static Result<Store> decode_delta(ByteReader& r, Store&& base);
+  // dropped from the front), which decode redoes from the partition's fields. Request
+  // outcomes recorded at or below `base` (the base store's applied index) are named by id
+  // and taken from the base too: an outcome never changes once recorded, and one recorded
+  // again gets a newer index. `outcomes_by_id` false reads deltas written before that.
+  void encode_delta(ByteWriter& w, const AppendsSince& since, LogIndex base) const;
+  static Result<Store> decode_delta(ByteReader& r, Store&& base, bool outcomes_by_id);
   bool operator==(const Store& o) const;
 
  private:
@@ -199,8 +202,9 @@ class Store {
   void erase_partition(PartitionId pid);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
-  void encode_with(ByteWriter& w, const AppendsSince* since) const;
-  static Result<Store> decode_with(ByteReader& r, Store* base);
+  void encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const;
+  void encode_outcomes(ByteWriter& w, LogIndex base) const;
+  static Result<Store> decode_with(ByteReader& r, Store* base, bool outcomes_by_id);
   std::map<LogFileKey, uint64_t> file_refs_;
   std::deque<TraceRow> traces_;
   void delete_queue(QueueId id);

@@ -2,7 +2,8 @@
 // written in their effect form; partitions, append rows and dead letters field by field.
 // Derived indexes (queue names, a queue's partitions, expiries, due timers, outcome expiry,
 // file references) are not written: decode rebuilds them. A delta body (encode_delta) is the
-// same but for the partitions' old append rows, which it names instead of writing.
+// same but for the partitions' old append rows and the base's request outcomes, which it
+// names instead of writing.
 #include "core/state/store.h"
 
 #include <algorithm>
@@ -191,23 +192,46 @@ AppendsSince appends_since(std::vector<std::pair<PartitionId, Offset>> appended)
 }
 
 void Store::encode(ByteWriter& w) const {
-  encode_with(w, nullptr);
+  encode_with(w, nullptr, LogIndex(0));
 }
 
-void Store::encode_delta(ByteWriter& w, const AppendsSince& since) const {
-  encode_with(w, &since);
+void Store::encode_delta(ByteWriter& w, const AppendsSince& since, LogIndex base) const {
+  encode_with(w, &since, base);
 }
 
 Result<Store> Store::decode(ByteReader& r) {
-  return decode_with(r, nullptr);
+  return decode_with(r, nullptr, false);
 }
 
-Result<Store> Store::decode_delta(ByteReader& r, Store&& base) {
+Result<Store> Store::decode_delta(ByteReader& r, Store&& base, bool outcomes_by_id) {
   Store from = std::move(base);
-  return decode_with(r, &from);
+  return decode_with(r, &from, outcomes_by_id);
 }
 
-void Store::encode_with(ByteWriter& w, const AppendsSince* since) const {
+// In a delta (`base` not 0): first the ids of the outcomes recorded at or below `base`, which
+// the base store holds; then the others in full.
+void Store::encode_outcomes(ByteWriter& w, LogIndex base) const {
+  if (base.value != 0) {
+    uint64_t old = 0;
+    for (const auto& [id, o] : outcomes_) old += o.index <= base.value ? 1 : 0;
+    put_count(w, old);
+    for (const auto& [id, o] : outcomes_) {
+      if (o.index <= base.value) w.uuid(id);
+    }
+    w.boundary();
+  }
+  uint64_t full = 0;
+  for (const auto& [id, o] : outcomes_) full += o.index > base.value ? 1 : 0;
+  put_count(w, full);
+  for (const auto& [id, o] : outcomes_) {
+    if (o.index <= base.value) continue;
+    w.u64(o.index);
+    encode_effect(w, EffRequestOutcome{id, o.keep_until_us, o.reply});
+    w.boundary();
+  }
+}
+
+void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const {
   w.u32(kStoreFormat);
   w.u64(applied_.value);
   w.i64(last_now_us_);
@@ -248,12 +272,7 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since) const {
   }
   put_count(w, timers_.size());
   for (const auto& [key, row] : timers_) encode_effect(w, EffTimerPut{key.first, key.second, row});
-  put_count(w, outcomes_.size());
-  for (const auto& [id, o] : outcomes_) {
-    w.u64(o.index);
-    encode_effect(w, EffRequestOutcome{id, o.keep_until_us, o.reply});
-    w.boundary();
-  }
+  encode_outcomes(w, since ? base : LogIndex(0));
   put_count(w, traces_.size());
   for (const TraceRow& t : traces_) {
     w.i64(t.created_us);
@@ -262,7 +281,7 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since) const {
   }
 }
 
-Result<Store> Store::decode_with(ByteReader& r, Store* base) {
+Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id) {
   Store s;
   if (r.u32() != kStoreFormat) return make_error(Errc::corrupt, "unknown store format");
   s.applied_ = LogIndex(r.u64());
@@ -300,6 +319,15 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base) {
     EffTimerPut t;
     if (get_as(r, &t)) s.timers_[TimerKey{t.queue, t.timer_key}] = std::move(t.row);
   });
+  if (base && outcomes_by_id) {
+    uint32_t old = r.count(16);
+    for (uint32_t i = 0; i < old && r.ok(); ++i) {
+      auto it = base->outcomes_.find(r.uuid());
+      if (it == base->outcomes_.end()) r.invalidate();
+      if (!r.ok()) break;
+      s.outcomes_.insert(base->outcomes_.extract(it));
+    }
+  }
   get_table(r, [&] {
     uint64_t index = r.u64();
     EffRequestOutcome o;

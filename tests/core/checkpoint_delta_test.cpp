@@ -33,8 +33,16 @@ struct StoreBuild {
     PartitionId id = s.next_partition_id();
     apply({EffCreatePartition{id, QueueId(1), "p" + std::to_string(id.value)}});
   }
+  // A request outcome under one of 50 ids, kept for `keep_entries` more entries.
+  void record_outcome(uint32_t arg, uint64_t keep_entries) {
+    Uuid id;
+    id.bytes[0] = static_cast<uint8_t>(arg % 50);
+    int64_t keep_until_us = static_cast<int64_t>(index + 1 + keep_entries) * 1000;
+    apply({EffRequestOutcome{id, keep_until_us, std::string(100, 'r') + std::to_string(arg)}});
+  }
   // One step of a random history; `arg` picks the partition and the amounts.
   void step(int op, uint32_t arg) {
+    if (op == 7) return record_outcome(arg, arg % 7);
     std::vector<PartitionId> ids = live();
     if (ids.empty() || op == 6) return create_partition();
     const PartitionState& p = *s.partition(ids[arg % ids.size()]);
@@ -61,7 +69,7 @@ RC_GTEST_PROP(CheckpointDelta, AChainOfDeltasLoadsToTheStoreItWasWrittenFrom, ()
   b.apply({EffCreateQueue{QueueId(1), "q", QueueOptions{}}});
   auto run = [&](size_t steps) {
     for (size_t i = 0; i < steps; ++i)
-      b.step(*rc::gen::inRange(0, 7), *rc::gen::inRange<uint32_t>(0, 1000));
+      b.step(*rc::gen::inRange(0, 8), *rc::gen::inRange<uint32_t>(0, 1000));
   };
   run(*rc::gen::inRange<size_t>(0, 30));
   Bytes full = encode_checkpoint(b.s, Term(1));
@@ -83,6 +91,32 @@ RC_GTEST_PROP(CheckpointDelta, AChainOfDeltasLoadsToTheStoreItWasWrittenFrom, ()
     loaded = std::move(c.value());
   }
   RC_ASSERT(loaded->store == b.s);
+}
+
+// A delta names the base's request outcomes by id instead of writing them again; a delta of
+// the earlier format, with every outcome in full, still loads.
+TEST(CheckpointDelta, ADeltaNamesTheBasesRequestOutcomes) {
+  StoreBuild b;
+  for (uint32_t i = 0; i < 20; ++i) b.record_outcome(i, 100);
+  Store base = b.s;
+  b.appended.clear();
+  b.record_outcome(7, 100);  // an id recorded again: a newer index, written in full
+  b.record_outcome(33, 100);
+  AppendsSince since = appends_since(b.appended);
+  Bytes named, full;
+  ByteWriter wn(&named), wf(&full);
+  b.s.encode_delta(wn, since, base.applied());
+  b.s.encode_delta(wf, since, LogIndex(0));
+  EXPECT_LT(named.size() * 4, full.size());
+  ByteReader rn(named), rf(full);
+  auto from_named = Store::decode_delta(rn, Store(base), true);
+  auto from_full = Store::decode_delta(rf, Store(base), false);
+  ASSERT_TRUE(from_named.ok()) << from_named.error().message;
+  ASSERT_TRUE(from_full.ok()) << from_full.error().message;
+  EXPECT_TRUE(from_named.value() == b.s);
+  EXPECT_TRUE(from_full.value() == b.s);
+  ByteReader wrong(named);
+  EXPECT_FALSE(Store::decode_delta(wrong, Store(), true).ok()) << "outcomes not in the base";
 }
 
 TEST(CheckpointDelta, ADeltaNeedsItsOwnBase) {
