@@ -578,22 +578,18 @@ struct NodeImpl {
       double per_log_byte = static_cast<double>(last_delta_bytes) / last_delta_log_bytes;
       since = static_cast<uint64_t>(std::min(per_log_byte * c.log_bytes, 1e18));
     }
-    since += table_rows() * kTableRowEncodeBytes;
+    since += store.table_rows() * kTableRowEncodeBytes;
     if (c.base.value != 0) return since;
     if (checkpoints.empty()) return UINT64_MAX;
-    uint64_t chain_bytes = 0;
-    for (size_t i = chain_start(checkpoints.size() - 1); i < checkpoints.size(); ++i)
-      chain_bytes += checkpoints[i].size_bytes;
-    return chain_bytes + since;
+    size_t root = chain_start(checkpoints.size() - 1);
+    return checkpoints[root].size_bytes + deltas_bytes(root) + since;
   }
 
-  // The rows of the store's tables but the append rows.
-  uint64_t table_rows() const {
-    uint64_t n = store.queues().size() + store.partitions().size() + store.cursors().size() +
-                 store.groups().size() + store.kv().size() + store.timers().size() +
-                 store.request_outcomes().size() + store.traces().size();
-    for (const auto& [queue, letters] : store.dlq()) n += letters.size();
-    return n;
+  // The size of the deltas after the full checkpoint at `root`, up to the newest.
+  uint64_t deltas_bytes(size_t root) const {
+    uint64_t bytes = 0;
+    for (size_t i = root + 1; i < checkpoints.size(); ++i) bytes += checkpoints[i].size_bytes;
+    return bytes;
   }
 
   // The checkpoint the next one builds on, or 0 for a full one: a chain ends once its deltas
@@ -603,8 +599,7 @@ struct NodeImpl {
     if (!appends_noted || checkpoints.empty() || config.checkpoint_deltas_max == 0)
       return LogIndex(0);
     size_t root = chain_start(checkpoints.size() - 1);
-    uint64_t deltas = checkpoints.size() - 1 - root, delta_bytes = 0;
-    for (size_t i = root + 1; i < checkpoints.size(); ++i) delta_bytes += checkpoints[i].size_bytes;
+    uint64_t deltas = checkpoints.size() - 1 - root, delta_bytes = deltas_bytes(root);
     uint64_t deltas_max = std::min<uint64_t>(config.checkpoint_deltas_max, kCheckpointChainMax);
     uint64_t full_bytes = checkpoints[root].size_bytes;
     bool heavy = delta_bytes > kChainDeltasLightBytes && delta_bytes * 2 >= full_bytes;

@@ -199,6 +199,13 @@ void Store::encode_delta(ByteWriter& w, const AppendsSince& since, LogIndex base
   encode_with(w, &since, base);
 }
 
+uint64_t Store::table_rows() const {
+  uint64_t n = queues_.size() + partitions_.size() + cursors_.size() + groups_.size() + kv_.size() +
+               timers_.size() + outcomes_.size() + traces_.size();
+  for (const auto& [queue, letters] : dlq_) n += letters.size();
+  return n;
+}
+
 Result<Store> Store::decode(ByteReader& r) {
   return decode_with(r, nullptr, false);
 }
@@ -211,8 +218,8 @@ Result<Store> Store::decode_delta(ByteReader& r, Store&& base, bool outcomes_by_
 // In a delta (`base` not 0): first the ids of the outcomes recorded at or below `base`, which
 // the base store holds; then the others in full.
 void Store::encode_outcomes(ByteWriter& w, LogIndex base) const {
+  uint64_t old = 0;
   if (base.value != 0) {
-    uint64_t old = 0;
     for (const auto& [id, o] : outcomes_) old += o.index <= base.value ? 1 : 0;
     put_count(w, old);
     for (const auto& [id, o] : outcomes_) {
@@ -220,9 +227,7 @@ void Store::encode_outcomes(ByteWriter& w, LogIndex base) const {
     }
     w.boundary();
   }
-  uint64_t full = 0;
-  for (const auto& [id, o] : outcomes_) full += o.index > base.value ? 1 : 0;
-  put_count(w, full);
+  put_count(w, outcomes_.size() - old);
   for (const auto& [id, o] : outcomes_) {
     if (o.index <= base.value) continue;
     w.u64(o.index);
