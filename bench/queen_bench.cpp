@@ -158,9 +158,10 @@ int64_t now_us() {
 
 struct Totals {
   std::atomic<uint64_t> pushed{0}, consumed{0}, push_errors{0}, pop_errors{0}, txns{0};
+  std::atomic<uint64_t> pops{0};       // pop answers that carried messages
   std::atomic<uint64_t> next_fill{0};  // --fill: the next partition to give a message
   std::atomic<int64_t> filled_us{0};   // --fill: when the last one was answered
-  Histogram push_ms, pop_ms, e2e_ms, txn_ms;
+  Histogram push_ms, pop_ms, ack_ms, e2e_ms, txn_ms;
 };
 
 // Bodies are built as text: the generator shares the node's cores, so it must stay cheap.
@@ -293,6 +294,7 @@ void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool t
       if (p.sent_us >= 0) t->e2e_ms.add(now - p.sent_us);
     t->consumed += popped.size();
     if (popped.empty()) continue;
+    ++t->pops;
     if (!txn) {
       std::string acks = "{\"consumerGroup\":\"bench\",\"acknowledgments\":[";
       for (size_t i = 0; i < popped.size(); ++i) {
@@ -300,7 +302,10 @@ void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool t
         acks += ack_item(popped[i]) + '}';
       }
       acks += "]}";
+      auto ts = Clock::now();
       if (c.request(http::verb::post, "/api/v1/ack/batch", acks, nullptr) != 200) ++t->pop_errors;
+      t->ack_ms.add(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ts).count());
       continue;
     }
     for (const Popped& p : popped) {
@@ -433,7 +438,12 @@ int main(int argc, char** argv) {
             {"e2e_p99_ms", t.e2e_ms.percentile_ms(99)},
             {"e2e_p999_ms", t.e2e_ms.percentile_ms(99.9)},
             {"txn_p50_ms", t.txn_ms.percentile_ms(50)},
-            {"txn_p99_ms", t.txn_ms.percentile_ms(99)}};
+            {"txn_p99_ms", t.txn_ms.percentile_ms(99)},
+            {"pop_p50_ms", t.pop_ms.percentile_ms(50)},
+            {"pop_p99_ms", t.pop_ms.percentile_ms(99)},
+            {"ack_p50_ms", t.ack_ms.percentile_ms(50)},
+            {"ack_p99_ms", t.ack_ms.percentile_ms(99)},
+            {"messages_per_pop", t.pops > 0 ? static_cast<double>(t.consumed) / t.pops : 0.0}};
   std::printf("%s\n", r.dump().c_str());
   std::fprintf(stderr,
                "%s: pushed %.0f msg/s, consumed %.0f msg/s, txns %.0f/s | push p50 %.2f ms "

@@ -217,6 +217,30 @@ TEST(Engine, PopIsAnsweredOnlyAfterItsCheckpointCommits) {
   EXPECT_EQ(h.node().store().cursor("g", PartitionId(1))->lease_expires_us != 0, true);
 }
 
+// Under load a lease need not wait for the checkpoint timer: it rides the next entry the
+// node seals, and the pop is answered once that entry commits.
+TEST(Engine, APopRidesTheNextSealedEntryInsteadOfTheTimer) {
+  Harness h;
+  h.push("q", "Default", {"a"});
+  PopCmd c;
+  c.queue = "q";
+  c.group = "g";
+  c.subscription_mode = SubscriptionMode::all;
+  ReplyHandle pop = h.send(c);
+  h.env.run();
+  EXPECT_FALSE(h.take(pop).has_value());
+  uint64_t before = h.node().stats().checkpoints;
+  ReplyHandle push = h.send(h.push_cmd("q", "Default", {"b"}));
+  h.env.run();  // no time passes: the push's entry is written and synced
+  ASSERT_TRUE(h.take(push).has_value());
+  auto r = h.take(pop);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(std::get<PopReply>(r->body).messages.size(), 1u);
+  EXPECT_EQ(h.node().stats().checkpoints, before + 1);
+  h.env.advance_ms(6);  // the timer then finds nothing left to log
+  EXPECT_EQ(h.node().stats().checkpoints, before + 1);
+}
+
 TEST(Engine, CommitOnDeliveryMovesTheCursorWithoutALease) {
   Harness h;
   h.push("q", "Default", {"a", "b"});
