@@ -299,6 +299,7 @@ struct NodeImpl {
 
   void seal() {
     if (open.empty()) return;
+    take_checkpoint_into_open();
     Entry e = std::move(open.entry);
     e.term = cluster ? cluster->raft->term() : Term(1);
     e.now_us = stamp_now();
@@ -1233,8 +1234,9 @@ struct NodeImpl {
   }
 
   // -------------------------------------------------------------- checkpoints
-  void on_checkpoint() {
-    checkpoint_armed = false;
+  // The consumption engine's changed rows go into the open entry, and the pops and acks
+  // waiting for them are answered once it commits; true when there were rows.
+  bool take_checkpoint_into_open() {
     auto effects = engine.take_checkpoint();
     uint64_t needs = open.empty() ? last_sealed : open.entry.index.value;
     if (!effects.empty()) {
@@ -1242,10 +1244,17 @@ struct NodeImpl {
       for (auto& e : effects) open.entry.effects.push_back(std::move(e));
       ++open.commands;
       ++stats.checkpoints;
-      after_plan();
     }
     for (auto& w : checkpoint_waiters) answers.emplace(needs, std::move(w));
     checkpoint_waiters.clear();
+    return !effects.empty();
+  }
+
+  // The timer's checkpoint, for rows no entry sealed since took along (seal() takes them:
+  // under load they ride the next entry instead of waiting for the timer).
+  void on_checkpoint() {
+    checkpoint_armed = false;
+    if (take_checkpoint_into_open()) after_plan();
     send_answers();
   }
 
