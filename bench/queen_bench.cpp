@@ -1,5 +1,6 @@
 // queen-bench: the load generator. Keep-alive HTTP connections against one node; producers
-// push batches (one partition per push), consumers pop and ack, or commit transactions.
+// push batches (one partition per push), consumers pop and ack (asynchronously, on a second
+// connection), or commit transactions.
 // Open loop (--rate > 0): each connection sends on a fixed schedule and latency counts from
 // the scheduled instant, so queueing shows. Closed loop (--rate 0): as fast as answers come.
 // Prints one JSON result line (for bench/results.jsonl) and a human summary.
@@ -8,11 +9,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -274,8 +278,62 @@ std::string ack_item(const Popped& p) {
          "\",\"leaseId\":\"" + p.lease_id + "\",\"status\":\"completed\"";
 }
 
+// A consumer's acks go out on their own connection, so the consumer pops its next batch
+// while the last one's ack is on its way (acks asynchronous, as the scenario asks). At most
+// kAcksQueuedMax batches wait; a consumer that gets ahead of them blocks.
+class Acker {
+ public:
+  Acker(const Options& o, int n, Totals* t) : client_(o, n), totals_(t) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Acker() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  void send(std::string body) {
+    std::unique_lock<std::mutex> g(mu_);
+    changed_.wait(g, [&] { return queued_.size() < kAcksQueuedMax; });
+    queued_.push_back(std::move(body));
+    changed_.notify_all();
+  }
+
+ private:
+  static constexpr size_t kAcksQueuedMax = 2;
+  void run() {
+    for (;;) {
+      std::string body;
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        changed_.wait(g, [&] { return closed_ || !queued_.empty(); });
+        if (queued_.empty()) return;
+        body = std::move(queued_.front());
+        queued_.pop_front();
+      }
+      changed_.notify_all();
+      auto ts = Clock::now();
+      if (client_.request(http::verb::post, "/api/v1/ack/batch", body, nullptr) != 200)
+        ++totals_->pop_errors;
+      totals_->ack_ms.add(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ts).count());
+    }
+  }
+  Client client_;
+  Totals* totals_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::string> queued_;
+  bool closed_ = false;
+  std::thread thread_;
+};
+
 void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool txn) {
   Client c(o, o.producers + id);
+  std::unique_ptr<Acker> acker;
+  if (!txn) acker = std::make_unique<Acker>(o, o.producers + o.consumers + id, t);
   while (Clock::now() < end) {
     std::string q = queue_name(o, static_cast<uint64_t>(id));
     std::string target = "/api/v1/pop/queue/" + q + "?batch=" + std::to_string(o.pop_batch) +
@@ -305,10 +363,7 @@ void consumer(const Options& o, int id, Clock::time_point end, Totals* t, bool t
         acks += ack_item(popped[i]) + '}';
       }
       acks += "]}";
-      auto ts = Clock::now();
-      if (c.request(http::verb::post, "/api/v1/ack/batch", acks, nullptr) != 200) ++t->pop_errors;
-      t->ack_ms.add(
-          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - ts).count());
+      acker->send(std::move(acks));
       continue;
     }
     for (const Popped& p : popped) {
