@@ -303,18 +303,19 @@ bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& o
       cached = std::move(a.value());
       cached_row = row;
     }
-    const MessageFrame& f = cached.frames[o.value - row->base.value];
+    // Each offset is read once: its frame's strings move into the message.
+    MessageFrame& f = cached.frames[o.value - row->base.value];
     PopMessage m;
     m.queue = q->name;
     m.partition = p.name;
     m.partition_id = p.id;
     m.offset = o;
-    m.transaction_id = f.transaction_id;
+    m.transaction_id = std::move(f.transaction_id);
     m.message_id = f.message_id;
-    m.trace_id = f.trace_id;
+    m.trace_id = std::move(f.trace_id);
     m.created_us = row->created_us;
-    m.payload = readable_payload(env_, f.payload);
-    m.producer_sub = f.producer_sub;
+    m.payload = readable_payload(env_, std::move(f.payload));
+    m.producer_sub = std::move(f.producer_sub);
     out->push_back(std::move(m));
   }
   return true;
@@ -334,7 +335,7 @@ void Engine::hand_back(const PopReply& reply) {
 
 // ---------------------------------------------------------------------------- ack
 
-AckReply Engine::ack(const AckCmd& cmd, int64_t now_us, bool* changed) {
+AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
   AckReply reply;
   reply.results.resize(cmd.items.size());
   // Settle completions first, so a failed ack in the same call hands back only what is
@@ -350,10 +351,10 @@ AckReply Engine::ack(const AckCmd& cmd, int64_t now_us, bool* changed) {
   return reply;
 }
 
-AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, bool* changed) {
+AckResult Engine::ack_one(AckItem& item, uint32_t index, int64_t now_us, bool* changed) {
   AckResult res;
   res.index = index;
-  res.transaction_id = item.transaction_id;
+  res.transaction_id = std::move(item.transaction_id);
   const PartitionState* p = store_.partition(item.partition_id);
   if (!p) {
     res.error = "partition " + std::to_string(item.partition_id.value) + " not found";
@@ -369,7 +370,7 @@ AckResult Engine::ack_one(const AckItem& item, uint32_t index, int64_t now_us, b
     found = p->find_hash(item.txn_hash, row.batch_start, row.batch_end);
   if (!found) found = p->find_hash(item.txn_hash, Offset(0), p->next_offset);
   if (!found) {
-    res.error = "message not found: transactionId " + item.transaction_id;
+    res.error = "message not found: transactionId " + res.transaction_id;
     return res;
   }
   Offset o = *found;

@@ -78,7 +78,7 @@ class Engine {
   PopResult pop(const PopCmd& cmd, int64_t now_us);
 
   // `changed` tells whether any row moved (the answer must then wait for a checkpoint).
-  AckReply ack(const AckCmd& cmd, int64_t now_us, bool* changed);
+  AckReply ack(AckCmd cmd, int64_t now_us, bool* changed);
 
   // Pushes the expiry of every live partition of a lease to now + seconds (never earlier).
   LeaseExtendReply extend(const LeaseExtendCmd& cmd, int64_t now_us);
@@ -145,7 +145,8 @@ class Engine {
   bool plan_position(const PositionOp& pos, TxnConsumePlan* plan);
   CursorRow shadow_row(const std::string& group, const PartitionState& p,
                        const TxnConsumePlan& plan) const;
-  AckResult ack_one(const AckItem& item, uint32_t index, int64_t now_us, bool* changed);
+  // Moves the item's transaction id into the result.
+  AckResult ack_one(AckItem& item, uint32_t index, int64_t now_us, bool* changed);
   // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
   void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
               const std::string& error, const SettleOutcome& out, std::vector<EffDlq>* dlq_sink);

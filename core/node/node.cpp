@@ -2097,7 +2097,7 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
     n.handle_pop(h, c, *pop);
   } else if (auto* ack = std::get_if<AckCmd>(&c.command)) {
     bool changed = false;
-    AckReply r = n.engine.ack(*ack, n.env.now_us(), &changed);
+    AckReply r = n.engine.ack(std::move(*ack), n.env.now_us(), &changed);
     bool any_success = std::any_of(r.results.begin(), r.results.end(),
                                    [](const AckResult& a) { return a.success; });
     if (changed || any_success) {

@@ -37,4 +37,10 @@ inline std::string readable_payload(Env& env, std::string_view stored) {
   return std::move(opened.value());
 }
 
+// The same for a stored text the caller gives up: not sealed, it is moved, not copied.
+inline std::string readable_payload(Env& env, std::string&& stored) {
+  if (!looks_sealed(stored)) return std::move(stored);
+  return readable_payload(env, std::string_view(stored));
+}
+
 }  // namespace queen
