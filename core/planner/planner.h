@@ -77,6 +77,7 @@ class Planner {
     int64_t dedup_window_us = 0;
   };
   PushTarget push_target(const PushItem& item, OpenEntry* open);
+  static void reserve_run(const std::vector<PushItem>& items, size_t first, EffAppend& a);
   std::optional<PushTarget> dedup_target(const PushItem& item) const;
   Offset next_offset(PartitionId pid) const;
   EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
