@@ -3,7 +3,6 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
@@ -733,6 +732,8 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       accept_retry_(context_),
       disk_timer_(context_),
       shared_(std::make_shared<Shared>(options, driver, router)) {
+  for (int i = 1; i < options_.threads; ++i)
+    more_contexts_.push_back(std::make_unique<asio::io_context>(1));
   if (options_.forward && options_.forward->offload) {
     EdgeIds ids;
     shared_->forwarder = std::make_shared<CommandForwarder>(
@@ -769,7 +770,7 @@ Status HttpServer::listen() {
 }
 
 void HttpServer::accept_next() {
-  acceptor_.async_accept(asio::make_strand(context_),
+  acceptor_.async_accept(context_for(accepted_++),
                          [this](beast::error_code ec, tcp::socket socket) {
                            if (ec == asio::error::operation_aborted) return;
                            if (ec) return accept_later(ec);
@@ -814,13 +815,24 @@ void HttpServer::run() {
   });
   accept_next();
   std::vector<std::thread> threads;
-  for (int i = 1; i < options_.threads; ++i) threads.emplace_back([this] { context_.run(); });
+  for (auto& c : more_contexts_)
+    threads.emplace_back([ctx = c.get()] {
+      auto work = asio::make_work_guard(*ctx);
+      ctx->run();
+    });
   context_.run();
+  for (auto& c : more_contexts_) c->stop();
   for (auto& t : threads) t.join();
 }
 
 void HttpServer::stop() {
   context_.stop();
+  for (auto& c : more_contexts_) c->stop();
+}
+
+asio::io_context& HttpServer::context_for(uint64_t n) {
+  uint64_t i = n % (more_contexts_.size() + 1);
+  return i == 0 ? context_ : *more_contexts_[i - 1];
 }
 
 }  // namespace queen::server

@@ -1,7 +1,8 @@
 // The HTTP/1.1 edge (Boost.Beast): accepts connections, reads requests (keep-alive and
 // pipelining: answers go out in request order), routes and parses them on the edge threads,
 // hands prepared commands to the node and writes the node's replies back on the connection
-// that owns them.
+// that owns them. Each edge thread runs its own io_context; accepted connections are dealt
+// round-robin to them and stay there.
 //
 // Contract:
 // - Every answer carries the CORS headers; JSON answers are application/json.
@@ -123,8 +124,14 @@ class HttpServer {
   void accept_later(boost::system::error_code ec);
   void check_disk_later();
 
+  // The io_context `n`-th accepted connection lives on: each edge thread runs its own, so a
+  // connection's work never crosses threads and no thread wakes another to take it.
+  boost::asio::io_context& context_for(uint64_t n);
+
   HttpServerOptions options_;
-  boost::asio::io_context context_;
+  boost::asio::io_context context_{1};  // the acceptor, timers, signals; and connections
+  std::vector<std::unique_ptr<boost::asio::io_context>> more_contexts_;  // threads - 1
+  uint64_t accepted_ = 0;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   boost::asio::steady_timer disk_timer_;
