@@ -81,6 +81,9 @@ class HashRing {
       if (auto o = g.find(h, is_original)) return o;
     return std::nullopt;
   }
+  void prefetch(const Hash128& h) const {
+    for (const auto& g : gens_) g.prefetch(h);
+  }
   void drop_below(int64_t floor_us);
   size_t generations() const { return gens_.size(); }
   size_t bytes() const;
@@ -120,6 +123,10 @@ class InFlightHashes {
   };
 
   const Slot* find(PartitionId pid, const Hash128& h) const;
+  // Starts loading the slot where a find of `h` begins.
+  void prefetch(PartitionId pid, const Hash128& h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(pid, h)]);
+  }
   // Records `h` at `o` unless the partition already has `h` in flight.
   void insert(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id);
   // Forgets `h` if it is in flight at exactly `o`.
@@ -166,6 +173,17 @@ class DedupIndex {
   // The original of `h` in partition `pid` within the window, if any.
   std::optional<DedupHit> find(PartitionId pid, const Hash128& h, int64_t now_us,
                                int64_t window_us);
+  // Starts loading what finds of hash_of(*it) for it in [first, last) in `pid` probe, so a
+  // push's lookups (each a cache miss per generation) overlap instead of queueing.
+  template <class It, class HashOf>
+  void prefetch(PartitionId pid, It first, It last, HashOf hash_of) const {
+    auto rit = rings_.find(pid);
+    for (It it = first; it != last; ++it) {
+      const Hash128& h = hash_of(*it);
+      if (rit != rings_.end()) rit->second.prefetch(h);
+      in_flight_.prefetch(pid, h);
+    }
+  }
   // Records a hash planned at offset `o` (in flight until applied).
   void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id, int64_t now_us,
                int64_t window_us);

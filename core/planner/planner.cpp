@@ -148,14 +148,19 @@ Planner::PushTarget Planner::push_target(const PushItem& item, OpenEntry* open) 
   return PushTarget{item.queue, item.partition, q.id, pid, q.options.dedup_window_s * 1'000'000};
 }
 
-// Room in `a` for the run of items from `first` on that go to its partition: one
-// allocation instead of a vector doubling (and, past 1 KiB, a malloc_consolidate) per size.
-void Planner::reserve_run(const std::vector<PushItem>& items, size_t first, EffAppend& a) {
+// The end of the run of items from `first` on that go to first's partition.
+size_t Planner::end_of_run(const std::vector<PushItem>& items, size_t first) {
   size_t end = first + 1;
   while (end < items.size() && items[end].queue == items[first].queue &&
          items[end].partition == items[first].partition)
     ++end;
-  size_t want = a.frames.size() + (end - first);
+  return end;
+}
+
+// Room in `a` for `n` more items: one allocation instead of a vector doubling (and, past
+// 1 KiB, a malloc_consolidate) per size.
+void Planner::reserve(EffAppend& a, size_t n) {
+  size_t want = a.frames.size() + n;
   if (want <= a.frames.capacity()) return;
   want = std::max(want, 2 * a.frames.capacity());  // still geometric across many pushes
   a.frames.reserve(want);
@@ -177,12 +182,17 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
     return reply;
   }
   std::optional<PushTarget> target;
-  bool run_reserved = false;  // room made in the target's append for the items going there
+  size_t run_end = 0;         // the end of the run of items that go to target's partition
+  bool run_reserved = false;  // room made in the target's append for the run
   for (uint32_t i = 0; i < items.size(); ++i) {
     PushItem& item = items[i];
     if (!target || target->queue != item.queue || target->partition != item.partition) {
       target = push_target(item, open);
+      run_end = end_of_run(items, i);
       run_reserved = false;
+      if (target->dedup_window_us > 0)
+        dedup_.prefetch(target->pid, items.begin() + i, items.begin() + run_end,
+                        [](const PushItem& it) -> const Hash128& { return it.txn_hash; });
     }
     PartitionId pid = target->pid;
     PushResult res{i,
@@ -205,7 +215,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
       }
     }
     EffAppend& a = append_of(pid, target->queue_id, open);
-    if (!run_reserved) reserve_run(items, i, a);
+    if (!run_reserved) reserve(a, run_end - i);
     run_reserved = true;
     res.offset = Offset(a.base.value + a.count);
     std::string payload =

@@ -77,7 +77,8 @@ class Planner {
     int64_t dedup_window_us = 0;
   };
   PushTarget push_target(const PushItem& item, OpenEntry* open);
-  static void reserve_run(const std::vector<PushItem>& items, size_t first, EffAppend& a);
+  static size_t end_of_run(const std::vector<PushItem>& items, size_t first);
+  static void reserve(EffAppend& a, size_t n);
   std::optional<PushTarget> dedup_target(const PushItem& item) const;
   Offset next_offset(PartitionId pid) const;
   EffAppend& append_of(PartitionId pid, QueueId queue, OpenEntry* open);
