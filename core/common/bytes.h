@@ -138,6 +138,15 @@ class ByteReader {
     pos_ += n;
     return s;
   }
+  // Skips a string written by ByteWriter::str.
+  void skip_str() {
+    uint32_t n = u32();
+    if (!ok_ || n > left()) {
+      ok_ = false;
+      return;
+    }
+    pos_ += n;
+  }
   // n raw bytes (fails the reader when fewer are left).
   Bytes bytes(size_t n) {
     if (!ok_ || n > left()) {

@@ -509,6 +509,7 @@ Result<Entry> decode_entry(const uint8_t* data, size_t size) {
 }
 
 size_t frames_bytes(const EffAppend& a) {
+  if (!a.packed.empty()) return a.packed.size();
   size_t n = a.hashes.size() * sizeof(Hash128);
   for (const auto& f : a.frames) {
     n += 16 + 4 * 4 + f.transaction_id.size() + f.trace_id.size() + f.payload.size() +
@@ -518,6 +519,10 @@ size_t frames_bytes(const EffAppend& a) {
 }
 
 void encode_frames(const EffAppend& a, ByteWriter& w) {
+  if (!a.packed.empty()) {
+    w.raw(a.packed.data(), a.packed.size());
+    return;
+  }
   QUEEN_ASSERT(a.hashes.size() == a.count && a.frames.size() == a.count, "append shape");
   w.hashes(a.hashes.data(), a.hashes.size());
   for (const auto& f : a.frames) {
@@ -552,6 +557,23 @@ Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
     f.producer_sub = r.str();
   }
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
+  return ok_status();
+}
+
+Status decode_frames_packed(const uint8_t* data, size_t size, EffAppend* a) {
+  ByteReader r(data, size);
+  if (a->count == 0 || static_cast<uint64_t>(a->count) * 16 > size)
+    return a->count == 0 ? decode_frames(data, size, a)
+                         : make_error(Errc::corrupt, "frame count beyond the record");
+  a->hashes.resize(a->count);
+  for (auto& h : a->hashes) h = r.hash();
+  for (uint32_t i = 0; i < a->count; ++i) {
+    r.uuid();
+    for (int field = 0; field < 4; ++field) r.skip_str();
+  }
+  if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
+  a->frames.clear();
+  a->packed.assign(data, data + size);
   return ok_status();
 }
 
@@ -590,7 +612,7 @@ Result<Entry> decode_replicated(const uint8_t* data, size_t size) {
     ByteReader fr(data + pos, size - pos);
     uint32_t flen = fr.u32();
     if (!fr.ok() || flen > fr.left()) return make_error(Errc::corrupt, "replicated frames");
-    auto st = decode_frames(data + pos + 4, flen, a);
+    auto st = decode_frames_packed(data + pos + 4, flen, a);
     if (!st.ok()) return st.error();
     pos += 4 + flen;
   }

@@ -54,6 +54,9 @@ struct EffAppend {
   uint32_t count = 0;
   std::vector<Hash128> hashes;       // count of them (in the message record on disk)
   std::vector<MessageFrame> frames;  // count of them (in the message record on disk)
+  // Or, in an entry a follower took from its leader, no frames but the message record's body
+  // as the leader encoded it (hashes and frames): written as is, never decoded into strings.
+  Bytes packed;
   bool operator==(const EffAppend&) const = default;
 };
 
@@ -256,8 +259,11 @@ Bytes encode_frames(const EffAppend& append);
 void encode_frames(const EffAppend& append, ByteWriter& w);
 size_t frames_bytes(const EffAppend& append);
 Status decode_frames(const uint8_t* data, size_t size, EffAppend* append);
+// Decodes the hashes only and keeps the body packed, after checking the frames' framing.
+Status decode_frames_packed(const uint8_t* data, size_t size, EffAppend* append);
 
 // The whole entry, frames included: what Raft carries from the leader to its followers.
+// Decoded, its appends come packed (EffAppend::packed).
 Bytes encode_replicated(const Entry& entry);
 Result<Entry> decode_replicated(const uint8_t* data, size_t size);
 

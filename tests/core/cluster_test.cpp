@@ -479,8 +479,36 @@ TEST(ReplicatedEntry, RoundTripCarriesFramesAndHashes) {
   Bytes b = encode_replicated(e);
   auto d = decode_replicated(b.data(), b.size());
   ASSERT_TRUE(d.ok());
+  // A follower keeps the frames packed as the leader encoded them: the hashes are decoded,
+  // and the entry writes (and replicates) the very same bytes.
+  auto& got = std::get<EffAppend>(d.value().effects.at(1));
+  EXPECT_EQ(got.hashes, a.hashes);
+  EXPECT_TRUE(got.frames.empty());
+  EXPECT_EQ(got.packed, encode_frames(a));
+  EXPECT_EQ(encode_replicated(d.value()), b);
+  got.packed.clear();
+  got.frames = a.frames;
   EXPECT_EQ(d.value(), e);
   b.pop_back();
+  EXPECT_FALSE(decode_replicated(b.data(), b.size()).ok());
+}
+
+TEST(ReplicatedEntry, DamagedFramesAreRefusedThoughKeptPacked) {
+  Entry e;
+  e.index = LogIndex(7);
+  e.term = Term(3);
+  EffAppend a;
+  a.pid = PartitionId(2);
+  a.queue = QueueId(1);
+  a.count = 1;
+  a.hashes = {hash_of("x")};
+  a.frames = {MessageFrame{Uuid{}, "x", "", "\"px\""}};
+  e.effects.push_back(a);
+  Bytes b = encode_replicated(e);
+  // The payload's length, the frame's third string, claims more bytes than follow: after
+  // it come the quoted payload (4 bytes) and the empty producer_sub's length (4).
+  size_t payload_len_at = b.size() - 4 - 4 - 4;
+  b[payload_len_at] = 0x7f;
   EXPECT_FALSE(decode_replicated(b.data(), b.size()).ok());
 }
 
