@@ -542,14 +542,24 @@ Bytes encode_frames(const EffAppend& a) {
   return out;
 }
 
-Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
+namespace {
+
+// The message record's body into `a`: the hashes, then each frame read into strings, or with
+// `keep_packed` only checked for framing and the whole body kept as it is.
+Status decode_frames_body(const uint8_t* data, size_t size, EffAppend* a, bool keep_packed) {
   ByteReader r(data, size);
   if (static_cast<uint64_t>(a->count) * 16 > size)
     return make_error(Errc::corrupt, "frame count beyond the record");
   a->hashes.resize(a->count);
   for (auto& h : a->hashes) h = r.hash();
-  a->frames.resize(a->count);
-  for (auto& f : a->frames) {
+  a->frames.resize(keep_packed ? 0 : a->count);
+  for (uint32_t i = 0; i < a->count; ++i) {
+    if (keep_packed) {
+      r.uuid();
+      for (int field = 0; field < 4; ++field) r.skip_str();
+      continue;
+    }
+    MessageFrame& f = a->frames[i];
     f.message_id = r.uuid();
     f.transaction_id = r.str();
     f.trace_id = r.str();
@@ -557,24 +567,18 @@ Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
     f.producer_sub = r.str();
   }
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
+  if (keep_packed && a->count > 0) a->packed.assign(data, data + size);
   return ok_status();
 }
 
+}  // namespace
+
+Status decode_frames(const uint8_t* data, size_t size, EffAppend* a) {
+  return decode_frames_body(data, size, a, false);
+}
+
 Status decode_frames_packed(const uint8_t* data, size_t size, EffAppend* a) {
-  ByteReader r(data, size);
-  if (a->count == 0 || static_cast<uint64_t>(a->count) * 16 > size)
-    return a->count == 0 ? decode_frames(data, size, a)
-                         : make_error(Errc::corrupt, "frame count beyond the record");
-  a->hashes.resize(a->count);
-  for (auto& h : a->hashes) h = r.hash();
-  for (uint32_t i = 0; i < a->count; ++i) {
-    r.uuid();
-    for (int field = 0; field < 4; ++field) r.skip_str();
-  }
-  if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "message frames framing");
-  a->frames.clear();
-  a->packed.assign(data, data + size);
-  return ok_status();
+  return decode_frames_body(data, size, a, true);
 }
 
 // A u32 length, then what `body` writes.

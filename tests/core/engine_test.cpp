@@ -203,11 +203,7 @@ TEST(Engine, LongPollAnswersEmptyBeforeItsDeadline) {
 TEST(Engine, PopIsAnsweredOnlyAfterItsCheckpointCommits) {
   Harness h;
   h.push("q", "Default", {"a"});
-  PopCmd c;
-  c.queue = "q";
-  c.group = "g";
-  c.subscription_mode = SubscriptionMode::all;
-  ReplyHandle hd = h.send(c);
+  ReplyHandle hd = h.send(Harness::pop_cmd("q", "g"));
   h.env.run();
   EXPECT_FALSE(h.take(hd).has_value());  // waiting for the checkpoint timer
   uint64_t before = h.node().stats().checkpoints;
@@ -222,11 +218,7 @@ TEST(Engine, PopIsAnsweredOnlyAfterItsCheckpointCommits) {
 TEST(Engine, APopRidesTheNextSealedEntryInsteadOfTheTimer) {
   Harness h;
   h.push("q", "Default", {"a"});
-  PopCmd c;
-  c.queue = "q";
-  c.group = "g";
-  c.subscription_mode = SubscriptionMode::all;
-  ReplyHandle pop = h.send(c);
+  ReplyHandle pop = h.send(Harness::pop_cmd("q", "g"));
   h.env.run();
   EXPECT_FALSE(h.take(pop).has_value());
   uint64_t before = h.node().stats().checkpoints;

@@ -219,14 +219,20 @@ class Harness {
     return call<PushReply>(push_cmd(queue, partition, txns));
   }
 
-  PopReply pop(const std::string& queue, const std::string& group, uint32_t batch,
-               std::optional<std::string> partition = std::nullopt) {
+  // A pop of `group` from the start of `queue`, with the command's default batch.
+  static PopCmd pop_cmd(const std::string& queue, const std::string& group) {
     PopCmd c;
     c.queue = queue;
     c.group = group;
+    c.subscription_mode = SubscriptionMode::all;
+    return c;
+  }
+
+  PopReply pop(const std::string& queue, const std::string& group, uint32_t batch,
+               std::optional<std::string> partition = std::nullopt) {
+    PopCmd c = pop_cmd(queue, group);
     c.batch = batch;
     c.partition = partition;
-    c.subscription_mode = SubscriptionMode::all;
     return call<PopReply>(c);
   }
 
