@@ -223,9 +223,19 @@ Parsed refuse_item(const std::string& at, const ItemRefusal& r) {
   return r.name_too_long ? name_too_long(message) : bad_request(message);
 }
 
-// Checks the fields and fills `out`; says why when the item is refused.
+// A message id for a request's item: the one after `prev`'s (the request's item before, if
+// any), so one request's ids run on and its recorded answer keeps them as a run
+// (core/node/outcome.h); a random UUIDv7 for the first, or when the run cannot go on.
+Uuid mint_message_id(int64_t now_ms, IdSource& ids, const PushItem* prev) {
+  Uuid next;
+  if (prev && uuid_successor(prev->message_id, &next)) return next;
+  return make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
+}
+
+// Checks the fields and fills `out`; says why when the item is refused. `prev` is the
+// request's item before (nullptr for the first).
 std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, IdSource& ids,
-                                            PushItem* out) {
+                                            const PushItem* prev, PushItem* out) {
   out->queue = std::move(f.queue);
   if (f.partition && !f.partition->empty()) out->partition = std::move(*f.partition);
   if (out->queue.size() + out->partition.size() > kNameBytesMax) {
@@ -237,7 +247,7 @@ std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, Id
         false, "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes"};
   }
   out->payload = std::move(f.payload);
-  out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
+  out->message_id = mint_message_id(now_ms, ids, prev);
   bool has_txn = transaction_id && !transaction_id->empty();
   out->transaction_id = has_txn ? std::move(*transaction_id) : uuid_to_string(out->message_id);
   out->txn_hash = hash_transaction_id(out->transaction_id);
@@ -247,7 +257,7 @@ std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, Id
 
 // Fills `out` from items[i]; returns an answer to send at once when the item is refused.
 std::optional<Parsed> read_push_item(const json& item, const std::string& at, int64_t now_ms,
-                                     IdSource& ids, PushItem* out) {
+                                     IdSource& ids, const PushItem* prev, PushItem* out) {
   if (!item.is_object()) return bad_request(at + " must be an object");
   FieldReader r(item, at);
   PushItemFields f;
@@ -259,7 +269,7 @@ std::optional<Parsed> read_push_item(const json& item, const std::string& at, in
   auto payload = compact_payload(item);
   if (!payload) return bad_request(at + ".payload cannot be encoded as JSON");
   f.payload = std::move(*payload);
-  if (auto refused = finish_push_item(std::move(f), now_ms, ids, out)) {
+  if (auto refused = finish_push_item(std::move(f), now_ms, ids, prev, out)) {
     return refuse_item(at, *refused);
   }
   return std::nullopt;
@@ -1540,7 +1550,8 @@ std::optional<Parsed> read_txn_operation(const json& o, size_t i, int64_t now_ms
   out->items.resize(list.size());
   for (size_t k = 0; k < list.size(); ++k) {
     std::string item_at = items != nullptr ? indexed(at + ".items", k) : at;
-    if (auto refused = read_push_item(list[k], item_at, now_ms, ids, &out->items[k])) {
+    const PushItem* prev = k > 0 ? &out->items[k - 1] : nullptr;
+    if (auto refused = read_push_item(list[k], item_at, now_ms, ids, prev, &out->items[k])) {
       return refused;
     }
   }
@@ -1722,7 +1733,8 @@ std::optional<Parsed> finish_txn_op(ScannedTxnOp op, size_t i, int64_t now_ms, I
   }
   out->items.resize(op.items->size());
   for (size_t k = 0; k < op.items->size(); ++k) {
-    auto refused = finish_push_item(std::move((*op.items)[k]), now_ms, ids, &out->items[k]);
+    const PushItem* prev = k > 0 ? &out->items[k - 1] : nullptr;
+    auto refused = finish_push_item(std::move((*op.items)[k]), now_ms, ids, prev, &out->items[k]);
     if (!refused) continue;
     std::string at = indexed("operations", i);
     return refuse_item(inline_item ? at : indexed(at + ".items", k), *refused);
@@ -2432,7 +2444,8 @@ std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettin
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();
   for (size_t i = 0; i < items->size(); ++i) {
-    if (auto refused = finish_push_item(std::move((*items)[i]), now_ms, ids, &cmd.items[i])) {
+    const PushItem* prev = i > 0 ? &cmd.items[i - 1] : nullptr;
+    if (auto refused = finish_push_item(std::move((*items)[i]), now_ms, ids, prev, &cmd.items[i])) {
       return refuse_item(indexed("items", i), *refused);
     }
   }
@@ -2451,8 +2464,9 @@ Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource&
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();
   for (size_t i = 0; i < items->size(); ++i) {
+    const PushItem* prev = i > 0 ? &cmd.items[i - 1] : nullptr;
     if (auto refused =
-            read_push_item((*items)[i], indexed("items", i), now_ms, ids, &cmd.items[i])) {
+            read_push_item((*items)[i], indexed("items", i), now_ms, ids, prev, &cmd.items[i])) {
       return std::move(*refused);
     }
   }

@@ -330,7 +330,11 @@ void Workload::send_push(int p) {
       PushItem it = pr.items[i];
       it.transaction_id = strf("p%d-%d-%zu", p, pr.pushes_done, i);
       it.txn_hash = hash_txn(it.transaction_id);
-      it.message_id = mint_id();
+      // The ids run on, as the edge mints them (a recorded answer keeps them as one run);
+      // each is still drawn, so a seed's draws stay as they were.
+      Uuid minted = mint_id(), next;
+      bool runs_on = i > 0 && uuid_successor(cmd.items.back().message_id, &next);
+      it.message_id = runs_on ? next : minted;
       cmd.items.push_back(std::move(it));
     }
     attempt = next_attempt_++;

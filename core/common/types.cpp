@@ -52,4 +52,15 @@ Uuid make_uuid_v7(int64_t unix_ms, uint64_t rand_a, uint64_t rand_b) {
   return u;
 }
 
+bool uuid_successor(const Uuid& u, Uuid* out) {
+  *out = u;
+  for (int i = 15; i >= 9; --i) {
+    if (++out->bytes[i] != 0) return true;
+  }
+  uint8_t low = static_cast<uint8_t>((out->bytes[8] & 0x3f) + 1);
+  if (low > 0x3f) return false;
+  out->bytes[8] = static_cast<uint8_t>((out->bytes[8] & 0xc0) | low);
+  return true;
+}
+
 }  // namespace queen

@@ -55,6 +55,9 @@ void uuid_to_chars(const Uuid& u, char* out);
 bool uuid_from_string(const std::string& s, Uuid* out);
 // A UUIDv7 from a unix time in ms and 74 random bits.
 Uuid make_uuid_v7(int64_t unix_ms, uint64_t rand_a, uint64_t rand_b);
+// `u` with one added to its last 62 bits (a UUIDv7's rand_b, RFC 9562's monotonic random);
+// false when they are all ones. Version and variant bits are kept.
+bool uuid_successor(const Uuid& u, Uuid* out);
 
 }  // namespace queen
 

@@ -10,6 +10,9 @@ constexpr uint8_t kTxnOutcome = 2;
 constexpr uint8_t kKvOutcome = 3;
 constexpr uint8_t kLockOutcome = 4;
 constexpr uint8_t kTimerOutcome = 5;
+constexpr uint8_t kPushRunsOutcome = 6;
+// More results than any push body can carry: a count past it is corrupt (runs expand).
+constexpr uint32_t kPushResultsMax = 1u << 24;
 
 // One walk over a reply's fields serves both directions: Put writes each field, Get reads it
 // back in place. A list's minimum element size (what count() bounds a corrupt count by) is
@@ -211,35 +214,94 @@ std::optional<Reply> get_tagged(ByteReader r) {
   return Reply{std::move(reply)};
 }
 
+// Whether `b` goes on the run `a` is the last of: the next message id and offset in the same
+// partition, both queued or both duplicates.
+bool continues(const PushResult& a, const PushResult& b) {
+  Uuid next;
+  return b.status == a.status && b.status != PushStatus::error &&
+         b.partition_id == a.partition_id && b.offset.value == a.offset.value + 1 &&
+         uuid_successor(a.message_id, &next) && next == b.message_id;
+}
+
+// Runs of results that go on from each other (the edge mints one request's message ids in a
+// run, and the planner gives its items of one partition offsets in a run): each written as
+// its first result and a count, so a push of 100 messages keeps 38 bytes, not 3300.
 std::string encode_push(const PushReply& push) {
   Bytes out;
   ByteWriter w(&out);
-  w.u8(kPushOutcome);
+  w.u8(kPushRunsOutcome);
   w.u32(static_cast<uint32_t>(push.results.size()));
-  for (const PushResult& r : push.results) {
+  for (size_t i = 0; i < push.results.size();) {
+    const PushResult& r = push.results[i];
+    size_t end = i + 1;
+    while (end < push.results.size() && continues(push.results[end - 1], push.results[end])) ++end;
     w.u8(static_cast<uint8_t>(r.status));
+    w.u32(static_cast<uint32_t>(end - i));
     w.uuid(r.message_id);
     w.u64(r.partition_id.value);
     w.u64(r.offset.value);
     if (r.status == PushStatus::error) w.str(r.error);
+    i = end;
   }
   return std::string(out.begin(), out.end());
 }
 
+std::optional<PushStatus> read_status(ByteReader& r) {
+  uint8_t status = r.u8();
+  if (status > static_cast<uint8_t>(PushStatus::error)) return std::nullopt;
+  return static_cast<PushStatus>(status);
+}
+
+// A push answer recorded one result at a time (kPushOutcome, before runs).
 std::optional<Reply> decode_push(ByteReader r) {
   PushReply push;
   uint32_t n = r.count(33);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     PushResult x;
     x.index = i;
-    uint8_t status = r.u8();
-    if (status > static_cast<uint8_t>(PushStatus::error)) return std::nullopt;
-    x.status = static_cast<PushStatus>(status);
+    auto status = read_status(r);
+    if (!status) return std::nullopt;
+    x.status = *status;
     x.message_id = r.uuid();
     x.partition_id = PartitionId(r.u64());
     x.offset = Offset(r.u64());
     if (x.status == PushStatus::error) x.error = r.str();
     push.results.push_back(std::move(x));
+  }
+  if (!r.ok() || r.left() != 0) return std::nullopt;
+  return Reply{std::move(push)};
+}
+
+// Appends the `count` results of one run from its first.
+bool expand_run(PushResult first, uint32_t count, std::vector<PushResult>* out) {
+  for (uint32_t k = 0; k < count; ++k) {
+    if (k > 0) {
+      Uuid next;
+      if (!uuid_successor(first.message_id, &next)) return false;
+      first.message_id = next;
+      first.offset = first.offset.next();
+    }
+    first.index = static_cast<uint32_t>(out->size());
+    out->push_back(first);
+  }
+  return true;
+}
+
+std::optional<Reply> decode_push_runs(ByteReader r) {
+  PushReply push;
+  uint32_t n = r.u32();
+  if (n > kPushResultsMax) return std::nullopt;
+  while (r.ok() && push.results.size() < n) {
+    PushResult first;
+    auto status = read_status(r);
+    uint32_t count = r.u32();
+    if (!status || count == 0 || count > n - push.results.size()) return std::nullopt;
+    first.status = *status;
+    first.message_id = r.uuid();
+    first.partition_id = PartitionId(r.u64());
+    first.offset = Offset(r.u64());
+    if (first.status == PushStatus::error) first.error = r.str();
+    if (!r.ok() || !expand_run(std::move(first), count, &push.results)) return std::nullopt;
   }
   if (!r.ok() || r.left() != 0) return std::nullopt;
   return Reply{std::move(push)};
@@ -264,6 +326,8 @@ std::optional<Reply> decode_outcome(const std::string& bytes) {
   switch (r.u8()) {
     case kPushOutcome:
       return decode_push(r);
+    case kPushRunsOutcome:
+      return decode_push_runs(r);
     case kTxnOutcome:
       return get_tagged<TxnReply>(r);
     case kKvOutcome:

@@ -12,8 +12,9 @@
 namespace queen {
 
 // Empty when the reply's kind is not kept. A push result keeps its status, message id,
-// partition id and offset (33 bytes); the names come back from the retried command. The
-// other kinds keep every field of their reply.
+// partition id and offset, a run of results that follow each other (next message id, next
+// offset) as its first and a count (33 bytes); the names come back from the retried command.
+// The other kinds keep every field of their reply.
 std::string encode_outcome(const Reply& reply);
 std::optional<Reply> decode_outcome(const std::string& bytes);
 // Fills the names a decoded push outcome left out from the command retried under its id.

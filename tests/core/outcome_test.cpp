@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/common/bytes.h"
+
 namespace queen {
 namespace {
 
@@ -94,6 +96,112 @@ TEST(Outcome, KvLockAndTimerAnswersComeBack) {
   auto timer_back = decode_outcome(encode_outcome(Reply{timer}));
   ASSERT_TRUE(timer_back.has_value());
   EXPECT_EQ(std::get<TimerReply>(timer_back->body).results.at(0).status, "cancelled");
+}
+
+Uuid after(Uuid u, int steps) {
+  for (int i = 0; i < steps; ++i) EXPECT_TRUE(uuid_successor(u, &u));
+  return u;
+}
+
+PushResult push_result(PushStatus status, Uuid id, uint64_t pid, uint64_t offset) {
+  PushResult r;
+  r.status = status;
+  r.message_id = id;
+  r.partition_id = PartitionId(pid);
+  r.offset = Offset(offset);
+  return r;
+}
+
+// A push whose ids and offsets run on, then breaks in every way a run can break: another
+// partition, an offset gap, an id out of the run, a duplicate, an error.
+PushReply sample_push() {
+  PushReply push;
+  Uuid a = make_uuid_v7(1700000000000, 0x123, 0xfffffffffffff0);
+  for (int i = 0; i < 100; ++i)
+    push.results.push_back(push_result(PushStatus::queued, after(a, i), 7, 40 + i));
+  push.results.push_back(push_result(PushStatus::queued, after(a, 100), 8, 140));
+  push.results.push_back(push_result(PushStatus::queued, after(a, 101), 8, 142));
+  push.results.push_back(push_result(PushStatus::queued, make_uuid_v7(5, 6, 7), 8, 143));
+  push.results.push_back(push_result(PushStatus::duplicate, after(a, 103), 8, 3));
+  push.results.push_back(push_result(PushStatus::duplicate, after(a, 104), 8, 4));
+  PushResult error = push_result(PushStatus::error, after(a, 105), 8, 0);
+  error.error = "queue is paused";
+  push.results.push_back(error);
+  push.results.push_back(error);
+  for (uint32_t i = 0; i < push.results.size(); ++i) push.results[i].index = i;
+  return push;
+}
+
+TEST(Outcome, APushAnswerComesBackResultForResultFromItsRuns) {
+  PushReply push = sample_push();
+  std::string bytes = encode_outcome(Reply{push});
+  auto back = decode_outcome(bytes);
+  ASSERT_TRUE(back.has_value());
+  const auto& r = std::get<PushReply>(back->body).results;
+  ASSERT_EQ(r.size(), push.results.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].index, i);
+    EXPECT_EQ(r[i].status, push.results[i].status) << i;
+    EXPECT_EQ(r[i].message_id, push.results[i].message_id) << i;
+    EXPECT_EQ(r[i].partition_id, push.results[i].partition_id) << i;
+    EXPECT_EQ(r[i].offset, push.results[i].offset) << i;
+    EXPECT_EQ(r[i].error, push.results[i].error) << i;
+  }
+  // Seven runs of 37 bytes (the 100 queued, one for each break, the two duplicates together,
+  // each error alone with its text), not 33 bytes a result.
+  EXPECT_EQ(bytes.size(), 1 + 4 + 7 * 37 + 2 * (4 + 15));
+}
+
+TEST(Outcome, APushAnswerRecordedResultByResultStillComesBack) {
+  Bytes old;
+  ByteWriter w(&old);
+  w.u8(1);  // one result at a time, as recorded before runs
+  w.u32(2);
+  Uuid first = make_uuid_v7(1, 2, 3), second = make_uuid_v7(4, 5, 6);
+  w.u8(static_cast<uint8_t>(PushStatus::queued));
+  w.uuid(first);
+  w.u64(9);
+  w.u64(100);
+  w.u8(static_cast<uint8_t>(PushStatus::error));
+  w.uuid(second);
+  w.u64(9);
+  w.u64(0);
+  w.str("too big");
+  auto back = decode_outcome(std::string(old.begin(), old.end()));
+  ASSERT_TRUE(back.has_value());
+  const auto& r = std::get<PushReply>(back->body).results;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].message_id, first);
+  EXPECT_EQ(r[0].offset, Offset(100));
+  EXPECT_EQ(r[1].index, 1u);
+  EXPECT_EQ(r[1].error, "too big");
+}
+
+TEST(Outcome, CorruptPushRunsNeverDecode) {
+  std::string good = encode_outcome(Reply{sample_push()});
+  for (size_t n = 0; n < good.size(); ++n)
+    ASSERT_FALSE(decode_outcome(good.substr(0, n)).has_value()) << n;
+  EXPECT_FALSE(decode_outcome(good + "x").has_value()) << "trailing bytes";
+  // The first run's count (after the kind, the total and the status): 0, or past the total.
+  for (uint32_t count : {0u, 1000u}) {
+    std::string bad = good;
+    for (int i = 0; i < 4; ++i) bad[6 + i] = static_cast<char>(count >> (8 * i));
+    EXPECT_FALSE(decode_outcome(bad).has_value()) << count;
+  }
+}
+
+TEST(Outcome, MessageIdsRunOnInTheirRandomBitsOnly) {
+  Uuid u = make_uuid_v7(1700000000000, 0xabc, 0x00fffffffffffffe);
+  Uuid next;
+  ASSERT_TRUE(uuid_successor(u, &next));
+  ASSERT_TRUE(uuid_successor(next, &next)) << "the carry reaches the variant byte";
+  EXPECT_EQ(std::vector<uint8_t>(next.bytes.begin(), next.bytes.begin() + 8),
+            std::vector<uint8_t>(u.bytes.begin(), u.bytes.begin() + 8))
+      << "time and version stay";
+  EXPECT_EQ(next.bytes[8] >> 6, 2) << "the variant stays";
+  EXPECT_EQ(next, make_uuid_v7(1700000000000, 0xabc, 0x0100000000000000));
+  Uuid last = make_uuid_v7(1, 2, 0xffffffffffffffff);
+  EXPECT_FALSE(uuid_successor(last, &next)) << "all 62 bits set: no successor";
 }
 
 TEST(Outcome, KindsNotKeptEncodeToNothing) {

@@ -43,6 +43,32 @@ TEST(Codec, PushMintsIdsHashesTransactionIdsAndKeepsPayloadText) {
   EXPECT_EQ(items[0].message_id.bytes[6] >> 4, 7) << "message ids are UUIDv7";
 }
 
+// One request's message ids run on (a recorded answer keeps them as a run); the next
+// request's start afresh.
+TEST(Codec, APushsMessageIdsFollowEachOther) {
+  FixedIds ids;
+  std::string body = R"({"items":[{"queue":"q"},{"queue":"q"},{"queue":"r","partition":"x"}]})";
+  for (bool scanned : {true, false}) {
+    // A repeated key sends a body to the general parser.
+    std::string text = scanned ? body : R"({"items":[],)" + body.substr(1);
+    Parsed p = parse_push(text, EdgeSettings{}, ids);
+    ASSERT_TRUE(p.command.has_value()) << p.answer.body;
+    const auto& items = std::get<PushCmd>(p.command->command).items;
+    ASSERT_EQ(items.size(), 3u);
+    for (size_t i = 1; i < items.size(); ++i) {
+      Uuid next;
+      ASSERT_TRUE(uuid_successor(items[i - 1].message_id, &next));
+      EXPECT_EQ(items[i].message_id, next) << i;
+      EXPECT_NE(items[i].transaction_id, items[i - 1].transaction_id);
+    }
+    Parsed again = parse_push(text, EdgeSettings{}, ids);
+    const auto& more = std::get<PushCmd>(again.command->command).items;
+    Uuid next;
+    ASSERT_TRUE(uuid_successor(items.back().message_id, &next));
+    EXPECT_NE(more.front().message_id, next) << "a new request, a new random start";
+  }
+}
+
 TEST(Codec, TransactionIdOverTheLimitIsRefused) {
   FixedIds ids;
   json body = {{"items", {{{"queue", "q"}, {"transactionId", std::string(65536, 't')}}}}};
