@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>  // before Boost 1.74 Asio, which uses std::exchange
 #include <vector>
@@ -242,11 +243,19 @@ struct Popped {
   int64_t sent_us = -1;
 };
 
+// Where `key` first occurs in `body` at or past `from`, or npos. glibc's memmem skips ahead
+// by the key (std::string::find stops at each '"' of a payload to compare the rest).
+size_t find_key(const std::string& body, std::string_view key, size_t from) {
+  if (from >= body.size()) return std::string::npos;
+  const void* hit = ::memmem(body.data() + from, body.size() - from, key.data(), key.size());
+  return hit ? static_cast<size_t>(static_cast<const char*>(hit) - body.data()) : std::string::npos;
+}
+
 // The string value after `key` at or past `*at`, moving `*at` past it; false when absent.
-bool scan_string(const std::string& body, const char* key, size_t* at, std::string* out) {
-  size_t k = body.find(key, *at);
+bool scan_string(const std::string& body, std::string_view key, size_t* at, std::string* out) {
+  size_t k = find_key(body, key, *at);
   if (k == std::string::npos) return false;
-  size_t from = k + std::strlen(key);
+  size_t from = k + key.size();
   size_t to = body.find('"', from);
   if (to == std::string::npos) return false;
   out->assign(body, from, to - from);
@@ -264,9 +273,11 @@ std::vector<Popped> scan_pop(const std::string& body) {
     Popped p;
     if (!scan_string(body, "\"transactionId\":\"", &at, &p.transaction_id)) break;
     if (!scan_string(body, "\"partitionId\":\"", &at, &p.partition_id)) break;
-    size_t ts = body.find("\"data\":{\"ts\":", at);
-    size_t lease = body.find("\"leaseId\":\"", at);
+    size_t ts = find_key(body, "\"data\":{\"ts\":", at);
+    size_t lease = find_key(body, "\"leaseId\":\"", at);
     if (ts != std::string::npos && ts < lease) p.sent_us = std::atoll(body.c_str() + ts + 13);
+    if (lease == std::string::npos) break;
+    at = lease;
     if (!scan_string(body, "\"leaseId\":\"", &at, &p.lease_id)) break;
     out.push_back(std::move(p));
   }
