@@ -45,6 +45,9 @@ constexpr uint64_t kChainDeltasLightBytes = 1u << 20;
 // cursors, request outcomes...), one at a time: each costs about as much to encode as this
 // many bytes of append rows, which go as runs of hashes.
 constexpr uint64_t kTableRowEncodeBytes = 1024;
+// A request outcome (a push's answer is a few runs of results) encodes in about a quarter of
+// that: 44 ns named by id in a delta, 58 ns in full, against 233 ns per KiB of append rows.
+constexpr uint64_t kOutcomeEncodeBytes = 256;
 // A snapshot chunk unanswered for this many Raft ticks is sent again; after this many
 // resends in a row the transfer is given up (Raft asks for a new one later).
 constexpr uint64_t kSnapshotResendTicks = 10;
@@ -569,9 +572,9 @@ struct NodeImpl {
   // A guess at the work of checkpoint `c` in bytes, so that io may write a small one in place
   // rather than in a copy of the process: a delta weighs as much as the newest delta did per
   // byte of log (at least as much), a full one as the chain before it (its rows are there)
-  // and such a delta; each table row counts kTableRowEncodeBytes more (rows made since the
-  // newest delta are in neither). UINT64_MAX when there is nothing to go by (no delta since
-  // the start).
+  // and such a delta; each table row counts kTableRowEncodeBytes more and each request
+  // outcome kOutcomeEncodeBytes (rows made since the newest delta are in neither).
+  // UINT64_MAX when there is nothing to go by (no delta since the start).
   uint64_t expected_checkpoint_bytes(const CheckpointFile& c) const {
     if (last_delta_bytes == 0 || last_delta_log_bytes == 0) return UINT64_MAX;
     uint64_t since = last_delta_bytes;
@@ -579,7 +582,8 @@ struct NodeImpl {
       double per_log_byte = static_cast<double>(last_delta_bytes) / last_delta_log_bytes;
       since = static_cast<uint64_t>(std::min(per_log_byte * c.log_bytes, 1e18));
     }
-    since += store.table_rows() * kTableRowEncodeBytes;
+    since += store.table_rows() * kTableRowEncodeBytes +
+             store.request_outcomes().size() * kOutcomeEncodeBytes;
     if (c.base.value != 0) return since;
     if (checkpoints.empty()) return UINT64_MAX;
     size_t root = chain_start(checkpoints.size() - 1);

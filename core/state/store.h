@@ -192,7 +192,8 @@ class Store {
   // again gets a newer index. `outcomes_by_id` false reads deltas written before that.
   void encode_delta(ByteWriter& w, const AppendsSince& since, LogIndex base) const;
   static Result<Store> decode_delta(ByteReader& r, Store&& base, bool outcomes_by_id);
-  // The rows the body encodes one at a time: those of every table but the append rows.
+  // The rows the body encodes one at a time: those of every table but the append rows and
+  // the request outcomes (request_outcomes().size(), each far cheaper than such a row).
   uint64_t table_rows() const;
   bool operator==(const Store& o) const;
 

@@ -201,7 +201,7 @@ void Store::encode_delta(ByteWriter& w, const AppendsSince& since, LogIndex base
 
 uint64_t Store::table_rows() const {
   uint64_t n = queues_.size() + partitions_.size() + cursors_.size() + groups_.size() + kv_.size() +
-               timers_.size() + outcomes_.size() + traces_.size();
+               timers_.size() + traces_.size();
   for (const auto& [queue, letters] : dlq_) n += letters.size();
   return n;
 }

@@ -264,5 +264,31 @@ TEST(CheckpointDelta, ManyPartitionsMakeACheckpointGuessedLarge) {
   EXPECT_GE(h.env.expected_bytes.at(newest), 1000u << 10);
 }
 
+// A request outcome (one push's answer, kept under its request id) is a cheap row beside a
+// partition's: as many outcomes weigh less than half as much in the guess, so a cluster
+// node's outcomes alone do not send its checkpoints to a copy of the process.
+TEST(CheckpointDelta, RequestOutcomesWeighLessThanPartitionsInTheGuess) {
+  NodeConfig c = frequent_checkpoints();
+  Harness h(c);
+  ReplyHandle handle = 1'000'000;  // past the harness's own
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 1000; ++k) {
+      PushCmd push = h.push_cmd("q", "p", {"m" + std::to_string(i * 1000 + k)});
+      RequestId id = make_uuid_v7(1, 1, static_cast<uint64_t>(i * 1000 + k + 1));
+      h.node().on_command(++handle, CommandEnvelope{id, h.env.now / 1000 + 30000, push});
+      h.env.run();
+    }
+    h.env.advance_ms(150);
+  }
+  auto files = chain_files(h.env);
+  ASSERT_FALSE(files.empty());
+  ASSERT_NE(files.back().second, LogIndex(0)) << "the newest is a delta";
+  uint64_t outcomes = h.node().store().request_outcomes().size();
+  ASSERT_GE(outcomes, 3000u);
+  std::string newest = checkpoint_file(files.back().first);
+  EXPECT_LT(h.env.expected_bytes.at(newest), outcomes * 512);
+  EXPECT_GE(h.env.expected_bytes.at(newest), h.env.files.at(newest).size());
+}
+
 }  // namespace
 }  // namespace queen::testing
