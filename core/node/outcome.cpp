@@ -225,7 +225,7 @@ bool continues(const PushResult& a, const PushResult& b) {
 
 // Runs of results that go on from each other (the edge mints one request's message ids in a
 // run, and the planner gives its items of one partition offsets in a run): each written as
-// its first result and a count, so a push of 100 messages keeps 38 bytes, not 3300.
+// its first result and a count, so a push of 100 messages keeps 42 bytes, not 3305.
 std::string encode_push(const PushReply& push) {
   Bytes out;
   ByteWriter w(&out);

@@ -11,10 +11,10 @@
 
 namespace queen {
 
-// Empty when the reply's kind is not kept. A push result keeps its status, message id,
-// partition id and offset, a run of results that follow each other (next message id, next
-// offset) as its first and a count (33 bytes); the names come back from the retried command.
-// The other kinds keep every field of their reply.
+// Empty when the reply's kind is not kept. A push answer keeps each run of results that
+// follow each other (next message id, next offset, same partition and status) as the first
+// one's status, message id, partition id and offset and a count (37 bytes a run); the names
+// come back from the retried command. The other kinds keep every field of their reply.
 std::string encode_outcome(const Reply& reply);
 std::optional<Reply> decode_outcome(const std::string& bytes);
 // Fills the names a decoded push outcome left out from the command retried under its id.
