@@ -649,24 +649,51 @@ void render_lease(const LeaseId& id, JsonWriter& w) {
   }
 }
 
-void render_pop_message(const PopMessage& m, const std::string& group, JsonWriter& w) {
+// What consecutive messages of a pop answer share, rendered once: their partition's members,
+// their append's creation time, their lease and group.
+struct PopRenderCache {
+  PartitionId pid;
+  std::string partition;  // "partitionId":..,"partition":..,"queue":..
+  int64_t created_us = -1;
   char created[kIsoUsCharsMax];
-  size_t created_chars = format_iso_us(m.created_us, created);
+  size_t created_chars = 0;
+  std::optional<LeaseId> lease;
+  std::string lease_and_group;  // "leaseId":..,"consumerGroup":..
+};
+
+void render_pop_message(const PopMessage& m, const std::string& group, PopRenderCache& c,
+                        JsonWriter& w) {
+  if (c.partition.empty() || c.pid != m.partition_id) {
+    c.pid = m.partition_id;
+    c.partition = JsonWriter::members_of([&](JsonWriter& f) {
+      f.key("partitionId").decimal_string(m.partition_id.value);
+      f.key("partition").string(m.partition);
+      f.key("queue").string(m.queue);
+    });
+  }
+  if (c.created_us != m.created_us) {
+    c.created_us = m.created_us;
+    c.created_chars = format_iso_us(m.created_us, c.created);
+  }
+  if (c.lease != m.lease_id) {
+    c.lease = m.lease_id;
+    c.lease_and_group = JsonWriter::members_of([&](JsonWriter& f) {
+      f.key("leaseId");
+      render_lease(m.lease_id, f);
+      f.key("consumerGroup").string(group);
+    });
+  }
   w.begin_object();
   w.key("id").uuid(m.message_id);
   w.key("messageId").uuid(m.message_id);
   w.key("transactionId").string(m.transaction_id);
   w.key("traceId").string_or_null(m.trace_id);
-  w.key("partitionId").decimal_string(m.partition_id.value);
-  w.key("partition").string(m.partition);
-  w.key("queue").string(m.queue);
+  w.members(c.partition);
   w.key("offset").number(m.offset.value);
   w.key("deliveryAttempt").number(m.delivery_attempt);
   w.key("data").raw(m.payload);
-  w.key("createdAt").string(std::string_view(created, created_chars));
-  w.key("leaseId");
-  render_lease(m.lease_id, w);
-  w.key("consumerGroup").string(group);
+  w.key("createdAt").string(std::string_view(c.created, c.created_chars));
+  w.members(c.lease_and_group);
   w.key("producerSub").string_or_null(m.producer_sub);
   w.end_object();
 }
@@ -690,7 +717,8 @@ HttpAnswer render_pop(const PopReply& reply) {
   w.key("consumerGroup").string(reply.group);
   w.key("partitionsClaimed").number(reply.partitions_claimed);
   w.key("messages").begin_array();
-  for (const PopMessage& m : reply.messages) render_pop_message(m, reply.group, w);
+  PopRenderCache cache;
+  for (const PopMessage& m : reply.messages) render_pop_message(m, reply.group, cache, w);
   w.end_array();
   w.end_object();
   return HttpAnswer{200, w.take(), 0};

@@ -73,6 +73,18 @@ class JsonWriter {
   JsonWriter& null() { return literal("null"); }
   // Splices JSON text as is; empty text stands for null.
   JsonWriter& raw(std::string_view json) { return literal(json.empty() ? "null" : json); }
+  // Splices members rendered by another writer (`"a":1,"b":"x"`, see members_of) into the
+  // open object: what repeats across an answer's items is rendered once.
+  JsonWriter& members(std::string_view rendered) { return literal(rendered); }
+
+  // The members `put` writes into an object, without its braces, for members().
+  template <class F>
+  static std::string members_of(F&& put) {
+    JsonWriter w;
+    w.begin_object();
+    put(w);
+    return w.take().substr(1);
+  }
 
   // Room for `bytes` of text, so a large answer is not copied as it grows.
   void reserve(size_t bytes) { out_.reserve(bytes); }

@@ -159,6 +159,50 @@ TEST(Codec, RendersPopWithRawPayloadAndEmptyPopAs204) {
   EXPECT_EQ(empty.body, "");
 }
 
+// Messages of several partitions, appends and leases in one answer: each carries its own
+// partition, queue, creation time and lease (what they share is rendered once).
+TEST(Codec, RendersEachPopMessagesOwnPartitionTimeAndLease) {
+  PopReply reply;
+  reply.queue = "q";
+  reply.group = "g\"1";
+  struct Shape {
+    std::string partition;
+    uint64_t pid;
+    int64_t created_us;
+    uint64_t lease;
+  };
+  std::vector<Shape> shapes = {{"a", 1, 1704164645000000, 5},   {"a", 1, 1704164645000000, 5},
+                               {"a", 1, 1704164646000000, 5},   {"b\n", 2, 1704164646000000, 5},
+                               {"b\n", 2, 1704164646000000, 0}, {"a", 1, 1704164647000000, 6}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    PopMessage m;
+    m.queue = "q" + std::to_string(shapes[i].pid);
+    m.partition = shapes[i].partition;
+    m.partition_id = PartitionId(shapes[i].pid);
+    m.offset = Offset(i);
+    m.transaction_id = "t" + std::to_string(i);
+    m.payload = "{}";
+    m.created_us = shapes[i].created_us;
+    if (shapes[i].lease != 0) m.lease_id = make_uuid_v7(1, 2, shapes[i].lease);
+    reply.messages.push_back(m);
+  }
+  HttpAnswer a = render_reply(Reply{reply});
+  json body = json::parse(a.body);
+  ASSERT_EQ(body["messages"].size(), shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const json& m = body["messages"][i];
+    EXPECT_EQ(m["partition"], shapes[i].partition) << i;
+    EXPECT_EQ(m["partitionId"], std::to_string(shapes[i].pid)) << i;
+    EXPECT_EQ(m["queue"], "q" + std::to_string(shapes[i].pid)) << i;
+    EXPECT_EQ(m["offset"], i);
+    EXPECT_EQ(m["createdAt"], format_iso_us(shapes[i].created_us)) << i;
+    std::string lease = shapes[i].lease ? uuid_to_string(make_uuid_v7(1, 2, shapes[i].lease)) : "";
+    EXPECT_EQ(m["leaseId"], lease) << i;
+    EXPECT_EQ(m["consumerGroup"], "g\"1") << i;
+    EXPECT_EQ(m["id"], m["messageId"]) << i;
+  }
+}
+
 TEST(Codec, ErrorReplyKeepsStatusCodeAndRetryAfter) {
   HttpAnswer a = render_reply(Reply{ErrorReply{503, "timeout", "the request deadline elapsed", 1}});
   EXPECT_EQ(a.status, 503u);
