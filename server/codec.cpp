@@ -652,9 +652,9 @@ void render_lease(const LeaseId& id, JsonWriter& w) {
 // What consecutive messages of a pop answer share, rendered once: their partition's members,
 // their append's creation time, their lease and group.
 struct PopRenderCache {
-  PartitionId pid;
+  std::optional<PartitionId> pid;
   std::string partition;  // "partitionId":..,"partition":..,"queue":..
-  int64_t created_us = -1;
+  std::optional<int64_t> created_us;
   char created[kIsoUsCharsMax];
   size_t created_chars = 0;
   std::optional<LeaseId> lease;
@@ -663,7 +663,7 @@ struct PopRenderCache {
 
 void render_pop_message(const PopMessage& m, const std::string& group, PopRenderCache& c,
                         JsonWriter& w) {
-  if (c.partition.empty() || c.pid != m.partition_id) {
+  if (c.pid != m.partition_id) {
     c.pid = m.partition_id;
     c.partition = JsonWriter::members_of([&](JsonWriter& f) {
       f.key("partitionId").decimal_string(m.partition_id.value);

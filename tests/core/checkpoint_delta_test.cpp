@@ -270,12 +270,11 @@ TEST(CheckpointDelta, ManyPartitionsMakeACheckpointGuessedLarge) {
 TEST(CheckpointDelta, RequestOutcomesWeighLessThanPartitionsInTheGuess) {
   NodeConfig c = frequent_checkpoints();
   Harness h(c);
-  ReplyHandle handle = 1'000'000;  // past the harness's own
   for (int i = 0; i < 3; ++i) {
     for (int k = 0; k < 1000; ++k) {
       PushCmd push = h.push_cmd("q", "p", {"m" + std::to_string(i * 1000 + k)});
       RequestId id = make_uuid_v7(1, 1, static_cast<uint64_t>(i * 1000 + k + 1));
-      h.node().on_command(++handle, CommandEnvelope{id, h.env.now / 1000 + 30000, push});
+      h.send(std::move(push), 30000, id);
       h.env.run();
     }
     h.env.advance_ms(150);

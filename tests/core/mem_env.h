@@ -172,9 +172,10 @@ class Harness {
   Node& node() { return *node_; }
   NodeConfig& config() { return cfg_; }  // read again by the next restart()
 
-  ReplyHandle send(Command c, int64_t timeout_ms = 30000) {
+  // `id`: the request id the command is logged under (nil: none, no outcome kept).
+  ReplyHandle send(Command c, int64_t timeout_ms = 30000, RequestId id = {}) {
     ReplyHandle h = ++next_handle_;
-    node_->on_command(h, CommandEnvelope{RequestId{}, env.now / 1000 + timeout_ms, std::move(c)});
+    node_->on_command(h, CommandEnvelope{id, env.now / 1000 + timeout_ms, std::move(c)});
     return h;
   }
 
