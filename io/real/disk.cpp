@@ -81,59 +81,48 @@ std::vector<std::string> folders_of(const std::string& root, const std::string& 
   return out;
 }
 
-// Writes what it is given a chunk at a time, starting each chunk's writeback and waiting
-// for the one before it: at most two chunks are queued at the device, so the log's
-// fdatasync, which queues behind them, is not held up by the whole file.
-class PacedFileSink final : public ByteSink {
+// Writes what it is given to the file as it comes (into the page cache: the copy of the
+// process lives, and the node pays copy-on-write faults, only while it encodes).
+class FileSink final : public ByteSink {
  public:
-  explicit PacedFileSink(int fd) : fd_(fd) {}
-  void put(const uint8_t* data, size_t size) override {
-    while (ok_ && size > 0) {
-      size_t n = std::min(size, kChunkBytes - pending_);
-      ok_ = write_all(fd_, data, n);
-      pending_ += n;
-      data += n;
-      size -= n;
-      if (pending_ == kChunkBytes) end_chunk();
-    }
-  }
-  // The last, partial chunk; true when every write and writeback succeeded.
-  bool finish() {
-    if (pending_ > 0) end_chunk();
-    return ok_;
-  }
+  explicit FileSink(int fd) : fd_(fd) {}
+  void put(const uint8_t* data, size_t size) override { ok_ = ok_ && write_all(fd_, data, size); }
+  bool ok() const { return ok_; }
 
  private:
-  static constexpr size_t kChunkBytes = 256u << 10;
-  void end_chunk() {
-    auto at = static_cast<off_t>(written_);
-    ok_ =
-        ok_ && ::sync_file_range(fd_, at, static_cast<off_t>(pending_), SYNC_FILE_RANGE_WRITE) == 0;
-    if (ok_ && written_ > 0) {
-      ok_ = ::sync_file_range(fd_, at - static_cast<off_t>(kChunkBytes), kChunkBytes,
-                              SYNC_FILE_RANGE_WAIT_AFTER) == 0;
-    }
-    written_ += pending_;
-    pending_ = 0;
-  }
   int fd_;
   bool ok_ = true;
-  uint64_t written_ = 0;  // bytes of the chunks before the pending one
-  size_t pending_ = 0;    // bytes of the chunk being written
 };
 
-// In the forked copy: the producer writing through the paced sink, fdatasync of the file
-// and of its folders' entries, then _exit (no atexit handlers, no flushing of the parent's
-// buffers).
-[[noreturn]] void write_in_copy(const std::string& path, const std::vector<std::string>& folders,
-                                const Env::FileProducer& produce) {
+// In the forked copy: the producer writing the file, then _exit (no atexit handlers, no
+// flushing of the parent's buffers). Its writeback is settle_file()'s, in the node.
+[[noreturn]] void write_in_copy(const std::string& path, const Env::FileProducer& produce) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) ::_exit(1);
-  PacedFileSink sink(fd);
+  FileSink sink(fd);
   produce(sink);
-  bool ok = sink.finish() && ::fdatasync(fd) == 0;
-  for (const std::string& folder : folders) ok = ok && fsync_dir(folder);
+  bool ok = sink.ok() && ::close(fd) == 0;
   ::_exit(ok ? 0 : 1);
+}
+
+// Writes back the file a chunk at a time, starting each chunk's writeback and waiting for
+// the one before it (at most two chunks queued at the device, so the log's fdatasync, which
+// queues behind them, is not held up by the whole file), then fdatasyncs it and its folders.
+bool settle_file(const std::string& path, const std::vector<std::string>& folders) {
+  constexpr off_t kChunkBytes = 256 << 10;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  for (off_t at = 0; ok && at < st.st_size; at += kChunkBytes) {
+    ok = ::sync_file_range(fd, at, kChunkBytes, SYNC_FILE_RANGE_WRITE) == 0;
+    if (ok && at > 0)
+      ok = ::sync_file_range(fd, at - kChunkBytes, kChunkBytes, SYNC_FILE_RANGE_WAIT_AFTER) == 0;
+  }
+  ok = ok && ::fdatasync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  for (const std::string& folder : folders) ok = ok && fsync_dir(folder);
+  return ok;
 }
 
 }  // namespace
@@ -279,13 +268,13 @@ bool Disk::fork_whole(const std::string& file, const Env::FileProducer& produce,
     if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
     // Sockets the node closes must not stay open here (a peer would not see the close).
     ::close_range(3, ~0u, 0);
-    write_in_copy(path, folders, produce);
+    write_in_copy(path, produce);
   }
   auto forked = std::make_unique<Forked>();
   Forked* f = forked.get();
   f->pid = pid;
   f->path = path;
-  f->waiter = std::thread([this, f, file, token] {
+  f->waiter = std::thread([this, f, file, token, folders = std::move(folders)] {
     siginfo_t info{};
     while (::waitid(P_PID, static_cast<id_t>(f->pid), &info, WEXITED | WNOWAIT) != 0 &&
            errno == EINTR) {
@@ -300,6 +289,7 @@ bool Disk::fork_whole(const std::string& file, const Env::FileProducer& produce,
     while (::waitpid(f->pid, &status, 0) < 0 && errno == EINTR) {
     }
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok && !killed) ok = settle_file(f->path, folders);
     f->ok = ok;
     if (!killed) {
       if (!ok) log_line(LogLevel::error, "disk", "the forked writer of " + file + " failed");

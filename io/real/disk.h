@@ -19,11 +19,12 @@
 // - write_whole() of a file expected larger than whole_in_place_bytes_max forks (a fork costs
 //   the node its page tables' copy and a copy-on-write fault per page it writes next, more
 //   than encoding a few MiB): the copy of the process closes every inherited descriptor past
-//   stderr, encodes the file from memory as it was at the call, writing each piece as it
-//   comes (a chunk's writeback at a time, so the log's fdatasync never queues behind all of
-//   it; the file is never in memory whole), fdatasyncs it and its folders, and exits; a
-//   waiter thread reports sync_done when it is gone. The copy runs only the producer and
-//   system calls (no locks of this process: only the forking thread lives on in it).
+//   stderr, encodes the file from memory as it was at the call, writing each piece into the
+//   page cache as it comes (the file is never in its memory whole), and exits, so the node
+//   pays copy-on-write faults only while it encodes. A waiter thread then writes the file
+//   back a chunk at a time (the log's fdatasync never queues behind all of it), fdatasyncs
+//   it and its folders and reports sync_done. The copy runs only the producer and system
+//   calls (no locks of this process: only the forking thread lives on in it).
 //   Without fork (a small file, the fork failed, or fork_whole_files is off) the producer
 //   runs on the caller's thread and its bytes go through the FIFO in pieces of kPieceBytes
 //   as they come (the first empties the file), so the writer writes while the rest is
