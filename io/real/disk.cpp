@@ -81,6 +81,13 @@ std::vector<std::string> folders_of(const std::string& root, const std::string& 
   return out;
 }
 
+// fsync of each folder in turn; false at the first that fails.
+bool fsync_dirs(const std::vector<std::string>& folders) {
+  for (const std::string& folder : folders)
+    if (!fsync_dir(folder)) return false;
+  return true;
+}
+
 // Writes what it is given to the file as it comes (into the page cache: the copy of the
 // process lives, and the node pays copy-on-write faults, only while it encodes).
 class FileSink final : public ByteSink {
@@ -121,8 +128,7 @@ bool settle_file(const std::string& path, const std::vector<std::string>& folder
   }
   ok = ok && ::fdatasync(fd) == 0;
   ok = ::close(fd) == 0 && ok;
-  for (const std::string& folder : folders) ok = ok && fsync_dir(folder);
-  return ok;
+  return ok && fsync_dirs(folders);
 }
 
 }  // namespace
@@ -474,12 +480,7 @@ bool Disk::sync_new_dirs(const std::string& file) {
     std::lock_guard lock(files_mutex_);
     if (new_files_.erase(file) == 0) return true;
   }
-  fs::path root(options_.root);
-  for (fs::path rel = fs::path(file).parent_path();; rel = rel.parent_path()) {
-    if (!fsync_dir((root / rel).string())) return false;
-    if (rel.empty()) break;
-  }
-  return true;
+  return fsync_dirs(folders_of(options_.root, file));
 }
 
 std::shared_ptr<Disk::OpenFile> Disk::handle(const std::string& file, bool create, int* errno_out) {
