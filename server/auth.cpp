@@ -128,6 +128,10 @@ Access access_for(std::string_view method, std::string_view path) {
       (path == "/api/v1/push" || path == "/api/v1/timers" || path == "/api/v1/ephemeral/push")) {
     return Access::write_only;
   }
+  if (method == "POST" && (path == "/api/v1/fetch" || path == "/api/v1/fetch/offsets" ||
+                           path == "/api/v1/partitions/changed")) {
+    return Access::read_only;  // reads by offset: no lease, no cursor
+  }
   if (method == "GET" || method == "HEAD") {
     if (path == "/api/v1/pop" || starts_with(path, "/api/v1/pop/")) return Access::read_write;
     return Access::read_only;

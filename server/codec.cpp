@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "server/json_scan.h"
 #include "server/json_writer.h"
@@ -449,8 +450,11 @@ std::string read_pop_numbers(const QueryParams& q, const EdgeSettings& settings,
     if (query_text(q, "partitions") == nullptr) cmd->partitions = kAutopilotPartitions;
   }
   cmd->conflation = query_bool(q, "conflation", false, &error);
+  // commitOnDelivery, or its older name autoAck: either one true commits at delivery.
   bool auto_ack = query_bool(q, "autoAck", false, &error);
-  cmd->auto_ack = query_bool(q, "commitOnDelivery", auto_ack, &error);
+  cmd->auto_ack = query_bool(q, "commitOnDelivery", false, &error) || auto_ack;
+  if (error.empty() && cmd->auto_ack && cmd->conflation)
+    return "commitOnDelivery (autoAck) cannot be combined with conflation";
   return error;
 }
 
@@ -602,6 +606,7 @@ void read_options(FieldReader& r, QueueOptionsPatch* p) {
   p->completed_retention_s = r.opt_non_negative("completedRetentionSeconds");
   p->max_wait_time_s = r.opt_non_negative("maxWaitTimeSeconds");
   p->encryption_enabled = r.opt_bool("encryptionEnabled");
+  p->min_pop_wait_time_ms = r.opt_non_negative("minPopWaitTime");
 }
 
 // ---------- rendering ----------
@@ -623,11 +628,18 @@ void render_push(const PushReply& reply, JsonWriter& w) {
     switch (r.status) {
       case PushStatus::queued:
       case PushStatus::duplicate:
-        w.key("status").string(r.status == PushStatus::queued ? "queued" : "duplicate");
+      case PushStatus::buffered:
+        w.key("status").string(r.status == PushStatus::queued      ? "queued"
+                               : r.status == PushStatus::duplicate ? "duplicate"
+                                                                   : "buffered");
         w.key("offset").number(r.offset.value);
+        if (r.status == PushStatus::buffered) {  // the reference's buffered item names these
+          w.key("queue").string(r.queue);
+          w.key("transactionId").string(r.transaction_id);
+        }
         break;
       case PushStatus::error:
-        w.key("status").string("error");
+        w.key("status").string("failed");
         w.key("error").string(r.error);
         break;
     }
@@ -698,8 +710,15 @@ void render_pop_message(const PopMessage& m, const std::string& group, PopRender
   w.end_object();
 }
 
-HttpAnswer render_pop(const PopReply& reply) {
-  if (reply.messages.empty()) return HttpAnswer{204, "", 0};
+// A conflating pop says so in its answer, and answers an empty pop 200 with a body too: the
+// client checks the echo.
+HttpAnswer render_pop(const PopReply& reply, bool conflation) {
+  if (reply.messages.empty()) {
+    if (!conflation) return HttpAnswer{204, "", 0};
+    if (reply.empty_reason == "paused")  // pop maintenance
+      return HttpAnswer{200, R"({"success":true,"messages":[],"paused":true})", 0};
+    return HttpAnswer{200, R"({"success":true,"messages":[],"conflation":true})", 0};
+  }
   const PopMessage& first = reply.messages.front();
   size_t bytes = 256;
   for (const PopMessage& m : reply.messages) {
@@ -720,6 +739,7 @@ HttpAnswer render_pop(const PopReply& reply) {
   PopRenderCache cache;
   for (const PopMessage& m : reply.messages) render_pop_message(m, reply.group, cache, w);
   w.end_array();
+  if (conflation) w.key("conflation").boolean(true);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
@@ -760,6 +780,7 @@ void render_options(const QueueOptions& o, JsonWriter& w) {
   w.key("completedRetentionSeconds").number(o.completed_retention_s);
   w.key("maxWaitTimeSeconds").number(o.max_wait_time_s);
   w.key("encryptionEnabled").boolean(o.encryption_enabled);
+  w.key("minPopWaitTime").number(o.min_pop_wait_time_ms);
   w.end_object();
 }
 
@@ -791,6 +812,10 @@ void render_health(const HealthReply& reply, JsonWriter& w) {
   w.key("commit").number(reply.commit_index);
   w.key("lag").number(reply.commit_index - std::min(reply.commit_index, reply.applied_index));
   w.key("storageReady").boolean(true);
+  // One on-disk and wire format so far: every node reads it, and the cluster runs it.
+  w.key("clusterVersion").number(kClusterFormatVersion);
+  w.key("kinds").begin_array().number(kClusterFormatVersion).end_array();
+  w.key("apply").begin_object().key("failure").number(0).key("skipped").number(0).end_object();
   w.end_object();
   w.key("queues").number(reply.queues);
   w.key("partitions").number(reply.partitions);
@@ -848,22 +873,25 @@ Parsed parse_pop_command(const std::string& queue, const std::optional<std::stri
   if (queue.size() + second_name > kNameBytesMax) {
     return name_too_long("queue and partition or consumerGroup are");
   }
-  return to_node(ids, cmd.wait ? timeout_ms : settings.stmt_timeout_ms, std::move(cmd));
+  bool conflation = cmd.conflation;
+  Parsed p = to_node(ids, cmd.wait ? timeout_ms : settings.stmt_timeout_ms, std::move(cmd));
+  if (conflation) p.render = RenderAs::pop_conflation;
+  return p;
 }
 
+// The renew answer, an object: the SDK reads success, renewed and the new expiry under any of
+// its three names.
 void render_lease_extend(const LeaseExtendReply& reply, JsonWriter& w) {
-  w.begin_array().begin_object();
-  w.key("index").number(0);
+  std::string expires = reply.success ? format_iso_us(reply.expires_us) : std::string();
+  w.begin_object();
   w.key("leaseId").uuid(reply.lease_id);
   w.key("success").boolean(reply.success);
+  w.key("renewed").number(reply.renewed);
   w.key("error").string_or_null(reply.error);
-  w.key("expiresAt");
-  if (reply.success) {
-    w.string(format_iso_us(reply.expires_us));
-  } else {
-    w.null();
-  }
-  w.end_object().end_array();
+  w.key("newExpiresAt").string_or_null(expires);
+  w.key("expiresAt").string_or_null(expires);
+  w.key("lease_expires_at").string_or_null(expires);
+  w.end_object();
 }
 
 // ---------- KV, locks, timers, transactions: shared ----------
@@ -874,6 +902,7 @@ HttpAnswer family_error(unsigned status, std::string_view code, std::string_view
   JsonWriter w;
   w.begin_object();
   w.key("error").string(code);
+  w.key("code").string(code);
   w.key("reason").string(utf8_lossy(reason));
   w.key("detail").string(utf8_lossy(detail));
   w.end_object();
@@ -1053,7 +1082,8 @@ std::optional<Refusal> read_kv_value(const json& o, const std::string& at, KvOp*
     return kv_refusal("kv_bad_value", at + ".value cannot be encoded as JSON");
   }
   if (out->value.size() > kKvValueBytesMax) {
-    return kv_refusal("kv_value_too_large", at + ".value is larger than 65536 bytes");
+    return Refusal{413, "payload_too_large", "kv_value_too_large",
+                   at + ".value is larger than 65536 bytes"};
   }
   return std::nullopt;
 }
@@ -1066,9 +1096,11 @@ std::optional<Refusal> read_kv_numbers(const json& o, const std::string& at, KvO
   if (auto bad = read_kv_int(o, "max", at, &out->max)) return bad;
   if (auto bad = read_kv_int(o, "limit", at, &limit)) return bad;
   if (expect) {
-    if (*expect < 0) return kv_refusal("kv_bad_field", at + ".expect must be >= 0");
+    if (*expect < 0) return kv_refusal("kv_bad_expect", at + ".expect must be >= 0");
     out->expect = static_cast<uint64_t>(*expect);
   }
+  if (out->op == KvOpKind::check && !expect)
+    return kv_refusal("kv_bad_expect", at + ".expect is required by check");
   if (out->op == KvOpKind::put_if_absent) out->expect = 0;
   if (delta) out->delta = *delta;
   if (limit) {
@@ -1091,7 +1123,7 @@ std::optional<Refusal> read_kv_op(const json& o, const std::string& at, bool in_
   auto keys_only = r.opt_bool("keysOnly");
   if (!r.ok()) return kv_refusal("kv_bad_field", r.error());
   auto kind = kv_op_kind(op);
-  if (!kind) return kv_refusal("kv_bad_op", at + ".op " + op + " is not a KV operation");
+  if (!kind) return kv_refusal("kv_unknown_op", at + ".op " + op + " is not a KV operation");
   if (in_txn && *kind == KvOpKind::get_prefix) {
     return kv_refusal("kv_bad_op", at + ".op getPrefix is not allowed in a transaction");
   }
@@ -1100,6 +1132,8 @@ std::optional<Refusal> read_kv_op(const json& o, const std::string& at, bool in_
   out->after = after.value_or("");
   out->required = required.value_or(false);
   out->keys_only = keys_only.value_or(false);
+  if (out->op == KvOpKind::get_prefix && out->prefix.empty())
+    return kv_refusal("kv_prefix_required", at + ".prefix must be a non-empty string");
   if (auto bad = read_kv_names(o, at, out)) return bad;
   if (auto bad = read_kv_value(o, at, out)) return bad;
   if (auto bad = read_kv_expiry(o, at, out)) return bad;
@@ -1116,10 +1150,17 @@ std::optional<Refusal> read_kv_ops(const json& arr, const char* name, bool in_tx
                                              std::to_string(ops_max) + " operations");
   }
   size_t keys = 0;
+  std::set<std::pair<std::string, std::string>> written;  // one write of a key per call
   out->resize(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
-    if (auto bad = read_kv_op(arr[i], indexed(name, i), in_txn, &(*out)[i])) return bad;
-    keys += (*out)[i].op == KvOpKind::get_many ? (*out)[i].keys.size() : 1;
+    KvOp& op = (*out)[i];
+    if (auto bad = read_kv_op(arr[i], indexed(name, i), in_txn, &op)) return bad;
+    keys += op.op == KvOpKind::get_many ? op.keys.size() : 1;
+    bool write = kv_is_write(op.op) || op.op == KvOpKind::del;
+    if (write && !written.insert({op.ns, op.key}).second) {
+      return kv_refusal("kv_duplicate_key_in_call",
+                        indexed(name, i) + " writes " + op.ns + "/" + op.key + " a second time");
+    }
   }
   if (keys > keys_max) {
     return kv_refusal("kv_too_many_keys", std::string(name) + " touches more than " +
@@ -1135,7 +1176,7 @@ std::string iso_or_empty(int64_t us) {
 void render_kv_row(const KvRowView& row, JsonWriter& w) {
   w.begin_object();
   w.key("key").string(row.key);
-  w.key("value").raw(row.value);
+  if (!row.value.empty()) w.key("value").raw(row.value);  // empty: a keysOnly read
   w.key("version").number(row.version);
   w.key("expiresAt").string_or_null(iso_or_empty(row.expires_us));
   w.key("updatedAt").string_or_null(iso_or_empty(row.updated_us));
@@ -1176,6 +1217,7 @@ void render_kv_fields(const KvResult& r, JsonWriter& w) {
   w.key("applied").boolean(r.applied);
   if (!r.reason.empty()) w.key("reason").string(r.reason);
   w.key("key").string(r.row.key);
+  if (r.op == KvOpKind::check && r.applied) return;  // a check that holds names no row
   w.key("value").raw(r.row.value);
   w.key("version").number(r.row.version);
 }
@@ -1199,7 +1241,8 @@ HttpAnswer render_kv(const KvReply& reply) {
     w.end_object();
     return HttpAnswer{200, w.take(), 0};
   }
-  w.begin_array();
+  w.begin_object();
+  w.key("results").begin_array();
   for (const KvResult& r : reply.results) {
     w.begin_object();
     w.key("index").number(r.index);
@@ -1207,6 +1250,7 @@ HttpAnswer render_kv(const KvReply& reply) {
     w.end_object();
   }
   w.end_array();
+  w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
 
@@ -1282,6 +1326,11 @@ std::optional<Refusal> read_lock_numbers(const json& o, const std::string& at, L
     out->slot = static_cast<uint32_t>(*slot);
   }
   if (token) out->token = static_cast<uint64_t>(*token);
+  bool takes = out->op == LockOpKind::acquire || out->op == LockOpKind::renew;
+  if (takes && !ttl) return lock_refusal("locks_ttl_required", at + ".ttlSeconds is required");
+  bool fenced = out->op == LockOpKind::renew || out->op == LockOpKind::release;
+  if (fenced && (!token || *token == 0))
+    return lock_refusal("locks_token_required", at + ".token (a positive integer) is required");
   return std::nullopt;
 }
 
@@ -1294,7 +1343,7 @@ std::optional<Refusal> read_lock_op(const json& o, const std::string& at, IdSour
   auto owner = r.opt_string("owner");
   if (!r.ok()) return lock_refusal("locks_bad_field", r.error());
   auto kind = lock_op_kind(op);
-  if (!kind) return lock_refusal("locks_bad_op", at + ".op " + op + " is not a lock operation");
+  if (!kind) return lock_refusal("locks_unknown_op", at + ".op " + op + " is not a lock operation");
   out->op = *kind;
   if (out->name.empty() || out->name.size() > kLockNameBytesMax ||
       out->name.find('#') != std::string::npos) {
@@ -1325,14 +1374,16 @@ void render_lock_holders(const std::vector<LockHolder>& holders, JsonWriter& w) 
     w.key("slot").number(h.slot);
     w.key("owner").string(h.owner);
     w.key("token").number(h.token);
+    w.key("since").string_or_null(iso_or_empty(h.since_us));
     w.key("expiresAt").string_or_null(iso_or_empty(h.expires_us));
+    w.key("renewedAt").string_or_null(iso_or_empty(h.renewed_us));
     w.end_object();
   }
   w.end_array();
 }
 
 void render_lock_result(const LockResult& r, JsonWriter& w) {
-  static const char* kVerb[] = {"acquired", "renewed", "released", "ok"};
+  static const char* kVerb[] = {"acquired", "renewed", "released", "held"};
   w.begin_object();
   w.key("index").number(r.index);
   w.key("op").string(lock_op_name(r.op));
@@ -1354,9 +1405,11 @@ void render_lock_result(const LockResult& r, JsonWriter& w) {
 
 HttpAnswer render_locks(const LockReply& reply) {
   JsonWriter w;
-  w.begin_array();
+  w.begin_object();
+  w.key("results").begin_array();
   for (const LockResult& r : reply.results) render_lock_result(r, w);
   w.end_array();
+  w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
 
@@ -1397,6 +1450,27 @@ std::optional<std::string> base64_decode(std::string_view in) {
   return out;
 }
 
+std::string base64_encode(std::string_view in) {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out.push_back(kAlphabet[(v >> shift) & 63]);
+  }
+  if (size_t rest = in.size() - i; rest > 0) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    if (rest == 2) v |= uint8_t(in[i + 1]) << 8;
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? kAlphabet[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
 // Decoded JSON is stored compact; other bytes are stored as a JSON string.
 std::string payload_json(const std::string& decoded) {
   if (json_depth(decoded, kJsonDepthMax) <= kJsonDepthMax) {
@@ -1421,7 +1495,7 @@ std::optional<Refusal> timer_owned_field(const json& o, const std::string& at) {
     bool owned = !k.empty() && k[0] == '_';
     for (const char* name : kOwned) owned = owned || k == name;
     if (owned) {
-      return Refusal{400, "timers_server_owned_field", "timers_server_owned_field",
+      return Refusal{400, "timers_bad_request", "timers_server_owned_field",
                      at + "." + k + " is set by the server"};
     }
   }
@@ -1456,18 +1530,25 @@ std::optional<Refusal> read_timer_op(const json& o, const std::string& at, bool 
   out->timer_key = r.required_string("timerKey", /*allow_empty=*/false);
   auto partition = r.opt_string("partition");
   auto txn = r.opt_string("txn");
-  auto delay = r.opt_non_negative("delayMs");
   if (!r.ok()) return timer_refusal("timers_bad_field", r.error());
   auto kind = timer_op_kind(op);
   if (!kind) return timer_refusal("timers_bad_op", at + ".op " + op + " is not a timer op");
   out->op = *kind;
+  // A delay of zero or below is due now; a schedule must give one.
+  std::optional<int64_t> delay;
+  if (const json* d = field(o, "delayMs")) {
+    delay = json_int(*d);
+    if (!delay) return timer_refusal("timers_bad_field", at + ".delayMs must be an integer");
+  } else if (out->op != TimerOpKind::cancel) {
+    return timer_refusal("timers_delay_required", at + ".delayMs is required");
+  }
   if (partition && !partition->empty()) out->partition = *partition;
   if (out->queue.size() + out->partition.size() > kNameBytesMax) {
     return Refusal{413, "name_too_long", "name_too_long", at + ".queue and partition too long"};
   }
-  out->delay_ms = delay.value_or(0);
+  out->delay_ms = std::max<int64_t>(0, delay.value_or(0));
   if (!in_txn && out->op != TimerOpKind::cancel && out->delay_ms > kTimerHorizonMs) {
-    return Refusal{403, "timer_horizon_exceeded", "timer_horizon_exceeded",
+    return Refusal{403, "timer_horizon_exceeded", "timers_horizon",
                    at + ".delayMs is beyond the 90-day horizon"};
   }
   out->message_id = make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
@@ -1505,9 +1586,17 @@ void render_timer_fields(const TimerResult& r, JsonWriter& w) {
   w.key("deliverAt").string_or_null(iso_or_empty(r.deliver_at_us));
 }
 
-HttpAnswer render_timers(const TimerReply& reply) {
+// POST answers {results:[...]}; the standalone cancel (`single`) its one result, bare.
+HttpAnswer render_timers(const TimerReply& reply, bool single) {
   JsonWriter w;
-  w.begin_array();
+  if (single && reply.results.size() == 1) {
+    w.begin_object();
+    render_timer_fields(reply.results.front(), w);
+    w.end_object();
+    return HttpAnswer{200, w.take(), 0};
+  }
+  w.begin_object();
+  w.key("results").begin_array();
   for (const TimerResult& r : reply.results) {
     w.begin_object();
     w.key("index").number(r.index);
@@ -1515,11 +1604,13 @@ HttpAnswer render_timers(const TimerReply& reply) {
     w.end_object();
   }
   w.end_array();
+  w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
 
-void render_timer_view(const TimerView& t, JsonWriter& w) {
-  w.begin_object();
+// A stored timer's fields (inside an object the caller opened); the payload only for a peek,
+// as base64 of the JSON it fires with.
+void render_timer_view(const TimerView& t, bool with_payload, JsonWriter& w) {
   w.key("queue").string(t.queue);
   w.key("timerKey").string(t.timer_key);
   w.key("partition").string(t.partition);
@@ -1527,20 +1618,30 @@ void render_timer_view(const TimerView& t, JsonWriter& w) {
   w.key("messageId").uuid(t.message_id);
   w.key("deliverAt").string(format_iso_us(t.deliver_at_us));
   w.key("attempts").number(t.attempts);
-  w.key("payload").raw(t.payload);
-  w.end_object();
+  if (with_payload) w.key("payload").string(base64_encode(t.payload));
 }
 
-// One shape for peek, list and count: {found, count, timers, nextAfter}.
-HttpAnswer render_timer_query(const TimerQueryReply& reply) {
+// A peek answers the timer bare ({found:false} when none); a list {rows, truncated, nextAfter};
+// a count {count}.
+HttpAnswer render_timer_query(const TimerQueryReply& reply, RenderAs as) {
   JsonWriter w;
   w.begin_object();
-  w.key("found").boolean(reply.found);
-  w.key("count").number(reply.count);
-  w.key("timers").begin_array();
-  for (const TimerView& t : reply.timers) render_timer_view(t, w);
-  w.end_array();
-  w.key("nextAfter").string_or_null(reply.timers.empty() ? "" : reply.timers.back().timer_key);
+  if (as == RenderAs::timer_peek) {
+    w.key("found").boolean(reply.found);
+    if (reply.found && !reply.timers.empty()) render_timer_view(reply.timers.front(), true, w);
+  } else if (as == RenderAs::timer_list) {
+    w.key("rows").begin_array();
+    for (const TimerView& t : reply.timers) {
+      w.begin_object();
+      render_timer_view(t, false, w);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("truncated").boolean(reply.truncated);
+    w.key("nextAfter").string_or_null(reply.timers.empty() ? "" : reply.timers.back().timer_key);
+  } else {
+    w.key("count").number(reply.count);
+  }
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
@@ -1809,16 +1910,9 @@ void render_txn_push_item(const PushResult& p, JsonWriter& w) {
   if (p.status == PushStatus::error) w.key("error").string(p.error);
 }
 
-// A push operation renders its first item's fields, and every item under `items`.
+// A pushed item's result (one result per item).
 void render_txn_push(const TxnResult& r, JsonWriter& w) {
   if (!r.pushes.empty()) render_txn_push_item(r.pushes.front(), w);
-  w.key("items").begin_array();
-  for (const PushResult& p : r.pushes) {
-    w.begin_object();
-    render_txn_push_item(p, w);
-    w.end_object();
-  }
-  w.end_array();
 }
 
 void render_txn_result(const TxnResult& r, JsonWriter& w) {
@@ -1973,22 +2067,37 @@ HttpAnswer render_groups(const GroupsReply& reply, RenderAs as) {
 }
 
 // One shape for delete, seek and subscription changes: the fields each of them names.
-HttpAnswer render_group_change(const GroupChangeReply& r) {
+// Each consumer-group change answers its own shape; a queue deletion says whether it existed.
+HttpAnswer render_group_change(const GroupChangeReply& r, RenderAs as) {
   JsonWriter w;
   w.begin_object();
   if (r.group.empty()) {  // a queue deletion
-    w.key("deleted").boolean(true).key("queue").string(r.queue).key("existed").boolean(true);
+    bool existed = r.metadata_deleted;  // deleted either way: no such queue is left
+    w.key("deleted").boolean(true).key("queue").string(r.queue).key("existed").boolean(existed);
     w.end_object();
     return HttpAnswer{200, w.take(), 0};
   }
   w.key("success").boolean(true);
   w.key("consumerGroup").string(r.group);
-  if (!r.queue.empty()) w.key("queueName").string(r.queue);
-  w.key("deletedPartitions").number(r.partitions);
-  w.key("partitionsUpdated").number(r.partitions);
-  w.key("rowsUpdated").number(r.partitions);
-  w.key("updated").boolean(r.partitions > 0);
-  w.key("metadataDeleted").boolean(r.metadata_deleted);
+  if (as == RenderAs::group_subscription) {
+    w.key("newTimestamp").string(format_iso_us(r.timestamp_us));
+    w.key("rowsUpdated").number(r.partitions);
+  } else if (as == RenderAs::group_seek) {
+    w.key("queueName").string(r.queue);
+    w.key("seekToEnd").boolean(r.to_end);
+    w.key("targetTimestamp").string_or_null(r.to_end ? "" : format_iso_us(r.timestamp_us));
+    w.key("partitionsUpdated").number(r.partitions);
+  } else if (as == RenderAs::partition_seek) {
+    w.key("queueName").string(r.queue);
+    w.key("partitionName").string(r.partition);
+    w.key("updated").boolean(r.partitions > 0);
+    w.key("cursorMovedTo");
+    r.moved_to >= 0 ? w.number(static_cast<uint64_t>(r.moved_to)) : w.null();
+  } else {  // a group deletion
+    if (!r.queue.empty()) w.key("queueName").string(r.queue);
+    w.key("deletedPartitions").number(r.partitions);
+    w.key("metadataDeleted").boolean(r.metadata_deleted);
+  }
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
@@ -1999,6 +2108,7 @@ HttpAnswer render_dlq_replay(const DlqReplayReply& r) {
   w.key("success").boolean(r.success);
   if (!r.success) {
     w.key("error").string(r.error);
+    w.key("code").string("dlq_not_found");
     w.end_object();
     return HttpAnswer{404, w.take(), 0};
   }
@@ -2016,7 +2126,20 @@ void render_queue_counts(const QueueView& q, JsonWriter& w) {
   w.key("messages").begin_object();
   w.key("total").number(q.messages);
   w.key("pending").number(q.pending);
+  w.key("processing").number(q.processing);
   w.key("deadLetter").number(q.dlq);
+  w.end_object();
+}
+
+// The six counters of a queue get, for a partition or the totals.
+void render_six_counts(const PartitionStatsView& s, JsonWriter& w) {
+  w.begin_object();
+  w.key("total").number(s.total);
+  w.key("pending").number(s.pending);
+  w.key("processing").number(s.processing);
+  w.key("completed").number(s.completed);
+  w.key("failed").number(0);  // a failed message is pending again or a dead letter
+  w.key("deadLetter").number(s.dead_letter);
   w.end_object();
 }
 
@@ -2041,10 +2164,27 @@ HttpAnswer render_queue_get(const QueueView& q) {
   w.key("task").string_or_null(q.options.task);
   w.key("createdAt").string(format_iso_us(q.created_us));
   w.key("partitions").begin_array();
-  for (const auto& [name, next] : q.partitions) {
-    w.begin_object().key("name").string(name).key("messages").number(next).end_object();
+  PartitionStatsView totals;
+  for (const PartitionStatsView& p : q.partitions) {
+    w.begin_object();
+    w.key("id").decimal_string(p.id.value);
+    w.key("name").string(p.name);
+    w.key("createdAt").string(format_iso_us(p.created_us));
+    w.key("messages").number(p.total);
+    w.key("stats");
+    render_six_counts(p, w);
+    w.key("oldestMessage").string_or_null(iso_or_empty(p.oldest_us));
+    w.key("newestMessage").string_or_null(iso_or_empty(p.newest_us));
+    w.end_object();
+    totals.total += p.total;
+    totals.pending += p.pending;
+    totals.processing += p.processing;
+    totals.completed += p.completed;
+    totals.dead_letter += p.dead_letter;
   }
   w.end_array();
+  w.key("totals");
+  render_six_counts(totals, w);
   w.key("options");
   render_options(q.options, w);
   render_queue_counts(q, w);
@@ -2099,8 +2239,8 @@ Parsed parse_seek(const std::string& group, const std::string& queue, std::strin
 
 // ---------- messages ----------
 
+// A message's own fields (inside an object the caller opened).
 void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
-  w.begin_object();
   w.key("id").uuid(m.message_id);
   w.key("transactionId").string(m.transaction_id);
   w.key("partitionId").decimal_string(m.partition_id.value);
@@ -2112,7 +2252,6 @@ void render_message_row(const PopMessage& m, bool with_payload, JsonWriter& w) {
   w.key("producerSub").string_or_null(m.producer_sub);
   w.key("createdAt").string(format_iso_us(m.created_us));
   if (with_payload) w.key("payload").raw(m.payload);
-  w.end_object();
 }
 
 // Answered 200 whether or not the message was there, as the reference does.
@@ -2186,18 +2325,71 @@ HttpAnswer render_message_delete(const MessageDeleteReply& r) {
   return HttpAnswer{200, w.take(), 0};
 }
 
+// How a message's partition is consumed: by the queue-mode group, named (bus) groups, both.
+void render_mode(const MessageStateView* s, JsonWriter& w) {
+  bool queue_mode = false;
+  size_t groups = s ? s->groups.size() : 0;
+  if (s) {
+    for (const auto& g : s->groups) queue_mode = queue_mode || g.group == kQueueModeGroup;
+  }
+  size_t bus = groups - (queue_mode ? 1 : 0);
+  w.key("mode").begin_object();
+  w.key("hasQueueMode").boolean(queue_mode);
+  w.key("busGroupsCount").number(bus);
+  w.key("type").string(queue_mode ? (bus ? "hybrid" : "queue") : (bus ? "bus" : "none"));
+  w.end_object();
+}
+
+// A message's state: as the queue-mode group sees it, and (in detail) per consumer group.
+void render_message_state(const MessageStateView& s, bool detail, JsonWriter& w) {
+  w.key("status").string(s.status);
+  w.key("namespace").string_or_null(s.ns);
+  w.key("task").string_or_null(s.task);
+  render_mode(&s, w);
+  if (!detail) return;
+  w.key("errorMessage").string_or_null(s.error);
+  w.key("retryCount").number(s.retry_count);
+  w.key("leaseExpiresAt").string_or_null(iso_or_empty(s.lease_expires_us));
+  w.key("consumerGroups").begin_array();
+  for (const auto& g : s.groups) {
+    w.begin_object();
+    w.key("name").string(g.group);
+    w.key("group").string(g.group);
+    w.key("consumed").boolean(g.consumed);
+    w.key("leaseExpiresAt").string_or_null(iso_or_empty(g.lease_expires_us));
+    w.end_object();
+  }
+  w.end_array();
+}
+
 HttpAnswer render_messages(const MessagesReply& reply, RenderAs as) {
   JsonWriter w;
-  if (as == RenderAs::message_get) {
-    if (!reply.found || reply.messages.empty()) {
-      return error_answer(404, "message_not_found", "Message not found");
-    }
-    render_message_row(reply.messages.front(), /*with_payload=*/true, w);
-    return HttpAnswer{200, w.take(), 0};
+  bool get = as == RenderAs::message_get;
+  if (get && (!reply.found || reply.messages.empty())) {
+    return error_answer(404, "message_not_found", "Message not found");
   }
-  w.begin_object().key("messages").begin_array();
-  for (const PopMessage& m : reply.messages) render_message_row(m, /*with_payload=*/false, w);
-  w.end_array().end_object();
+  if (!get) w.begin_object().key("messages").begin_array();
+  for (size_t i = 0; i < reply.messages.size(); ++i) {
+    const PopMessage& m = reply.messages[i];
+    w.begin_object();
+    render_message_row(m, get, w);
+    if (get) {
+      w.key("data").raw(m.payload);
+      w.key("isEncrypted").boolean(reply.options.encryption_enabled);
+    }
+    if (i < reply.states.size()) render_message_state(reply.states[i], get, w);
+    if (get) {
+      w.key("queueConfig");
+      render_options(reply.options, w);
+    }
+    w.end_object();
+    if (get) break;
+  }
+  if (!get) {
+    w.end_array();
+    render_mode(reply.states.empty() ? nullptr : &reply.states.front(), w);
+    w.end_object();
+  }
   return HttpAnswer{200, w.take(), 0};
 }
 
@@ -2626,6 +2818,20 @@ Parsed parse_dlq_query(const QueryParams& query, const EdgeSettings& settings, I
     }
     cmd.limit = static_cast<uint32_t>(*v);
   }
+  if (const std::string* partition = query_text(query, "partition")) cmd.partition = *partition;
+  if (const std::string* offset = query_text(query, "offset")) {
+    auto v = parse_u64(*offset);
+    if (!v || *v > UINT32_MAX) return bad_request("offset must be a non-negative integer");
+    cmd.offset = static_cast<uint32_t>(*v);
+  }
+  const std::pair<const char*, int64_t*> times[] = {{"from", &cmd.from_us}, {"to", &cmd.to_us}};
+  for (const auto& [key, slot] : times) {
+    if (const std::string* v = query_text(query, key)) {
+      auto us = parse_iso_us(*v);
+      if (!us) return bad_request(std::string(key) + " must be an ISO-8601 time");
+      *slot = *us;
+    }
+  }
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
 }
 
@@ -2703,9 +2909,15 @@ Parsed parse_locks(std::string_view body, const EdgeSettings& settings, IdSource
   }
   LockCmd cmd;
   cmd.ops.resize(ops->size());
+  std::set<std::string> names;  // ops are independent: each on a different lock
   for (size_t i = 0; i < ops->size(); ++i) {
     auto bad = read_lock_op((*ops)[i], indexed("operations", i), ids, &cmd.ops[i]);
     if (bad) return refuse(*bad);
+    if (!names.insert(cmd.ops[i].name).second) {
+      return refuse(lock_refusal(
+          "locks_duplicate_in_call",
+          indexed("operations", i) + " names lock " + cmd.ops[i].name + " a second time"));
+    }
   }
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
 }
@@ -2741,7 +2953,9 @@ Parsed parse_timer_delete(const std::string& queue, const std::string& timer_key
     op.txn_hash = hash_transaction_id(op.txn);
     op.check_txn = true;
   }
-  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  p.render = RenderAs::timer_single;
+  return p;
 }
 
 Parsed parse_timer_query(const std::string& queue, const std::optional<std::string>& timer_key,
@@ -2752,7 +2966,9 @@ Parsed parse_timer_query(const std::string& queue, const std::optional<std::stri
   if (timer_key) {
     cmd.kind = TimerQueryKind::peek;
     cmd.timer_key = *timer_key;
-    return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+    Parsed p = to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+    p.render = RenderAs::timer_peek;
+    return p;
   }
   const std::string* mode = query_text(query, "mode");
   if (mode && *mode != "count" && *mode != "list") {
@@ -2768,7 +2984,10 @@ Parsed parse_timer_query(const std::string& queue, const std::optional<std::stri
     }
     cmd.limit = static_cast<uint32_t>(*v);
   }
-  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  bool count = cmd.kind == TimerQueryKind::count;
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  p.render = count ? RenderAs::standard : RenderAs::timer_list;
+  return p;
 }
 
 // ---------- public: consumer groups, DLQ replay, queues ----------
@@ -2800,22 +3019,31 @@ Parsed parse_group_route(std::string_view method, const std::vector<std::string>
     if (!error.empty()) return bad_request(error);
     return to_node(ids, t, GroupDeleteCmd{group, s.size() == 3 ? s[2] : "", metadata});
   }
-  if (method != "POST") return bad_request("no such consumer-group route");
-  if (s.size() == 2 && s[1] == "subscription") return parse_subscription(group, body, t, ids);
-  if (s.size() == 4 && s[1] == "queues" && s[3] == "seek") {
-    return parse_seek(group, s[2], body, t, ids);
+  auto no_route = [&] {
+    return answer_now(error_answer(404, "no_such_route", "no such consumer-group route"));
+  };
+  if (method != "POST") return no_route();
+  Parsed p = no_route();
+  if (s.size() == 2 && s[1] == "subscription") {
+    p = parse_subscription(group, body, t, ids);
+    p.render = RenderAs::group_subscription;
+  } else if (s.size() == 4 && s[1] == "queues" && s[3] == "seek") {
+    p = parse_seek(group, s[2], body, t, ids);
+    p.render = RenderAs::group_seek;
+  } else if (s.size() == 6 && s[1] == "queues" && s[3] == "partitions" && s[5] == "seek") {
+    p = to_node(ids, t, SeekCmd{group, s[2], s[4], true, 0});
+    p.render = RenderAs::partition_seek;
   }
-  if (s.size() == 6 && s[1] == "queues" && s[3] == "partitions" && s[5] == "seek") {
-    return to_node(ids, t, SeekCmd{group, s[2], s[4], true, 0});
-  }
-  return bad_request("no such consumer-group route");
+  return p;
 }
 
+// The dead letter is named by the `id` its listing shows (its message's id) or its `dlqId`.
 Parsed parse_dlq_replay(const std::string& id, const EdgeSettings& settings, IdSource& ids) {
   auto v = id.find_first_not_of("0123456789") == std::string::npos ? parse_u64(id) : std::nullopt;
-  if (!v) return bad_request("the dead letter id must be a decimal number");
   DlqReplayCmd cmd;
-  cmd.dlq_id = *v;
+  if ((!v || *v == 0) && !uuid_from_string(id, &cmd.listed_id))
+    return bad_request("the dead letter id must be its listed id (a UUID) or its dlqId");
+  cmd.dlq_id = v.value_or(0);
   cmd.message_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
   return to_node(ids, settings.stmt_timeout_ms, cmd);
 }
@@ -2840,6 +3068,12 @@ Parsed parse_message_browse(const QueryParams& q, const EdgeSettings& settings, 
   if (const std::string* v = query_text(q, "ns")) cmd.ns = *v;
   if (const std::string* v = query_text(q, "namespace")) cmd.ns = *v;
   if (const std::string* v = query_text(q, "task")) cmd.task = *v;
+  if (const std::string* v = query_text(q, "status")) {
+    static const char* kStatuses[] = {"pending", "processing", "completed", "dead_letter"};
+    if (std::find(std::begin(kStatuses), std::end(kStatuses), *v) == std::end(kStatuses))
+      return bad_request("status must be one of pending, processing, completed, dead_letter");
+    cmd.status = *v;
+  }
   if (const std::string* v = query_text(q, "limit")) {
     auto n = v->find_first_not_of("0123456789") == std::string::npos ? parse_u64(*v) : std::nullopt;
     if (!n) return bad_request("limit must be a non-negative integer");
@@ -2878,6 +3112,18 @@ Parsed parse_message_delete(const std::string& partition_id, const std::string& 
   return to_node(ids, settings.stmt_timeout_ms, cmd);
 }
 
+Parsed parse_message_retry(const std::string& partition_id, const std::string& transaction_id,
+                           const EdgeSettings& settings, IdSource& ids) {
+  bool digits = partition_id.find_first_not_of("0123456789") == std::string::npos;
+  auto pid = digits ? parse_u64(partition_id) : std::nullopt;
+  if (!pid) return bad_request("partitionId must be a string of decimal digits");
+  DlqReplayCmd cmd;
+  cmd.message_id = make_uuid_v7(ids.now_ms(), ids.random_u64(), ids.random_u64());
+  cmd.partition_id = PartitionId(*pid);
+  cmd.txn_hash = hash_transaction_id(transaction_id);
+  return to_node(ids, settings.stmt_timeout_ms, cmd);
+}
+
 namespace {
 
 std::optional<uint64_t> partition_id_of(const json& v) {
@@ -2911,6 +3157,141 @@ std::optional<std::string> read_trace_names(const json& doc, std::vector<std::st
   return std::nullopt;
 }
 
+// ---------- system: maintenance ----------
+
+HttpAnswer render_maintenance(const MaintenanceReply& r, bool pop_route) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("maintenanceMode").boolean(r.push);
+  w.key("popMaintenanceMode").boolean(r.pop);
+  if (!pop_route) {
+    // Buffered pushes are in the log like any other, so the "buffer" never fails.
+    w.key("bufferedMessages").number(r.buffered);
+    w.key("bufferHealthy").boolean(true);
+    w.key("bufferStats").begin_object();
+    w.key("pendingCount").number(r.buffered);
+    w.key("failedCount").number(0);
+    w.key("dbHealthy").boolean(true);
+    w.key("failedFiles").begin_object();
+    w.key("count").number(0).key("totalBytes").number(0).key("totalMB").number(0);
+    w.key("failoverCount").number(0).key("qos0Count").number(0);
+    w.end_object();
+    w.end_object();
+  }
+  std::string what =
+      pop_route ? (r.pop ? "pops answer empty until pop maintenance is off" : "pops are served")
+                : (r.push ? "pushes are stored and held back from consumers"
+                          : "pushes are delivered as they come");
+  w.key("message").string(what);
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// ---------- reads by offset ----------
+
+constexpr size_t kFetchEntriesMax = 1024;
+constexpr int64_t kFetchBytesDefault = 1 << 20;
+constexpr int64_t kFetchBytesMaxPerEntry = 8 << 20;
+constexpr int64_t kFetchWaitMsMax = 30000;
+constexpr int64_t kChangedLimitMax = 10000;
+
+void render_record(const PopMessage& m, JsonWriter& w) {
+  w.begin_object();
+  w.key("offset").number(m.offset.value);
+  w.key("transactionId").string(m.transaction_id);
+  w.key("messageId").uuid(m.message_id);
+  w.key("traceId").string_or_null(m.trace_id);
+  w.key("producerSub").string_or_null(m.producer_sub);
+  w.key("createdAt").string(format_iso_us(m.created_us));
+  w.key("data").raw(m.payload);
+  w.end_object();
+}
+
+HttpAnswer render_fetch(const FetchReply& r) {
+  JsonWriter w;
+  w.begin_object().key("entries").begin_array();
+  for (const FetchEntryReply& e : r.entries) {
+    w.begin_object();
+    w.key("queue").string(e.queue);
+    w.key("partition").string(e.partition);
+    w.key("partitionId");
+    e.error == "UNKNOWN_TOPIC_OR_PARTITION" ? w.null() : w.decimal_string(e.partition_id.value);
+    w.key("error").string_or_null(e.error);
+    w.key("highWatermark").number(e.high_watermark);
+    w.key("logStartOffset").number(e.log_start);
+    w.key("records").begin_array();
+    for (const PopMessage& m : e.records) render_record(m, w);
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+HttpAnswer render_fetch_offsets(const FetchOffsetsReply& r) {
+  JsonWriter w;
+  w.begin_object().key("entries").begin_array();
+  for (const FetchOffsetsEntryReply& e : r.entries) {
+    w.begin_object();
+    w.key("queue").string(e.queue);
+    w.key("partition").string(e.partition);
+    w.key("error").string_or_null(e.error);
+    w.key("offset");
+    e.offset >= 0 ? w.number(static_cast<uint64_t>(e.offset)) : w.null();
+    w.key("highWatermark").number(e.high_watermark);
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+HttpAnswer render_partitions_changed(const PartitionsChangedReply& r) {
+  JsonWriter w;
+  w.begin_object().key("partitions").begin_array();
+  for (const PartitionChange& p : r.partitions) {
+    w.begin_object();
+    w.key("queue").string(p.queue);
+    w.key("partition").string(p.partition);
+    w.key("partitionId").decimal_string(p.partition_id.value);
+    w.key("lastOffset");
+    p.last_offset > 0 ? w.number(p.last_offset - 1) : w.null();
+    w.key("highWatermark").number(p.last_offset);
+    w.key("logStart").number(p.log_start);
+    w.key("lastWriteAt").string(format_iso_us(p.last_write_us));
+    w.end_object();
+  }
+  w.end_array();
+  w.key("nextCursor");
+  r.next_after ? w.decimal_string(r.next_after) : w.null();
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+// A time given as an ISO-8601 string or as milliseconds since the epoch.
+std::optional<int64_t> time_field(const json& v) {
+  if (v.is_string()) return parse_iso_us(v.get_ref<const std::string&>());
+  auto ms = json_int(v);
+  if (!ms || *ms < 0 || *ms > INT64_MAX / 1000) return std::nullopt;
+  return *ms * 1000;
+}
+
+// The `entries` array of a fetch body: present, 1 to 1024 objects.
+std::optional<Parsed> fetch_entries(const json& doc, const json** out) {
+  if (auto e = array_field(doc, "entries", out)) return bad_request(*e);
+  if ((*out)->empty() || (*out)->size() > kFetchEntriesMax)
+    return bad_request("entries must hold 1 to " + std::to_string(kFetchEntriesMax) + " entries");
+  return std::nullopt;
+}
+
+// One entry's queue and partition (Default when left out).
+std::optional<Parsed> fetch_names(FieldReader& r, std::string* queue, std::string* partition) {
+  *queue = r.required_string("queue", /*allow_empty=*/false);
+  *partition = r.opt_string("partition").value_or("Default");
+  if (!r.ok()) return bad_request(r.error());
+  if (partition->empty()) return bad_request("partition must be a non-empty string");
+  return std::nullopt;
+}
+
 std::optional<uint32_t> bounded_param(const QueryParams& q, const char* name, uint32_t dflt,
                                       uint32_t lo, uint32_t hi) {
   const std::string* text = query_text(q, name);
@@ -2921,6 +3302,109 @@ std::optional<uint32_t> bounded_param(const QueryParams& q, const char* name, ui
 }
 
 }  // namespace
+
+// ---------- public: maintenance and reads by offset ----------
+
+Parsed parse_maintenance(std::string_view method, bool pop, std::string_view body,
+                         const EdgeSettings& settings, IdSource& ids) {
+  MaintenanceCmd cmd;
+  cmd.pop = pop;
+  if (method == "POST") {
+    std::string error;
+    auto doc = parse_object(body.empty() ? std::string_view("{}") : body, &error);
+    if (!doc) return bad_request(error);
+    FieldReader r(*doc, "");
+    auto enabled = r.opt_bool("enabled");
+    if (!r.ok() || !enabled) return bad_request("enabled (boolean) is required");
+    cmd.enabled = *enabled;
+  }
+  Parsed p = to_node(ids, settings.stmt_timeout_ms, cmd);
+  p.render = pop ? RenderAs::maintenance_pop : RenderAs::maintenance_push;
+  return p;
+}
+
+Parsed parse_fetch(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  FieldReader top(*doc, "");
+  auto wait_ms = top.opt_non_negative("maxWaitMs");
+  top.opt_non_negative("minBytes");
+  if (!top.ok()) return bad_request(top.error());
+  if (wait_ms && *wait_ms > kFetchWaitMsMax)
+    return bad_request("maxWaitMs must be at most " + std::to_string(kFetchWaitMsMax));
+  const json* entries = nullptr;
+  if (auto refused = fetch_entries(*doc, &entries)) return *refused;
+  FetchCmd cmd;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const json& e = (*entries)[i];
+    std::string at = indexed("entries", i);
+    if (!e.is_object()) return bad_request(at + " must be an object");
+    FieldReader r(e, at);
+    FetchEntry& out = cmd.entries.emplace_back();
+    if (auto refused = fetch_names(r, &out.queue, &out.partition)) return *refused;
+    auto offset = r.opt_non_negative("offset");
+    auto max_bytes = r.opt_non_negative("maxBytes");
+    if (!r.ok()) return bad_request(r.error());
+    if (!offset) return bad_request(at + ".offset is required");
+    if (max_bytes && (*max_bytes < 1 || *max_bytes > kFetchBytesMaxPerEntry))
+      return bad_request(at + ".maxBytes must be from 1 to " +
+                         std::to_string(kFetchBytesMaxPerEntry));
+    out.offset = Offset(static_cast<uint64_t>(*offset));
+    out.max_bytes = static_cast<uint32_t>(max_bytes.value_or(kFetchBytesDefault));
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_fetch_offsets(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  const json* entries = nullptr;
+  if (auto refused = fetch_entries(*doc, &entries)) return *refused;
+  FetchOffsetsCmd cmd;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const json& e = (*entries)[i];
+    std::string at = indexed("entries", i);
+    if (!e.is_object()) return bad_request(at + " must be an object");
+    FieldReader r(e, at);
+    FetchOffsetsEntry& out = cmd.entries.emplace_back();
+    if (auto refused = fetch_names(r, &out.queue, &out.partition)) return *refused;
+    const json* ts = field(e, "timestamp");
+    auto us = ts ? time_field(*ts) : std::nullopt;
+    if (!us) return bad_request(at + ".timestamp must be an ISO-8601 time or epoch milliseconds");
+    out.timestamp_us = *us;
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_partitions_changed(std::string_view body, const EdgeSettings& settings,
+                                IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body.empty() ? std::string_view("{}") : body, &error);
+  if (!doc) return bad_request(error);
+  FieldReader r(*doc, "");
+  PartitionsChangedCmd cmd;
+  cmd.queue = r.opt_string("queue").value_or("");
+  auto cursor = r.opt_string("cursor");
+  auto limit = r.opt_non_negative("limit");
+  if (!r.ok()) return bad_request(r.error());
+  if (const json* since = field(*doc, "since")) {
+    auto us = time_field(*since);
+    if (!us) return bad_request("since must be an ISO-8601 time or epoch milliseconds");
+    cmd.since_us = *us;
+  }
+  if (cursor && !cursor->empty()) {
+    bool digits = cursor->find_first_not_of("0123456789") == std::string::npos;
+    auto v = digits ? parse_u64(*cursor) : std::nullopt;
+    if (!v) return answer_now(error_answer(400, "BAD_CURSOR", "cursor is not one this node gave"));
+    cmd.after = *v;
+  }
+  if (limit && (*limit < 1 || *limit > kChangedLimitMax))
+    return bad_request("limit must be from 1 to " + std::to_string(kChangedLimitMax));
+  cmd.limit = static_cast<uint32_t>(limit.value_or(1000));
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
 
 Parsed parse_trace_record(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
   std::string error;
@@ -2998,10 +3482,18 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
   }
   if (const auto* txn = std::get_if<TxnReply>(&reply.body)) return render_txn(*txn);
   if (const auto* locks = std::get_if<LockReply>(&reply.body)) return render_locks(*locks);
-  if (const auto* timers = std::get_if<TimerReply>(&reply.body)) return render_timers(*timers);
-  if (const auto* q = std::get_if<TimerQueryReply>(&reply.body)) return render_timer_query(*q);
+  if (const auto* timers = std::get_if<TimerReply>(&reply.body))
+    return render_timers(*timers, as == RenderAs::timer_single);
+  if (const auto* q = std::get_if<TimerQueryReply>(&reply.body)) return render_timer_query(*q, as);
   if (const auto* g = std::get_if<GroupsReply>(&reply.body)) return render_groups(*g, as);
-  if (const auto* g = std::get_if<GroupChangeReply>(&reply.body)) return render_group_change(*g);
+  if (const auto* g = std::get_if<GroupChangeReply>(&reply.body))
+    return render_group_change(*g, as);
+  if (const auto* m = std::get_if<MaintenanceReply>(&reply.body))
+    return render_maintenance(*m, as == RenderAs::maintenance_pop);
+  if (const auto* f = std::get_if<FetchReply>(&reply.body)) return render_fetch(*f);
+  if (const auto* f = std::get_if<FetchOffsetsReply>(&reply.body)) return render_fetch_offsets(*f);
+  if (const auto* f = std::get_if<PartitionsChangedReply>(&reply.body))
+    return render_partitions_changed(*f);
   if (const auto* d = std::get_if<DlqReplayReply>(&reply.body)) return render_dlq_replay(*d);
   if (const auto* q = std::get_if<QueuesReply>(&reply.body)) {
     if (as == RenderAs::namespaces || as == RenderAs::tasks)
@@ -3036,7 +3528,7 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as) {
     render_push(*push, w);
     status = 201;
   } else if (const auto* pop = std::get_if<PopReply>(&reply.body)) {
-    return render_pop(*pop);
+    return render_pop(*pop, as == RenderAs::pop_conflation);
   } else if (const auto* ack = std::get_if<AckReply>(&reply.body)) {
     render_ack(*ack, w);
   } else if (const auto* conf = std::get_if<ConfigureReply>(&reply.body)) {

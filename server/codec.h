@@ -25,7 +25,10 @@
 namespace queen::server {
 
 constexpr size_t kJsonDepthMax = 256;
-constexpr size_t kNameBytesMax = 447;  // queue + partition (or group)
+// Queue plus the longer of partition and group, as 2.x counts it: 447 bytes including the
+// 36-byte tenant prefix it keeps in front of every queue name.
+constexpr size_t kTenantPrefixBytes = 36;
+constexpr size_t kNameBytesMax = 447 - kTenantPrefixBytes;
 constexpr size_t kTransactionIdBytesMax = 65535;
 constexpr uint32_t kPopBatchMax = 10000;
 constexpr uint32_t kPopBatchDefault = 200;
@@ -38,6 +41,8 @@ constexpr int64_t kLeaseExtendSecondsMax = 86400;
 constexpr uint32_t kDlqLimitMax = 10000;
 constexpr const char* kQueueModeGroup = "__QUEUE_MODE__";
 constexpr const char* kVersion = "0.1.0";
+// The on-disk and wire format this node writes and reads (health's clusterVersion and kinds).
+constexpr uint32_t kClusterFormatVersion = 1;
 constexpr size_t kTraceNamesMax = 16;  // names on one trace
 constexpr size_t kTraceNameBytesMax = 255;
 constexpr uint32_t kTraceQueryLimitMax = 10000;
@@ -67,9 +72,18 @@ enum class RenderAs : uint8_t {
   kv_single,
   group_details,
   message_get,
-  namespaces,    // the queue list rolled up by namespace
-  tasks,         // the queue list rolled up by task
-  metrics_json,  // GET /metrics: the reference's fixed JSON shape
+  namespaces,          // the queue list rolled up by namespace
+  tasks,               // the queue list rolled up by task
+  metrics_json,        // GET /metrics: the reference's fixed JSON shape
+  timer_single,        // DELETE /api/v1/timers/:queue/:key: the one result, bare
+  timer_peek,          // GET /api/v1/timers/:queue/:key: the timer, bare
+  timer_list,          // GET /api/v1/timers/:queue: {rows, truncated, nextAfter}
+  pop_conflation,      // a pop with conflation=true: an empty one answers 200 with the echo
+  group_subscription,  // POST /api/v1/consumer-groups/:group/subscription
+  group_seek,          // POST .../queues/:queue/seek
+  partition_seek,      // POST .../queues/:queue/partitions/:partition/seek
+  maintenance_push,    // /api/v1/system/maintenance
+  maintenance_pop,     // /api/v1/system/maintenance/pop
 };
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
@@ -104,6 +118,13 @@ Parsed parse_lease_extend(const std::string& lease_id, std::string_view body,
                           const EdgeSettings& settings, IdSource& ids);
 Parsed parse_dlq_query(const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 Parsed parse_health(const EdgeSettings& settings, IdSource& ids);
+// GET and POST /api/v1/system/maintenance (`pop` false) and .../maintenance/pop.
+Parsed parse_maintenance(std::string_view method, bool pop, std::string_view body,
+                         const EdgeSettings& settings, IdSource& ids);
+// POST /api/v1/fetch, /api/v1/fetch/offsets and /api/v1/partitions/changed.
+Parsed parse_fetch(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+Parsed parse_fetch_offsets(std::string_view body, const EdgeSettings& settings, IdSource& ids);
+Parsed parse_partitions_changed(std::string_view body, const EdgeSettings& settings, IdSource& ids);
 
 // POST /api/v1/transaction: operations (ack, push), kv, timers, positions, requiredLeases.
 Parsed parse_transaction(std::string_view body, const EdgeSettings& settings, IdSource& ids);
@@ -140,6 +161,9 @@ Parsed parse_message_browse(const QueryParams& query, const EdgeSettings& settin
 Parsed parse_message_get(const std::string& partition_id, const std::string& transaction_id,
                          const EdgeSettings& settings, IdSource& ids);
 // DELETE /api/v1/messages/:partitionId/:transactionId
+// POST /api/v1/messages/:partitionId/:transactionId/retry: re-pushes its dead letter.
+Parsed parse_message_retry(const std::string& partition_id, const std::string& transaction_id,
+                           const EdgeSettings& settings, IdSource& ids);
 Parsed parse_message_delete(const std::string& partition_id, const std::string& transaction_id,
                             const EdgeSettings& settings, IdSource& ids);
 // GET /api/v1/resources/namespaces and /tasks: the queue list rendered `as` its roll-up.

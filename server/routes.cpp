@@ -76,15 +76,15 @@ Parsed route_timers(std::string_view method, std::string_view path, const QueryP
   if (!segments)
     return answer_now(error_answer(400, "bad_request", "bad percent-encoding in path"));
   const auto& s = *segments;
-  if (s.empty() || s.size() > 2 || s[0].empty() || (s.size() == 2 && s[1].empty())) {
-    return no_route(method, path);
-  }
-  if (method == "DELETE") {
-    if (s.size() != 2) return no_route(method, path);
-    return parse_timer_delete(s[0], s[1], query, settings, ids);
-  }
+  if (s.empty() || s[0].empty()) return no_route(method, path);
+  // The timer key is the rest of the path: clients leave its slashes literal.
   std::optional<std::string> key;
-  if (s.size() == 2) key = s[1];
+  for (size_t i = 1; i < s.size(); ++i) key = key ? *key + "/" + s[i] : s[i];
+  if (key && key->empty()) return no_route(method, path);
+  if (method == "DELETE") {
+    if (!key) return no_route(method, path);
+    return parse_timer_delete(s[0], *key, query, settings, ids);
+  }
   return parse_timer_query(s[0], key, query, settings, ids);
 }
 
@@ -171,6 +171,14 @@ std::optional<Parsed> route_admin(std::string_view method, std::string_view path
       return no_route(method, path);
     }
   }
+  if (method == "POST") {
+    if (auto s = segments_after(path, "/api/v1/messages", &bad)) {
+      if (bad) return undecodable();
+      if (s->size() == 3 && !(*s)[0].empty() && !(*s)[1].empty() && (*s)[2] == "retry")
+        return parse_message_retry((*s)[0], (*s)[1], settings, ids);
+      return no_route(method, path);
+    }
+  }
   if (auto s = segments_after(path, "/api/v1/traces", &bad)) {
     if (bad) return undecodable();
     return route_traces(method, path, *s, query, body, settings, ids);
@@ -191,6 +199,9 @@ std::optional<Parsed> route_state(std::string_view method, std::string_view path
                                   const EdgeSettings& settings, IdSource& ids) {
   if (method == "POST") {
     if (path == "/api/v1/transaction") return parse_transaction(body, settings, ids);
+    if (path == "/api/v1/fetch") return parse_fetch(body, settings, ids);
+    if (path == "/api/v1/fetch/offsets") return parse_fetch_offsets(body, settings, ids);
+    if (path == "/api/v1/partitions/changed") return parse_partitions_changed(body, settings, ids);
     if (path == "/api/v1/kv") return parse_kv(body, settings, ids);
     if (path == "/api/v1/locks") return parse_locks(body, settings, ids);
     if (path == "/api/v1/timers") return parse_timers(body, settings, ids);
@@ -225,6 +236,12 @@ Parsed route_request(std::string_view method, std::string_view target, std::stri
     return std::move(*admin);
   }
 
+  if (method == "GET" || method == "POST") {
+    if (path == "/api/v1/system/maintenance")
+      return parse_maintenance(method, false, body, settings, ids);
+    if (path == "/api/v1/system/maintenance/pop")
+      return parse_maintenance(method, true, body, settings, ids);
+  }
   if (method == "GET") {
     if (path == "/health") return parse_health(settings, ids);
     if (path == "/metrics/prometheus") return parse_metrics(settings, ids);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/kv/maintenance.h"
 #include "core/qlog/log.h"
 #include "core/seal/seal.h"
 
@@ -132,6 +133,15 @@ int64_t Engine::visible_at_us(const PartitionState& p, Offset next) const {
 }
 
 Engine::PopResult Engine::pop(const PopCmd& cmd, int64_t now_us) {
+  Maintenance m = maintenance_of(store_);
+  if (m.pop) {  // pop maintenance: every pop is empty, at once
+    PopResult paused;
+    paused.reply.queue = cmd.queue;
+    paused.reply.group = cmd.group;
+    paused.reply.empty_reason = "paused";
+    return paused;
+  }
+  hidden_from_us_ = m.push ? m.push_since_us : INT64_MAX;
   if (!cmd.queue.empty()) return pop_queue(cmd, now_us);
   // Discovery: the first queue of the namespace (and task) with something to deliver.
   PopResult res;
@@ -224,6 +234,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   bool skipped_deleted = false;
   for (Offset o = row.next; o < p.next_offset && offsets.size() < *budget; o = o.next()) {
     if (qo.delayed_processing_s > 0 && visible_at_us(p, o) > now_us) break;
+    if (hidden_from_us_ != INT64_MAX && p.row_of(o)->created_us >= hidden_from_us_) break;
     if (is_done(row.state_of(o))) continue;
     if (p.is_deleted(o)) {
       row.set_state(o, MsgState::acked);  // never delivered again; the cursor passes it
@@ -335,58 +346,157 @@ void Engine::hand_back(const PopReply& reply) {
 
 // ---------------------------------------------------------------------------- ack
 
+namespace {
+
+// At one offset a call's strongest signal applies first: dlq, failed, retry, then completed.
+int signal_rank(AckStatus s) {
+  switch (s) {
+    case AckStatus::dlq:
+      return 0;
+    case AckStatus::failed:
+      return 1;
+    case AckStatus::retry:
+      return 2;
+    case AckStatus::completed:
+      return 3;
+  }
+  return 3;
+}
+
+bool is_signal(AckStatus s) {
+  return s != AckStatus::completed;
+}
+
+// The answer to an ack a failed or retry ack before it in the same call kept from applying.
+std::string not_committed(Offset stop) {
+  return "not committed: the failed or retry ack at offset " + std::to_string(stop.value) +
+         " in the same call stops the cursor there; this message is delivered again";
+}
+
+// One resolved ack of a call, in the order the call applies it.
+struct AckStep {
+  const std::string* group;
+  PartitionId pid;
+  Offset offset;
+  int rank;
+  uint32_t index;
+  auto key() const { return std::tie(*group, pid, offset, rank, index); }
+};
+
+// Sorts a call's resolved acks partition by partition, each by offset, so that a failed or
+// retry ack can stop every later ack of its partition in the call.
+void order_steps(std::vector<AckStep>* steps) {
+  std::sort(steps->begin(), steps->end(),
+            [](const AckStep& a, const AckStep& b) { return a.key() < b.key(); });
+}
+
+bool same_partition(const AckStep& a, const AckStep& b) {
+  return a.pid == b.pid && *a.group == *b.group;
+}
+
+// Whether an ack names a message the group has settled for good (below its cursor, acked or
+// in the DLQ): a completed ack is then a harmless repeat, any other status comes too late,
+// except a repeat of the DLQ move itself.
+bool settled_too_late(const MsgState* st, AckStatus status) {
+  if (status == AckStatus::completed) return false;
+  return !(st && *st == MsgState::dlq && status != AckStatus::retry);
+}
+
+}  // namespace
+
+std::optional<Offset> Engine::resolve_ack(const std::string& group, const PartitionState& p,
+                                          const Hash128& txn_hash) const {
+  std::optional<Offset> found;
+  auto rit = rows_.find(CursorKey{group, p.id});
+  if (rit != rows_.end() && rit->second.batch_start < rit->second.batch_end)
+    found = p.find_hash(txn_hash, rit->second.batch_start, rit->second.batch_end);
+  if (!found) found = p.find_hash(txn_hash, Offset(0), p.next_offset);
+  return found;
+}
+
+// Each partition's acks apply in offset order. A failed or retry ack that hands its batch
+// back stops the partition there: no later ack of the call moves past it, and the messages
+// after it come back with it (a completed ack among them is answered as redelivered).
 AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
   AckReply reply;
   reply.results.resize(cmd.items.size());
-  // Settle completions first, so a failed ack in the same call hands back only what is
-  // still unsettled and never lets a later completion skip past it.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t i = 0; i < cmd.items.size(); ++i) {
-      bool hands_back =
-          cmd.items[i].status == AckStatus::failed || cmd.items[i].status == AckStatus::retry;
-      if (hands_back != (pass == 1)) continue;
-      reply.results[i] = ack_one(cmd.items[i], i, now_us, changed);
+  std::vector<AckStep> steps;
+  steps.reserve(cmd.items.size());
+  for (uint32_t i = 0; i < cmd.items.size(); ++i) {
+    AckItem& item = cmd.items[i];
+    const PartitionState* p = store_.partition(item.partition_id);
+    std::optional<Offset> o = p ? resolve_ack(item.group, *p, item.txn_hash) : std::nullopt;
+    if (!o) {
+      reply.results[i] = refuse_unresolved(item, i, p);
+      continue;
     }
+    steps.push_back(AckStep{&item.group, p->id, *o, signal_rank(item.status), i});
+  }
+  order_steps(&steps);
+  const AckStep* stopped = nullptr;
+  for (const AckStep& step : steps) {
+    AckItem& item = cmd.items[step.index];
+    if (stopped && same_partition(*stopped, step)) {
+      reply.results[step.index] = redelivered(item, step.index, stopped->offset);
+      continue;
+    }
+    AckResult& res = reply.results[step.index];
+    res = ack_one(item, step.index, step.offset, now_us, changed);
+    if (res.success && is_signal(item.status) && !res.dlq && !res.noop) stopped = &step;
   }
   return reply;
 }
 
-AckResult Engine::ack_one(AckItem& item, uint32_t index, int64_t now_us, bool* changed) {
+AckResult Engine::refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p) {
   AckResult res;
   res.index = index;
   res.transaction_id = std::move(item.transaction_id);
-  const PartitionState* p = store_.partition(item.partition_id);
   if (!p) {
     res.error = "partition " + std::to_string(item.partition_id.value) + " not found";
     return res;
   }
   res.queue = store_.queue(p->queue)->name;
   res.partition = p->name;
+  res.error = "unresolvable: transaction not in the ack window: transactionId " +
+              res.transaction_id + " is not a message of partition " + p->name;
+  return res;
+}
+
+AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
+  AckResult res;
+  res.index = index;
+  res.transaction_id = std::move(item.transaction_id);
+  const PartitionState* p = store_.partition(item.partition_id);
+  res.queue = store_.queue(p->queue)->name;
+  res.partition = p->name;
+  res.error = not_committed(stop);
+  res.lease_released = true;
+  return res;
+}
+
+AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed) {
+  AckResult res;
+  res.index = index;
+  res.transaction_id = std::move(item.transaction_id);
+  const PartitionState* p = store_.partition(item.partition_id);
+  res.queue = store_.queue(p->queue)->name;
+  res.partition = p->name;
   auto rit = rows_.find(CursorKey{item.group, p->id});
   CursorRow empty_row;
   CursorRow& row = rit != rows_.end() ? rit->second : empty_row;
-  std::optional<Offset> found;
-  if (row.batch_start < row.batch_end)
-    found = p->find_hash(item.txn_hash, row.batch_start, row.batch_end);
-  if (!found) found = p->find_hash(item.txn_hash, Offset(0), p->next_offset);
-  if (!found) {
-    res.error = "message not found: transactionId " + res.transaction_id;
-    return res;
-  }
-  Offset o = *found;
   const MsgState* st = row.state_of(o);
   bool live = row.lease_live(now_us);
   bool lease_ok = !item.lease_id || (live && *item.lease_id == row.lease_id);
-  if (!st && o < row.next && item.status == AckStatus::failed) {
-    res.error = "message at offset " + std::to_string(o.value) +
-                " is already consumed: a failed ack below the cursor is refused";
-    return res;
-  }
   if (is_done(st) || o < row.next) {
+    if (settled_too_late(st, item.status)) {
+      res.error = "already committed: the cursor moved past this message (offset " +
+                  std::to_string(o.value) + ") before this ack";
+      return res;
+    }
     // Already applied: answered as the first time, from the state kept in the row.
     res.success = true;
     res.dlq = st && *st == MsgState::dlq;
-    res.noop = !st;
+    res.noop = o < row.next;
     res.lease_released = !live;
     return res;
   }
@@ -461,6 +571,12 @@ SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t r
   };
   switch (status) {
     case AckStatus::completed:
+      // An ack is an offset commit within its leased batch: what the batch holds below it and
+      // no ack settled yet is completed with it. A batch handed back commits nothing for others.
+      if (row.lease_expires_us != 0 && o >= row.batch_start && o < row.batch_end) {
+        for (Offset x = row.next; x < o; x = x.next())
+          if (!row.state_of(x)) row.set_state(x, MsgState::acked);
+      }
       settle(MsgState::acked);
       break;
     case AckStatus::dlq:
@@ -524,6 +640,7 @@ LeaseExtendReply Engine::extend(const LeaseExtendCmd& cmd, int64_t now_us) {
     reply.error = "Lease already expired";
     return reply;
   }
+  reply.renewed = static_cast<uint32_t>(live.size());
   it->second = std::move(live);
   reply.success = true;
   return reply;
@@ -569,6 +686,9 @@ GroupChangeReply Engine::seek(const SeekCmd& cmd) {
   GroupChangeReply reply;
   reply.group = cmd.group;
   reply.queue = cmd.queue;
+  reply.partition = cmd.partition;
+  reply.to_end = cmd.to_end;
+  reply.timestamp_us = cmd.timestamp_us;
   const QueueState* q = store_.queue(cmd.queue);
   if (!q) return reply;
   PopCmd as_all;
@@ -585,6 +705,7 @@ GroupChangeReply Engine::seek(const SeekCmd& cmd) {
     mark_dirty(cmd.group, pid);
     if (row.next < p.next_offset) make_ready(cmd.group, p);
     ++reply.partitions;
+    reply.moved_to = static_cast<int64_t>(row.next.value) - 1;
   }
   return reply;
 }
@@ -592,6 +713,7 @@ GroupChangeReply Engine::seek(const SeekCmd& cmd) {
 GroupChangeReply Engine::update_subscription(const SubscriptionCmd& cmd) {
   GroupChangeReply reply;
   reply.group = cmd.group;
+  reply.timestamp_us = cmd.timestamp_us;
   for (auto& [key, meta] : metas_) {
     if (key.group != cmd.group) continue;
     meta.mode = SubscriptionMode::from_time;
@@ -702,10 +824,10 @@ CursorRow Engine::shadow_row(const std::string& group, const PartitionState& p,
   return row;
 }
 
-bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease, int64_t now_us,
-                          TxnConsumePlan* plan) {
-  AckResult res;
-  res.index = static_cast<uint32_t>(plan->acks.size());
+bool Engine::plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional<LeaseId>& lease,
+                          int64_t now_us, TxnConsumePlan* plan) {
+  AckResult& res = plan->acks[index];
+  res.index = index;
   res.transaction_id = ack.transaction_id;
   auto refuse = [&](const std::string& why) {
     plan->ok = false;
@@ -717,16 +839,21 @@ bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease
   if (!p) return refuse("partition " + std::to_string(ack.partition_id.value) + " not found");
   std::optional<Offset> o = p->find_hash(ack.txn_hash, Offset(0), p->next_offset);
   if (!o) return refuse("message not found");
+  res.queue = store_.queue(p->queue)->name;
+  res.partition = p->name;
   CursorRow row = shadow_row(ack.group, *p, *plan);
   const MsgState* st = row.state_of(*o);
-  if (*o < row.next || (st && (*st == MsgState::acked || *st == MsgState::dlq)))
-    return refuse("message already acked");
+  if (*o < row.next || (st && (*st == MsgState::acked || *st == MsgState::dlq))) {
+    if (lease || ack.status != AckStatus::completed) return refuse("message already acked");
+    res.success = true;  // a lease-less repeat of a completed ack: nothing to do
+    res.noop = true;
+    res.lease_released = !row.lease_live(now_us);
+    return true;
+  }
   bool live = row.lease_live(now_us);
   bool in_batch = *o >= row.batch_start && *o < row.batch_end;
   if (lease && (!live || *lease != row.lease_id || !in_batch))
     return refuse("lease expired or held by another worker");
-  res.queue = store_.queue(p->queue)->name;
-  res.partition = p->name;
   res.success = true;
   CursorKey key{ack.group, p->id};
   int64_t keep_expiry = row.lease_expires_us;
@@ -746,7 +873,6 @@ bool Engine::plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease
   plan->rows[key] = std::move(row);
   if (!metas_.contains(GroupKey{ack.group, p->queue}))
     plan->metas[GroupKey{ack.group, p->queue}] = GroupMeta{};
-  plan->acks.push_back(std::move(res));
   return true;
 }
 
@@ -771,18 +897,47 @@ bool Engine::plan_position(const PositionOp& pos, TxnConsumePlan* plan) {
   return true;
 }
 
+// A transaction's acks follow the rules of one ack call: partition by partition in offset
+// order, a failed or retry ack stopping every later ack of its partition.
 TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
   TxnConsumePlan plan;
   // An ack without its own leaseId takes the single lease the call names, if there is one.
   std::set<LeaseId> named(cmd.required_leases.begin(), cmd.required_leases.end());
-  for (const auto& op : cmd.operations)
-    if (op.is_ack && op.ack.lease_id) named.insert(*op.ack.lease_id);
-  std::optional<LeaseId> single;
-  if (named.size() == 1) single = *named.begin();
+  std::vector<const TxnAck*> acks;
   for (const auto& op : cmd.operations) {
     if (!op.is_ack) continue;
-    if (!plan_txn_ack(op.ack, op.ack.lease_id ? op.ack.lease_id : single, now_us, &plan))
+    acks.push_back(&op.ack);
+    if (op.ack.lease_id) named.insert(*op.ack.lease_id);
+  }
+  std::optional<LeaseId> single;
+  if (named.size() == 1) single = *named.begin();
+  plan.acks.resize(acks.size());
+  std::vector<AckStep> steps;
+  for (uint32_t i = 0; i < acks.size(); ++i) {
+    const PartitionState* p = store_.partition(acks[i]->partition_id);
+    std::optional<Offset> o =
+        p ? p->find_hash(acks[i]->txn_hash, Offset(0), p->next_offset) : std::nullopt;
+    // An unresolved ack sorts first and refuses the whole call.
+    steps.push_back(AckStep{&acks[i]->group, p ? p->id : PartitionId{}, o.value_or(Offset(0)),
+                            o ? signal_rank(acks[i]->status) : -1, i});
+  }
+  order_steps(&steps);
+  std::stable_partition(steps.begin(), steps.end(), [](const AckStep& s) { return s.rank < 0; });
+  const AckStep* stopped = nullptr;
+  for (const AckStep& step : steps) {
+    const TxnAck& ack = *acks[step.index];
+    if (stopped && same_partition(*stopped, step)) {
+      AckResult& res = plan.acks[step.index];
+      res.index = step.index;
+      res.transaction_id = ack.transaction_id;
+      res.error = not_committed(stopped->offset);
+      res.lease_released = true;
+      continue;
+    }
+    if (!plan_txn_ack(ack, step.index, ack.lease_id ? ack.lease_id : single, now_us, &plan))
       return plan;
+    const AckResult& res = plan.acks[step.index];
+    if (is_signal(ack.status) && !res.dlq && !res.noop) stopped = &step;
   }
   for (const auto& pos : cmd.positions)
     if (!plan_position(pos, &plan)) return plan;
@@ -832,8 +987,23 @@ std::vector<Effect> Engine::take_checkpoint() {
   return out;
 }
 
+// Whether an effect switches maintenance (its row in the system namespace).
+bool touches_maintenance(const Effect& eff) {
+  const KvKey key{kSystemNamespace, kMaintenanceKey};
+  if (auto* put = std::get_if<EffKvPut>(&eff))
+    return put->ns == key.first && put->key == key.second;
+  if (auto* del = std::get_if<EffKvDelete>(&eff))
+    return del->ns == key.first && del->key == key.second;
+  return false;
+}
+
 void Engine::on_applied(const Entry& entry) {
   for (const auto& eff : entry.effects) {
+    if (touches_maintenance(eff)) {
+      // What push maintenance held back may now be delivered: every ready set is built again.
+      ready_.clear();
+      for (const auto& [id, q] : store_.queues()) woken_.insert(id);
+    }
     if (auto* d = std::get_if<EffDeleteQueue>(&eff)) drop_queue(d->id);
     if (auto* d = std::get_if<EffPartitionDelete>(&eff)) drop_partition(*d);
     auto* a = std::get_if<EffAppend>(&eff);

@@ -10,6 +10,8 @@
 // failed/retry ack (the rest is delivered again), or by expiry.
 #pragma once
 
+#include <climits>
+
 #include <map>
 #include <set>
 #include <string>
@@ -43,6 +45,7 @@ struct TxnConsumePlan {
 };
 
 // Applies an ack's status to `row` for offset `o` of its live batch: completed settles it and
+// every offset of its still-leased batch below it that no ack settled yet (an offset commit), and
 // moves the cursor over the settled prefix; failed spends the retry budget and hands the batch
 // back, or past the budget moves the message to the DLQ; retry hands back without spending;
 // dlq moves it at once. Pure: the engine and transactions share it.
@@ -140,13 +143,20 @@ class Engine {
   int64_t visible_at_us(const PartitionState& p, Offset next) const;
   bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
                      std::vector<PopMessage>* out, std::string* error);
-  bool plan_txn_ack(const TxnAck& ack, const std::optional<LeaseId>& lease, int64_t now_us,
-                    TxnConsumePlan* plan);
+  // Checks and applies the call's ack number `index` on the plan's shadow rows.
+  bool plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional<LeaseId>& lease,
+                    int64_t now_us, TxnConsumePlan* plan);
   bool plan_position(const PositionOp& pos, TxnConsumePlan* plan);
   CursorRow shadow_row(const std::string& group, const PartitionState& p,
                        const TxnConsumePlan& plan) const;
-  // Moves the item's transaction id into the result.
-  AckResult ack_one(AckItem& item, uint32_t index, int64_t now_us, bool* changed);
+  // The offset an ack names: looked up in the group's leased batch first, then the partition.
+  std::optional<Offset> resolve_ack(const std::string& group, const PartitionState& p,
+                                    const Hash128& txn_hash) const;
+  // Each moves the item's transaction id into the result: an ack applied at offset `o`, an
+  // ack whose message was not found, an ack not applied as an earlier signal stopped it.
+  AckResult ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed);
+  AckResult refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p);
+  AckResult redelivered(AckItem& item, uint32_t index, Offset stop);
   // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
   void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
               const std::string& error, const SettleOutcome& out, std::vector<EffDlq>* dlq_sink);
@@ -161,6 +171,8 @@ class Engine {
   Env& env_;
   const Store& store_;
   const NodeConfig& config_;
+  // Set by each pop: messages created at or after it are held back (push maintenance).
+  int64_t hidden_from_us_ = INT64_MAX;
   std::map<CursorKey, CursorRow> rows_;
   std::map<GroupKey, GroupMeta> metas_;
   std::map<GroupKey, ReadySet> ready_;

@@ -51,6 +51,17 @@ std::string lock_owner(const std::string& value) {
   return out;
 }
 
+// The acquiredAt (ms) a permit row's value records, or 0.
+static int64_t lock_acquired_ms(const std::string& value) {
+  const std::string tag = "\"acquiredAt\":";
+  size_t at = value.rfind(tag);
+  if (at == std::string::npos) return 0;
+  int64_t ms = 0;
+  const char* first = value.data() + at + tag.size();
+  std::from_chars(first, value.data() + value.size(), ms);
+  return ms;
+}
+
 std::vector<LockHolder> LockPlanner::holders(const std::string& name, int64_t now_us,
                                              const KvScratch* scratch) {
   bool truncated = false;
@@ -63,7 +74,8 @@ std::vector<LockHolder> LockPlanner::holders(const std::string& name, int64_t no
     const char* last = key.data() + key.size();
     auto [p, ec] = std::from_chars(first, last, slot);
     if (ec != std::errc() || p != last) continue;  // not a permit row
-    out.push_back(LockHolder{slot, lock_owner(row.value), row.version, row.expires_us});
+    out.push_back(LockHolder{slot, lock_owner(row.value), row.version, row.expires_us,
+                             lock_acquired_ms(row.value) * 1000, row.updated_us});
   }
   return out;
 }
@@ -89,7 +101,7 @@ LockResult LockPlanner::acquire(const LockOp& op, int64_t now_us, KvScratch* scr
     }
   }
   if (!free_slot) {
-    res.reason = limit == 1 ? "held" : "contended";
+    res.reason = "held";  // every permit is taken
     res.holders = holders(op.name, now_us, scratch);
     return res;
   }
@@ -126,7 +138,8 @@ LockResult LockPlanner::renew(const LockOp& op, int64_t now_us, KvScratch* scrat
     res.expires_us = row.expires_us;
     return res;
   }
-  res.reason = "not_held";
+  res.reason = "lost";  // expired, released, or taken over: the token no longer holds
+  res.holders = holders(op.name, now_us, scratch);
   return res;
 }
 
@@ -142,7 +155,8 @@ LockResult LockPlanner::release(const LockOp& op, int64_t now_us, KvScratch* scr
     res.owner = h.owner;
     return res;
   }
-  res.reason = "not_held";
+  res.reason = "lost";
+  res.holders = holders(op.name, now_us, scratch);
   return res;
 }
 
@@ -157,8 +171,8 @@ LockReply LockPlanner::run(const LockCmd& cmd, int64_t now_us, KvScratch* scratc
       case LockOpKind::release: r = release(op, now_us, scratch); break;
       case LockOpKind::get:
         r.name = op.name;
-        r.ok = true;
         r.holders = holders(op.name, now_us, scratch);
+        r.ok = !r.holders.empty();  // held
         break;
     }
     r.index = i;

@@ -81,6 +81,9 @@ struct DlqQueryCmd {
   std::string queue;  // empty: every queue
   std::string group;  // empty: every group
   uint32_t limit = 100;
+  std::string partition;           // empty: every partition
+  int64_t from_us = 0, to_us = 0;  // failed in [from, to]; 0: unbounded
+  uint32_t offset = 0;             // rows skipped, newest first
 };
 
 // ---- KV, locks, timers, transactions ----
@@ -216,9 +219,14 @@ struct SubscriptionCmd {
   int64_t timestamp_us = 0;
 };
 
+// Re-pushes a dead letter, named by its dlqId, or else by the id its listing shows (its
+// message's), or else by its message's partition and transactionId.
 struct DlqReplayCmd {
   uint64_t dlq_id = 0;
   Uuid message_id;  // minted at the edge for the re-pushed message
+  Uuid listed_id;
+  PartitionId partition_id;
+  Hash128 txn_hash;
 };
 
 struct QueueListCmd {
@@ -243,8 +251,47 @@ struct MessageBrowseCmd {
   std::string queue;      // empty: any
   std::string partition;  // empty: any
   std::string ns, task;
+  std::string status;  // empty: any; pending | processing | completed | dead_letter
   uint32_t limit = 200;
   int64_t from_us = 0, to_us = 0;  // 0: unbounded
+};
+
+// Push and pop maintenance (core/kv/maintenance.h): a read when `enabled` is unset, else a
+// logged switch of one of them.
+struct MaintenanceCmd {
+  bool pop = false;  // the pop switch; else the push switch
+  std::optional<bool> enabled;
+};
+
+// ---- reads by offset: no lease, no cursor, served from the node's applied state ----
+
+struct FetchEntry {
+  std::string queue;
+  std::string partition = "Default";
+  Offset offset;
+  uint32_t max_bytes = 1 << 20;
+};
+
+struct FetchCmd {
+  std::vector<FetchEntry> entries;
+};
+
+struct FetchOffsetsEntry {
+  std::string queue;
+  std::string partition = "Default";
+  int64_t timestamp_us = 0;
+};
+
+struct FetchOffsetsCmd {
+  std::vector<FetchOffsetsEntry> entries;
+};
+
+// Partitions written after `since_us`, by partition id after `after` (the cursor).
+struct PartitionsChangedCmd {
+  std::string queue;  // empty: every queue
+  int64_t since_us = 0;
+  uint64_t after = 0;
+  uint32_t limit = 1000;
 };
 
 // Deletes the (first live) message of the partition with this transactionId: a logged effect
@@ -285,7 +332,8 @@ using Command =
                  TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd, GroupListCmd, GroupDetailsCmd,
                  GroupDeleteCmd, SeekCmd, SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
                  QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd,
-                 TraceRecordCmd, TraceQueryCmd>;
+                 TraceRecordCmd, TraceQueryCmd, MaintenanceCmd, FetchCmd, FetchOffsetsCmd,
+                 PartitionsChangedCmd>;
 
 // How the node treats a kind of command. Every kind states its traits (a new one without an
 // overload does not compile):
@@ -302,6 +350,7 @@ namespace command_traits_of {
 constexpr CommandTraits kLogged{true, false, false};
 constexpr CommandTraits kConsumes{false, true, false};
 constexpr CommandTraits kRead{false, false, false};
+constexpr CommandTraits kAnyNode{false, false, true};  // a stale read of the applied state
 constexpr CommandTraits traits(const PushCmd&) {
   return kLogged;
 }
@@ -383,6 +432,18 @@ constexpr CommandTraits traits(const TraceRecordCmd&) {
 constexpr CommandTraits traits(const TraceQueryCmd&) {
   return kRead;
 }
+constexpr CommandTraits traits(const MaintenanceCmd&) {
+  return kLogged;
+}
+constexpr CommandTraits traits(const FetchCmd&) {
+  return kAnyNode;
+}
+constexpr CommandTraits traits(const FetchOffsetsCmd&) {
+  return kAnyNode;
+}
+constexpr CommandTraits traits(const PartitionsChangedCmd&) {
+  return kAnyNode;
+}
 }  // namespace command_traits_of
 
 inline CommandTraits traits_of(const Command& c) {
@@ -405,7 +466,8 @@ struct ErrorReply {
   uint64_t leader = 0;  // 503 retry from a node that is not the leader: who is (0: unknown)
 };
 
-enum class PushStatus : uint8_t { queued, duplicate, error };
+// buffered: stored while push maintenance is on, delivered once it is off.
+enum class PushStatus : uint8_t { queued, duplicate, error, buffered };
 
 struct PushResult {
   uint32_t index = 0;
@@ -541,6 +603,8 @@ struct LockHolder {
   std::string owner;
   uint64_t token = 0;
   int64_t expires_us = 0;
+  int64_t since_us = 0;    // when the permit was acquired (0: unknown)
+  int64_t renewed_us = 0;  // when it was last written
 };
 
 struct LockResult {
@@ -548,7 +612,7 @@ struct LockResult {
   LockOpKind op = LockOpKind::acquire;
   bool ok = false;  // acquired / renewed / released
   bool already = false;
-  std::string reason;  // held | contended | not_held
+  std::string reason;  // held (every permit taken) | lost (the token no longer holds)
   std::string name;
   uint32_t slot = 0;
   uint64_t token = 0;
@@ -591,6 +655,7 @@ struct TimerQueryReply {
   std::vector<TimerView> timers;
   uint64_t count = 0;
   bool found = false;
+  bool truncated = false;  // a list stopped at its limit with more timers after it
 };
 
 enum class TxnResultType : uint8_t { ack, push, kv, timer, position };
@@ -622,6 +687,7 @@ struct LeaseExtendReply {
   bool success = false;
   std::string error;       // "Lease not found" | "Lease already expired"
   int64_t expires_us = 0;  // the earliest new expiry among the renewed partitions
+  uint32_t renewed = 0;    // partitions of the lease renewed
 };
 
 struct GroupPartitionView {
@@ -656,10 +722,15 @@ struct GroupsReply {
 };
 
 struct GroupChangeReply {
-  std::string group;
+  std::string group;  // empty: a queue deletion
   std::string queue;
   uint32_t partitions = 0;  // cursors deleted or moved
-  bool metadata_deleted = false;
+  bool metadata_deleted = false;  // a queue deletion: whether the queue existed
+  // A seek's target (one partition's, to its end; else to the end or to a time).
+  std::string partition;
+  bool to_end = false;
+  int64_t timestamp_us = 0;
+  int64_t moved_to = -1;  // a partition seek: the offset the cursor was moved past (-1: none)
 };
 
 struct DlqReplayReply {
@@ -668,25 +739,105 @@ struct DlqReplayReply {
   PushResult push;
 };
 
+// One partition's counts as the queue-mode group sees them (a queue get).
+struct PartitionStatsView {
+  std::string name;
+  PartitionId id;
+  int64_t created_us = 0;
+  uint64_t total = 0;       // kept
+  uint64_t pending = 0;     // not consumed and not leased
+  uint64_t processing = 0;  // in a live lease
+  uint64_t completed = 0;   // kept and consumed
+  uint64_t dead_letter = 0;
+  int64_t oldest_us = 0, newest_us = 0;  // creation of the oldest and newest kept (0: none)
+};
+
 struct QueueView {
   std::string name;
   QueueId id;
   QueueOptions options;
   int64_t created_us = 0;
   uint32_t partition_count = 0;
-  uint64_t messages = 0;  // kept: appended, less deleted and past retention
-  uint64_t pending = 0;   // not consumed by queue mode
+  uint64_t messages = 0;    // kept: appended, less deleted and past retention
+  uint64_t pending = 0;     // not consumed by queue mode
+  uint64_t processing = 0;  // of those, in a live queue-mode lease
   uint64_t dlq = 0;
-  std::vector<std::pair<std::string, uint64_t>> partitions;  // name, next offset (get only)
+  std::vector<PartitionStatsView> partitions;  // a get only
 };
 
 struct QueuesReply {
   std::vector<QueueView> queues;
 };
 
+// Where one consumer group stands on a message.
+struct MessageGroupView {
+  std::string group;
+  bool consumed = false;         // the group's cursor passed it (or it is settled)
+  int64_t lease_expires_us = 0;  // a live lease on it, else 0
+};
+
+// A message's state: as the queue-mode group sees it, and for every group on its partition.
+struct MessageStateView {
+  std::string status = "pending";  // pending | processing | completed | dead_letter
+  int64_t lease_expires_us = 0;
+  std::string error;  // its dead letter's error, if any
+  uint32_t retry_count = 0;
+  std::vector<MessageGroupView> groups;
+  std::string ns, task;  // its queue's
+};
+
 struct MessagesReply {
   std::vector<PopMessage> messages;
+  std::vector<MessageStateView> states;  // one per message
   bool found = false;
+  QueueOptions options;  // a single message's queue (get only)
+};
+
+struct MaintenanceReply {
+  bool push = false;
+  bool pop = false;
+  uint64_t buffered = 0;  // messages stored under push maintenance, not yet visible
+};
+
+// One fetched partition: its records from the offset asked, and its bounds.
+struct FetchEntryReply {
+  std::string queue;
+  std::string partition;
+  PartitionId partition_id;
+  std::string error;            // UNKNOWN_TOPIC_OR_PARTITION | OFFSET_OUT_OF_RANGE; empty: none
+  uint64_t high_watermark = 0;  // one past the last message
+  uint64_t log_start = 0;       // the first message still kept
+  std::vector<PopMessage> records;
+};
+
+struct FetchReply {
+  std::vector<FetchEntryReply> entries;
+};
+
+struct FetchOffsetsEntryReply {
+  std::string queue;
+  std::string partition;
+  std::string error;
+  int64_t offset = -1;  // the first message created at or after the time; -1: none yet
+  uint64_t high_watermark = 0;
+};
+
+struct FetchOffsetsReply {
+  std::vector<FetchOffsetsEntryReply> entries;
+};
+
+struct PartitionChange {
+  std::string queue;
+  std::string partition;
+  PartitionId partition_id;
+  uint64_t last_offset = 0;  // one past the last message
+  uint64_t log_start = 0;
+  int64_t last_write_us = 0;
+};
+
+struct PartitionsChangedReply {
+  std::vector<PartitionChange> partitions;
+  uint64_t next_after = 0;  // the cursor for the next page; 0: no more
 };
 
 struct MessageDeleteReply {
@@ -729,7 +880,8 @@ struct Reply {
   std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
                KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply, LeaseExtendReply,
                GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply,
-               MetricsReply, MessageDeleteReply, TraceReply>
+               MetricsReply, MessageDeleteReply, TraceReply, MaintenanceReply, FetchReply,
+               FetchOffsetsReply, PartitionsChangedReply>
       body;
 };
 

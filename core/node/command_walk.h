@@ -28,7 +28,7 @@ constexpr TimerQueryKind enum_last(TimerQueryKind) {
   return TimerQueryKind::count;
 }
 constexpr PushStatus enum_last(PushStatus) {
-  return PushStatus::error;
+  return PushStatus::buffered;
 }
 constexpr TxnResultType enum_last(TxnResultType) {
   return TxnResultType::position;
@@ -44,14 +44,14 @@ void walk(C& c, QueueOptions& x) {
   c(x.lease_time_s, x.retry_limit, x.retry_delay_ms, x.priority, x.max_size, x.ttl_s,
     x.dead_letter_queue, x.dlq_after_max_retries, x.dedup_window_s, x.delayed_processing_s,
     x.window_buffer_s, x.retention_enabled, x.retention_s, x.completed_retention_s,
-    x.max_wait_time_s, x.encryption_enabled, x.ns, x.task);
+    x.max_wait_time_s, x.encryption_enabled, x.ns, x.task, x.min_pop_wait_time_ms);
 }
 template <class C>
 void walk(C& c, QueueOptionsPatch& x) {
   c(x.lease_time_s, x.retry_limit, x.retry_delay_ms, x.priority, x.max_size, x.ttl_s,
     x.dead_letter_queue, x.dlq_after_max_retries, x.dedup_window_s, x.delayed_processing_s,
     x.window_buffer_s, x.retention_enabled, x.retention_s, x.completed_retention_s,
-    x.max_wait_time_s, x.encryption_enabled, x.ns, x.task);
+    x.max_wait_time_s, x.encryption_enabled, x.ns, x.task, x.min_pop_wait_time_ms);
 }
 template <class C>
 void walk(C& c, PushItem& x) {
@@ -85,7 +85,7 @@ void walk(C& c, HealthCmd&) {
 }
 template <class C>
 void walk(C& c, DlqQueryCmd& x) {
-  c(x.queue, x.group, x.limit);
+  c(x.queue, x.group, x.partition, x.from_us, x.to_us, x.limit, x.offset);
 }
 template <class C>
 void walk(C& c, KvOp& x) {
@@ -155,7 +155,7 @@ void walk(C& c, SubscriptionCmd& x) {
 }
 template <class C>
 void walk(C& c, DlqReplayCmd& x) {
-  c(x.dlq_id, x.message_id);
+  c(x.dlq_id, x.message_id, x.listed_id, x.partition_id, x.txn_hash);
 }
 template <class C>
 void walk(C& c, QueueListCmd& x) {
@@ -175,7 +175,31 @@ void walk(C& c, MessageGetCmd& x) {
 }
 template <class C>
 void walk(C& c, MessageBrowseCmd& x) {
-  c(x.queue, x.partition, x.ns, x.task, x.limit, x.from_us, x.to_us);
+  c(x.queue, x.partition, x.ns, x.task, x.status, x.limit, x.from_us, x.to_us);
+}
+template <class C>
+void walk(C& c, MaintenanceCmd& x) {
+  c(x.pop, x.enabled);
+}
+template <class C>
+void walk(C& c, FetchEntry& x) {
+  c(x.queue, x.partition, x.offset, x.max_bytes);
+}
+template <class C>
+void walk(C& c, FetchCmd& x) {
+  c(x.entries);
+}
+template <class C>
+void walk(C& c, FetchOffsetsEntry& x) {
+  c(x.queue, x.partition, x.timestamp_us);
+}
+template <class C>
+void walk(C& c, FetchOffsetsCmd& x) {
+  c(x.entries);
+}
+template <class C>
+void walk(C& c, PartitionsChangedCmd& x) {
+  c(x.queue, x.since_us, x.after, x.limit);
 }
 template <class C>
 void walk(C& c, MetricsCmd&) {
@@ -261,7 +285,7 @@ void walk(C& c, KvReply& x) {
 }
 template <class C>
 void walk(C& c, LockHolder& x) {
-  c(x.slot, x.owner, x.token, x.expires_us);
+  c(x.slot, x.owner, x.token, x.expires_us, x.since_us, x.renewed_us);
 }
 template <class C>
 void walk(C& c, LockResult& x) {
@@ -286,7 +310,7 @@ void walk(C& c, TimerView& x) {
 }
 template <class C>
 void walk(C& c, TimerQueryReply& x) {
-  c(x.timers, x.count, x.found);
+  c(x.timers, x.count, x.found, x.truncated);
 }
 template <class C>
 void walk(C& c, TxnResult& x) {
@@ -299,7 +323,7 @@ void walk(C& c, TxnReply& x) {
 }
 template <class C>
 void walk(C& c, LeaseExtendReply& x) {
-  c(x.lease_id, x.success, x.error, x.expires_us);
+  c(x.lease_id, x.success, x.error, x.expires_us, x.renewed);
 }
 template <class C>
 void walk(C& c, GroupPartitionView& x) {
@@ -317,24 +341,66 @@ void walk(C& c, GroupsReply& x) {
 }
 template <class C>
 void walk(C& c, GroupChangeReply& x) {
-  c(x.group, x.queue, x.partitions, x.metadata_deleted);
+  c(x.group, x.queue, x.partitions, x.metadata_deleted, x.partition, x.to_end, x.timestamp_us,
+    x.moved_to);
 }
 template <class C>
 void walk(C& c, DlqReplayReply& x) {
   c(x.success, x.error, x.push);
 }
 template <class C>
+void walk(C& c, PartitionStatsView& x) {
+  c(x.name, x.id, x.created_us, x.total, x.pending, x.processing, x.completed, x.dead_letter,
+    x.oldest_us, x.newest_us);
+}
+template <class C>
 void walk(C& c, QueueView& x) {
-  c(x.name, x.id, x.options, x.created_us, x.partition_count, x.messages, x.pending, x.dlq,
-    x.partitions);
+  c(x.name, x.id, x.options, x.created_us, x.partition_count, x.messages, x.pending, x.processing,
+    x.dlq, x.partitions);
 }
 template <class C>
 void walk(C& c, QueuesReply& x) {
   c(x.queues);
 }
 template <class C>
+void walk(C& c, MessageGroupView& x) {
+  c(x.group, x.consumed, x.lease_expires_us);
+}
+template <class C>
+void walk(C& c, MessageStateView& x) {
+  c(x.status, x.lease_expires_us, x.error, x.retry_count, x.groups, x.ns, x.task);
+}
+template <class C>
 void walk(C& c, MessagesReply& x) {
-  c(x.messages, x.found);
+  c(x.messages, x.states, x.found, x.options);
+}
+template <class C>
+void walk(C& c, MaintenanceReply& x) {
+  c(x.push, x.pop, x.buffered);
+}
+template <class C>
+void walk(C& c, FetchEntryReply& x) {
+  c(x.queue, x.partition, x.partition_id, x.error, x.high_watermark, x.log_start, x.records);
+}
+template <class C>
+void walk(C& c, FetchReply& x) {
+  c(x.entries);
+}
+template <class C>
+void walk(C& c, FetchOffsetsEntryReply& x) {
+  c(x.queue, x.partition, x.error, x.offset, x.high_watermark);
+}
+template <class C>
+void walk(C& c, FetchOffsetsReply& x) {
+  c(x.entries);
+}
+template <class C>
+void walk(C& c, PartitionChange& x) {
+  c(x.queue, x.partition, x.partition_id, x.last_offset, x.log_start, x.last_write_us);
+}
+template <class C>
+void walk(C& c, PartitionsChangedReply& x) {
+  c(x.partitions, x.next_after);
 }
 template <class C>
 void walk(C& c, MessageDeleteReply& x) {

@@ -11,9 +11,11 @@
 #include "core/consume/engine.h"
 #include "core/kv/kv.h"
 #include "core/kv/locks.h"
+#include "core/kv/maintenance.h"
 #include "core/node/hard_state.h"
 #include "core/node/outcome.h"
 #include "core/node/snapshot.h"
+#include "core/node/store_reads.h"
 #include "core/planner/planner.h"
 #include "core/planner/retention.h"
 #include "core/qlog/log.h"
@@ -183,7 +185,8 @@ struct NodeImpl {
         engine(e, store, config),
         kv(store),
         locks(kv),
-        timers(store) {}
+        timers(store),
+        reads(env, store) {}
 
   Env& env;
   NodeConfig config;
@@ -194,6 +197,7 @@ struct NodeImpl {
   KvPlanner kv;
   LockPlanner locks;
   TimerPlanner timers;
+  StoreReads reads;
   NodeStats stats;
   TrafficCounters traffic;  // answers by kind, for /metrics/prometheus
   bool serving = false;
@@ -1481,7 +1485,7 @@ struct NodeImpl {
   static TxnReply rollback(TxnReply r, std::string reason, std::string error) {
     r.success = false;
     r.reason = std::move(reason);
-    r.error = std::move(error);
+    r.error = std::move(error) + "; the transaction rolled back";
     r.results.clear();
     return r;
   }
@@ -1529,7 +1533,8 @@ struct NodeImpl {
       TxnReply r = rollback(reply, "kv_precondition",
                             "QKV precondition " + kvr.kv_reason + " failed at kv[" +
                                 std::to_string(kvr.failed_index) + "]");
-      r.failed_index = kvr.failed_index;
+      // In the flat index space of the results: every ack and pushed item, then the kv ops.
+      r.failed_index = static_cast<uint32_t>(consume.acks.size() + items.size()) + kvr.failed_index;
       r.kv_reason = kvr.kv_reason;
       r.failed_row = kvr.failed_row;
       return send(Parked{h, Reply{std::move(r)}});
@@ -1540,16 +1545,23 @@ struct NodeImpl {
     uint32_t index = 0, ack_no = 0;
     for (uint32_t i = 0; i < cmd.operations.size(); ++i) {
       TxnResult res;
-      res.index = index++;
       res.op_index = i;
       if (cmd.operations[i].is_ack) {
+        res.index = index++;
         res.type = TxnResultType::ack;
         res.ack = consume.acks.at(ack_no++);
-      } else {
-        res.type = TxnResultType::push;
-        res.pushes = planner.plan_push(std::move(cmd.operations[i].items), now_us, &open).results;
+        reply.results.push_back(std::move(res));
+        continue;
       }
-      reply.results.push_back(std::move(res));
+      // One result per pushed item, each with its own index.
+      res.type = TxnResultType::push;
+      auto pushed = planner.plan_push(std::move(cmd.operations[i].items), now_us, &open).results;
+      for (auto& item : pushed) {
+        TxnResult one = res;
+        one.index = index++;
+        one.pushes.push_back(std::move(item));
+        reply.results.push_back(std::move(one));
+      }
     }
     for (auto& k : kvr.results) {
       TxnResult res;
@@ -1621,15 +1633,49 @@ struct NodeImpl {
       return send(Parked{h, Reply{std::move(r)}});
     }
     if (auto* x = std::get_if<QueueDeleteCmd>(&c)) {
-      if (!planner.plan_delete_queue(x->queue, &open))
-        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+      if (!planner.plan_delete_queue(x->queue, &open))  // nothing to delete: answered as such
+        return send(Parked{h, Reply{GroupChangeReply{"", x->queue, 0, false}}});
       return park_planned(h, Reply{GroupChangeReply{"", x->queue, 0, true}});
     }
-    if (auto* x = std::get_if<MessageGetCmd>(&c)) return send(Parked{h, Reply{message(*x)}});
-    if (auto* x = std::get_if<MessageBrowseCmd>(&c)) return send(Parked{h, Reply{browse(*x)}});
+    if (auto* x = std::get_if<MessageGetCmd>(&c)) return send(Parked{h, Reply{reads.message(*x)}});
+    if (auto* x = std::get_if<MessageBrowseCmd>(&c))
+      return send(Parked{h, Reply{reads.browse(*x)}});
     if (auto* x = std::get_if<MessageDeleteCmd>(&c)) return delete_message(h, *x);
     if (auto* x = std::get_if<TraceRecordCmd>(&c)) return record_trace(h, *x);
     if (auto* x = std::get_if<TraceQueryCmd>(&c)) return send(Parked{h, Reply{traces(*x)}});
+    if (auto* x = std::get_if<MaintenanceCmd>(&c)) return handle_maintenance(h, *x);
+    if (auto* x = std::get_if<FetchCmd>(&c)) return send(Parked{h, Reply{reads.fetch(*x)}});
+    if (auto* x = std::get_if<FetchOffsetsCmd>(&c))
+      return send(Parked{h, Reply{reads.fetch_offsets(*x)}});
+    if (auto* x = std::get_if<PartitionsChangedCmd>(&c))
+      return send(Parked{h, Reply{reads.partitions_changed(*x)}});
+  }
+
+  // ---- maintenance ----
+
+  MaintenanceReply maintenance_reply(const Maintenance& m) const {
+    return MaintenanceReply{m.push, m.pop, m.push ? reads.created_since(m.push_since_us) : 0};
+  }
+
+  // A read answers the switches as applied; a switch is a KV write of their row.
+  void handle_maintenance(ReplyHandle h, const MaintenanceCmd& cmd) {
+    Maintenance m = maintenance_of(store);
+    if (!cmd.enabled) return send(Parked{h, Reply{maintenance_reply(m)}});
+    bool& flag = cmd.pop ? m.pop : m.push;
+    if (flag == *cmd.enabled) return send(Parked{h, Reply{maintenance_reply(m)}});
+    flag = *cmd.enabled;
+    if (!cmd.pop) m.push_since_us = m.push ? env.now_us() : 0;
+    KvOp put;
+    put.op = KvOpKind::put;
+    put.ns = kSystemNamespace;
+    put.key = kMaintenanceKey;
+    put.value = encode_maintenance(m);
+    put.forever = true;
+    KvScratch scratch;
+    kv.run({put}, env.now_us(), &scratch);
+    kv.commit(std::move(scratch), &open);
+    ++open.commands;
+    park_planned(h, Reply{maintenance_reply(m)});
   }
 
   // ---- traces ----
@@ -1712,11 +1758,7 @@ struct NodeImpl {
 
   // The first message of the partition with this transactionId that is not deleted.
   std::optional<Offset> live_message(const PartitionState& p, const Hash128& txn_hash) const {
-    for (Offset from(0);;) {
-      auto o = p.find_hash(txn_hash, from, p.next_offset);
-      if (!o || !p.is_gone(*o)) return o;
-      from = o->next();
-    }
+    return reads.live_message(p, txn_hash);
   }
 
   // Whether a delete of this message is planned but not applied yet (a second one answers
@@ -1835,12 +1877,20 @@ struct NodeImpl {
     return m;
   }
 
-  void replay_dlq(ReplyHandle h, const DlqReplayCmd& cmd) {
+  void replay_dlq(ReplyHandle h, const DlqReplayCmd& named) {
     DlqReplayReply reply;
+    DlqReplayCmd cmd = named;
+    if (cmd.dlq_id == 0 && !cmd.listed_id.is_nil())
+      cmd.dlq_id = reads.dlq_id_of(cmd.listed_id).value_or(0);
+    else if (cmd.dlq_id == 0)
+      cmd.dlq_id = reads.dlq_id_at(cmd.partition_id, cmd.txn_hash).value_or(0);
     QueueId qid;
     const DlqEntry* d = store.dlq_entry(cmd.dlq_id, &qid);
     if (!d) {
-      reply.error = "no dead letter " + std::to_string(cmd.dlq_id);
+      reply.error = named.dlq_id != 0 ? "no dead letter " + std::to_string(named.dlq_id)
+                    : !named.listed_id.is_nil()
+                        ? "no dead letter with id " + uuid_to_string(named.listed_id)
+                        : "the message has no dead letter";
       return send(Parked{h, Reply{std::move(reply)}});
     }
     PushItem item;
@@ -1886,11 +1936,11 @@ struct NodeImpl {
       v.created_us = q.created_us;
       v.partition_count = static_cast<uint32_t>(q.partitions.size());
       for (const auto& [name, pid] : q.partitions) {
-        const PartitionState& p = *store.partition(pid);
-        v.messages += p.kept();
-        const CursorRow* row = store.cursor("__QUEUE_MODE__", pid);
-        v.pending += p.unconsumed(row ? row->next : Offset(0));
-        if (!only.empty()) v.partitions.emplace_back(name, p.next_offset.value);
+        PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
+        v.messages += ps.total;
+        v.pending += ps.pending + ps.processing;
+        v.processing += ps.processing;
+        if (!only.empty()) v.partitions.push_back(std::move(ps));
       }
       if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
       reply.queues.push_back(std::move(v));
@@ -1898,115 +1948,9 @@ struct NodeImpl {
     return reply;
   }
 
-  MessagesReply message(const MessageGetCmd& cmd) {
-    MessagesReply reply;
-    const PartitionState* p = store.partition(cmd.partition_id);
-    if (!p) return reply;
-    auto o = live_message(*p, cmd.txn_hash);
-    if (!o) return reply;
-    auto msgs = read(p->id, *o, 1);
-    if (msgs.ok() && !msgs.value().empty()) {
-      reply.found = true;
-      reply.messages = std::move(msgs.value());
-    }
-    return reply;
-  }
-
-  // Newest first, across the matching partitions.
-  MessagesReply browse(const MessageBrowseCmd& cmd) {
-    MessagesReply reply;
-    std::vector<std::pair<int64_t, std::pair<PartitionId, Offset>>> found;
-    for (const auto& [id, q] : store.queues()) {
-      if (!cmd.queue.empty() && q.name != cmd.queue) continue;
-      if (!cmd.ns.empty() && q.options.ns != cmd.ns) continue;
-      if (!cmd.task.empty() && q.options.task != cmd.task) continue;
-      for (const auto& [name, pid] : q.partitions) {
-        if (!cmd.partition.empty() && name != cmd.partition) continue;
-        const PartitionState& p = *store.partition(pid);
-        size_t taken = 0;
-        for (auto r = p.rows.rbegin(); r != p.rows.rend() && taken < cmd.limit; ++r) {
-          if (cmd.to_us && r->created_us > cmd.to_us) continue;
-          if (cmd.from_us && r->created_us < cmd.from_us) break;
-          for (uint32_t i = r->count; i-- > 0 && taken < cmd.limit;) {
-            Offset o(r->base.value + i);
-            if (p.is_gone(o)) continue;
-            found.push_back({r->created_us, {pid, o}});
-            ++taken;
-          }
-        }
-      }
-    }
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second > b.second;
-    });
-    if (found.size() > cmd.limit) found.resize(cmd.limit);
-    for (const auto& [at, where] : found) {
-      auto msgs = read(where.first, where.second, 1);
-      if (msgs.ok() && !msgs.value().empty()) reply.messages.push_back(msgs.value().front());
-    }
-    reply.found = !reply.messages.empty();
-    return reply;
-  }
-
   // -------------------------------------------------------------- reads
   Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max) {
-    const PartitionState* p = store.partition(pid);
-    if (!p) return make_error(Errc::not_found, "no partition " + std::to_string(pid.value));
-    std::vector<PopMessage> out;
-    const QueueState* q = store.queue(p->queue);
-    from = std::max(from, p->log_start);  // below it, retention took the messages
-    for (const AppendRow& row : p->rows) {
-      if (row.end() <= from) continue;
-      if (out.size() >= max) break;
-      auto a = read_append(env, row, pid);
-      if (!a.ok()) return a.error();
-      for (uint32_t i = 0; i < row.count && out.size() < max; ++i) {
-        Offset o(row.base.value + i);
-        if (o < from) continue;
-        const MessageFrame& f = a.value().frames[i];
-        out.push_back(PopMessage{q->name, p->name, pid, o, f.transaction_id, f.message_id,
-                                 f.trace_id, row.created_us, readable_payload(env, f.payload), 1,
-                                 LeaseId{}, f.producer_sub});
-      }
-    }
-    return out;
-  }
-
-  DlqReply dlq(const DlqQueryCmd& cmd) {
-    DlqReply reply;
-    for (const auto& [qid, list] : store.dlq()) {
-      const QueueState* q = store.queue(qid);
-      if (!cmd.queue.empty() && q->name != cmd.queue) continue;
-      for (const DlqEntry& d : list) {
-        if (!cmd.group.empty() && d.group != cmd.group) continue;
-        ++reply.total;
-        if (reply.records.size() >= cmd.limit) continue;
-        DlqRecord rec{d.id,           q->name, "", d.pid,   d.group,
-                      d.offset,       {},      {}, d.error, d.retry_count,
-                      d.failed_at_us, "null",  0,  ""};
-        if (d.timer) {
-          rec.partition = d.timer->partition;
-          rec.message_id = d.timer->message_id;
-          rec.transaction_id = d.timer->txn;
-          rec.payload = readable_payload(env, d.timer->payload);
-          rec.created_us = d.failed_at_us;
-          reply.records.push_back(std::move(rec));
-          continue;
-        }
-        auto msgs = read(d.pid, d.offset, 1);
-        if (msgs.ok() && !msgs.value().empty()) {
-          const PopMessage& m = msgs.value().front();
-          rec.partition = m.partition;
-          rec.message_id = m.message_id;
-          rec.transaction_id = m.transaction_id;
-          rec.payload = m.payload;
-          rec.created_us = m.created_us;
-          rec.producer_sub = m.producer_sub;
-        }
-        reply.records.push_back(std::move(rec));
-      }
-    }
-    return reply;
+    return reads.read(pid, from, max);
   }
 };
 
@@ -2093,6 +2037,10 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   n.current_request = logged ? c.request_id : RequestId{};
   if (auto* push = std::get_if<PushCmd>(&c.command)) {
     PushReply r = n.planner.plan_push(std::move(push->items), n.env.now_us(), &n.open);
+    if (maintenance_of(n.store).push) {  // stored, and held back from consumers for now
+      for (PushResult& x : r.results)
+        if (x.status == PushStatus::queued) x.status = PushStatus::buffered;
+    }
     n.park_planned(h, Reply{std::move(r)});
   } else if (auto* cfg = std::get_if<ConfigureCmd>(&c.command)) {
     ConfigureReply r = n.planner.plan_configure(*cfg, &n.open);
@@ -2125,7 +2073,7 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   } else if (std::holds_alternative<MetricsCmd>(c.command)) {
     n.send(Parked{h, Reply{n.metrics(raft_view(), n.env.now_us())}});
   } else if (auto* dq = std::get_if<DlqQueryCmd>(&c.command)) {
-    n.env.reply(h, Reply{n.dlq(*dq)});
+    n.env.reply(h, Reply{n.reads.dlq(*dq)});
   } else if (auto* kv = std::get_if<KvCmd>(&c.command)) {
     n.handle_kv(h, *kv);
   } else if (auto* lk = std::get_if<LockCmd>(&c.command)) {

@@ -70,7 +70,7 @@ void walk(C& c, std::string& s) {
 template <class C>
 void walk(C& c, PushResult& x) {
   c.u32(x.index);
-  c.enumeration(x.status, PushStatus::error);
+  c.enumeration(x.status, PushStatus::buffered);
   c.uuid(x.message_id);
   c.str(x.transaction_id);
   c.str(x.queue);
@@ -248,7 +248,7 @@ std::string encode_push(const PushReply& push) {
 
 std::optional<PushStatus> read_status(ByteReader& r) {
   uint8_t status = r.u8();
-  if (status > static_cast<uint8_t>(PushStatus::error)) return std::nullopt;
+  if (status > static_cast<uint8_t>(PushStatus::buffered)) return std::nullopt;
   return static_cast<PushStatus>(status);
 }
 

@@ -66,9 +66,13 @@ void put_options(ByteWriter& w, const QueueOptions& o) {
   w.i64(o.retention_s);
   w.i64(o.completed_retention_s);
   w.i64(o.max_wait_time_s);
-  w.u8(o.encryption_enabled);
+  // Bit 0: encryption; bit 1: fields added later follow the task (written only when one is
+  // set, so options without them keep the older layout byte for byte).
+  bool extended = o.min_pop_wait_time_ms != 0;
+  w.u8(static_cast<uint8_t>(o.encryption_enabled | (extended << 1)));
   w.str(o.ns);
   w.str(o.task);
+  if (extended) w.i64(o.min_pop_wait_time_ms);
 }
 
 QueueOptions get_options(ByteReader& r) {
@@ -88,9 +92,11 @@ QueueOptions get_options(ByteReader& r) {
   o.retention_s = r.i64();
   o.completed_retention_s = r.i64();
   o.max_wait_time_s = r.i64();
-  o.encryption_enabled = r.u8() != 0;
+  uint8_t flags = r.u8();
+  o.encryption_enabled = (flags & 1) != 0;
   o.ns = r.str();
   o.task = r.str();
+  if (flags & 2) o.min_pop_wait_time_ms = r.i64();
   return o;
 }
 

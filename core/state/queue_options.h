@@ -27,6 +27,7 @@ struct QueueOptions {
   bool encryption_enabled = false;
   std::string ns;
   std::string task;
+  int64_t min_pop_wait_time_ms = 0;  // stored and echoed (as in 2.x, it does nothing)
   bool operator==(const QueueOptions&) const = default;
 };
 
@@ -40,6 +41,7 @@ struct QueueOptionsPatch {
   std::optional<int64_t> retention_s, completed_retention_s, max_wait_time_s;
   std::optional<bool> encryption_enabled;
   std::optional<std::string> ns, task;
+  std::optional<int64_t> min_pop_wait_time_ms;
 
   // Applies the patch over `base`.
   QueueOptions apply(QueueOptions base) const {
@@ -51,7 +53,7 @@ struct QueueOptionsPatch {
     QUEEN_PATCH(delayed_processing_s) QUEEN_PATCH(window_buffer_s)
     QUEEN_PATCH(retention_enabled) QUEEN_PATCH(retention_s) QUEEN_PATCH(completed_retention_s)
     QUEEN_PATCH(max_wait_time_s) QUEEN_PATCH(encryption_enabled) QUEEN_PATCH(ns)
-    QUEEN_PATCH(task)
+    QUEEN_PATCH(task) QUEEN_PATCH(min_pop_wait_time_ms)
 #undef QUEEN_PATCH
     return base;
   }

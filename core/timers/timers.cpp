@@ -35,10 +35,8 @@ TimerResult TimerPlanner::run_one(const TimerOp& op, int64_t now_us, TimerScratc
     scratch->effects.push_back(EffTimerDelete{op.queue, op.timer_key});
     return res;
   }
-  if (op.op == TimerOpKind::reschedule && !cur) {
-    res.status = "absent";
-    return res;
-  }
+  // schedule and reschedule are one upsert: the timer takes the op's time, txn, message and
+  // payload, and its attempts start again.
   TimerRow row;
   row.partition = op.partition;
   row.deliver_at_us = now_us + op.delay_ms * 1000;
@@ -46,10 +44,6 @@ TimerResult TimerPlanner::run_one(const TimerOp& op, int64_t now_us, TimerScratc
   row.txn_hash = op.txn_hash;
   row.message_id = op.message_id;
   row.payload = op.payload;
-  if (op.op == TimerOpKind::reschedule) {  // a new time, the same message
-    row = *cur;
-    row.deliver_at_us = now_us + op.delay_ms * 1000;
-  }
   res.ok = true;
   res.status = cur ? "rescheduled" : "scheduled";
   res.txn = row.txn;
@@ -124,7 +118,10 @@ TimerQueryReply TimerPlanner::query(const TimerQueryCmd& cmd) const {
       continue;
     }
     if (it->first.second == cmd.after) continue;
-    if (reply.timers.size() >= cmd.limit) break;
+    if (reply.timers.size() >= cmd.limit) {
+      reply.truncated = true;
+      break;
+    }
     reply.timers.push_back(view(it->first, it->second));
     ++reply.count;
   }

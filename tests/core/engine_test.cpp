@@ -141,6 +141,8 @@ TEST(Engine, AckWithAForeignLeaseIsRejected) {
   EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::completed, std::nullopt).success);
 }
 
+// Ack as commit: the failed ack stops the cursor, and the completed ack after it in the same
+// call does not move past it: both messages come back.
 TEST(Engine, BatchMixingFailedAndCompletedNeverSkipsTheFailedMessage) {
   Harness h;
   configure(h, "q", 30, 3);
@@ -155,10 +157,15 @@ TEST(Engine, BatchMixingFailedAndCompletedNeverSkipsTheFailedMessage) {
                               "g"});
   }
   AckReply ar = h.call<AckReply>(c);
-  for (const auto& a : ar.results) EXPECT_TRUE(a.success);
+  EXPECT_TRUE(ar.results[0].success);
+  EXPECT_TRUE(ar.results[1].success);
+  EXPECT_FALSE(ar.results[2].success);  // not committed: it comes back with m1
+  EXPECT_NE(ar.results[2].error.find("not committed"), std::string::npos);
   PopReply again = h.pop("q", "g", 3);
-  ASSERT_EQ(again.messages.size(), 1u);  // m1 only: m2 was acked and is not delivered again
+  ASSERT_EQ(again.messages.size(), 2u);  // m0 is committed; m1 and m2 come back
   EXPECT_EQ(again.messages[0].transaction_id, "m1");
+  EXPECT_EQ(again.messages[1].transaction_id, "m2");
+  EXPECT_EQ(again.messages[0].delivery_attempt, 2u);
 }
 
 TEST(Engine, LongPollIsWokenByAPush) {

@@ -163,7 +163,7 @@ TEST(Locks, SemaphoreHasNSlotsAndRenewGivesANewToken) {
   LockResult b = h.call<LockReply>(LockCmd{{acquire("b", 2)}}).results[0];
   EXPECT_TRUE(b.ok);
   LockResult c = h.call<LockReply>(LockCmd{{acquire("c", 2)}}).results[0];
-  EXPECT_EQ(c.reason, "contended");
+  EXPECT_EQ(c.reason, "held");
   LockOp renew;
   renew.op = LockOpKind::renew;
   renew.name = "job";

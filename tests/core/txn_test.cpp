@@ -132,7 +132,7 @@ TEST(Transaction, KvPreconditionRollsBackWithTheFailedIndex) {
   TxnReply r = h.call<TxnReply>(t);
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.reason, "kv_precondition");
-  EXPECT_EQ(r.failed_index, 1u);
+  EXPECT_EQ(r.failed_index, 2u);  // flat: the pushed item, kv[0], then kv[1]
   EXPECT_EQ(r.kv_reason, "exists");
   EXPECT_EQ(depth(h, "out"), 0u);
   EXPECT_FALSE(kv_has(h, "other"));

@@ -202,7 +202,7 @@ TEST_F(ClusterTest, AFollowerServesAWorkerStepThroughTheLeader) {
   HttpResult kv =
       c.post("/api/v1/kv", json{{"operations", {{{"op", "get"}, {"ns", "steps"}, {"key", "k"}}}}});
   ASSERT_EQ(kv.status, 200) << kv.body;
-  EXPECT_EQ(kv.body_json()[0]["value"], 7) << kv.body;
+  EXPECT_EQ(kv.body_json()["results"][0]["value"], 7) << kv.body;
   HttpResult groups = c.get("/api/v1/consumer-groups");
   ASSERT_EQ(groups.status, 200) << groups.body;
   EXPECT_NE(groups.body.find("\"w\""), std::string::npos) << groups.body;

@@ -369,9 +369,11 @@ TEST_F(ServerTest, AnExtendedLeaseOutlivesItsLeaseTime) {
   HttpResult r = client_->post("/api/v1/lease/" + lease + "/extend", json{{"seconds", 30}});
   ASSERT_EQ(r.status, 200) << r.body;
   json e = r.body_json();
-  EXPECT_EQ(e[0]["success"], true) << e;
-  EXPECT_EQ(e[0]["leaseId"], lease);
-  EXPECT_TRUE(e[0]["expiresAt"].is_string()) << e;
+  EXPECT_EQ(e["success"], true) << e;
+  EXPECT_EQ(e["leaseId"], lease);
+  EXPECT_EQ(e["renewed"], 1) << e;
+  EXPECT_TRUE(e["expiresAt"].is_string()) << e;
+  EXPECT_EQ(e["newExpiresAt"], e["expiresAt"]) << e;
   // A long poll past the original second finds nothing: the lease still holds the partition.
   EXPECT_EQ(pop(*client_, {.queue = q, .wait = true, .timeout_ms = 2000}).status, 204);
   EXPECT_EQ(ack(*client_, m, "completed").body_json()[0]["success"], true);
@@ -379,8 +381,9 @@ TEST_F(ServerTest, AnExtendedLeaseOutlivesItsLeaseTime) {
   json unknown =
       client_->post("/api/v1/lease/00000000-0000-7000-8000-000000000009/extend", json::object())
           .body_json();
-  EXPECT_EQ(unknown[0]["success"], false) << unknown;
-  EXPECT_TRUE(unknown[0]["error"].is_string()) << unknown;
+  EXPECT_EQ(unknown["success"], false) << unknown;
+  EXPECT_EQ(unknown["renewed"], 0) << unknown;
+  EXPECT_TRUE(unknown["error"].is_string()) << unknown;
   EXPECT_EQ(client_->post("/api/v1/lease/not-a-uuid/extend", json::object()).status, 400);
 }
 

@@ -37,19 +37,21 @@ TEST(StateCodec, TransactionAckTakesTheSingleRequiredLease) {
 
 TEST(StateCodec, TimerPayloadIsDecodedAtTheEdge) {
   // base64 of {"a": 1} and of the bytes "hi"
-  Parsed p = route("POST", "/api/v1/timers",
-                   R"({"operations":[{"op":"schedule","queue":"q","timerKey":"k",)"
-                   R"("delayMs":5,"txn":"x","payload":"eyJhIjogMX0="},)"
-                   R"({"op":"schedule","queue":"q","timerKey":"k2","payload":"aGk="}]})");
+  Parsed p =
+      route("POST", "/api/v1/timers",
+            R"({"operations":[{"op":"schedule","queue":"q","timerKey":"k",)"
+            R"("delayMs":5,"txn":"x","payload":"eyJhIjogMX0="},)"
+            R"({"op":"schedule","queue":"q","timerKey":"k2","delayMs":-5,"payload":"aGk="}]})");
   ASSERT_TRUE(p.command) << p.answer.body;
   const auto& cmd = std::get<TimerCmd>(p.command->command);
   EXPECT_EQ(cmd.ops[0].payload, R"({"a":1})");
   EXPECT_EQ(cmd.ops[0].txn, "x");
   EXPECT_EQ(cmd.ops[1].payload, R"("hi")");
+  EXPECT_EQ(cmd.ops[1].delay_ms, 0);  // a delay below zero is due now
   EXPECT_EQ(cmd.ops[1].txn, uuid_to_string(cmd.ops[1].message_id));
   Parsed bad = route("POST", "/api/v1/timers",
                      R"({"operations":[{"op":"schedule","queue":"q","timerKey":"k",)"
-                     R"("payload":"!!"}]})");
+                     R"("delayMs":0,"payload":"!!"}]})");
   EXPECT_EQ(bad.answer.status, 400u);
   EXPECT_EQ(json::parse(bad.answer.body)["reason"], "timers_bad_payload");
 }

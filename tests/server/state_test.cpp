@@ -21,12 +21,17 @@ class StateTest : public SharedNodeTest {
   static std::string name(const std::string& suffix = "") { return unique_name(suffix); }
 
   HttpResult kv(const json& ops) { return client_->post("/api/v1/kv", json{{"operations", ops}}); }
+  // The `results` of a KV call (the SDK reads that envelope), or the whole body without one.
+  json kv_results(const json& ops) {
+    json body = kv(ops).body_json();
+    return body.is_object() && body.contains("results") ? body["results"] : body;
+  }
 
   // The value of ns/key, or nullopt when absent.
   std::optional<json> kv_value(const std::string& ns, const std::string& key) {
     HttpResult r = kv(json::array({{{"op", "get"}, {"ns", ns}, {"key", key}}}));
     EXPECT_EQ(r.status, 200) << r.body;
-    json a = r.body_json();
+    json a = r.body_json()["results"];
     if (!a.is_array() || a.empty() || !a[0].value("found", false)) return std::nullopt;
     return a[0]["value"];
   }
@@ -142,7 +147,8 @@ TEST_F(StateTest, KvPreconditionRollsBackAndNamesTheFailure) {
   EXPECT_FALSE(second["success"].get<bool>()) << second.dump();
   EXPECT_EQ(second["reason"], "kv_precondition");
   EXPECT_EQ(second["kvReason"], "exists");
-  EXPECT_EQ(second["failedIndex"], 0);  // the index inside the kv array
+  EXPECT_EQ(second["failedIndex"], 1);  // flat: the pushed item, then kv[0]
+  EXPECT_NE(second["error"].get<std::string>().find("rolled back"), std::string::npos);
   EXPECT_EQ(second["version"], first["results"][1]["version"]);
   EXPECT_EQ(second["value"], 1);
   EXPECT_FALSE(pop_one(out).is_null());
@@ -175,7 +181,7 @@ TEST_F(StateTest, TransactionBodyShapeIsChecked) {
 TEST_F(StateTest, KvVersionsExpectIncrAndPrefix) {
   std::string ns = "t-kv";
   json put = {{"op", "put"}, {"ns", ns}, {"key", "a"}, {"value", {{"x", 1}}}, {"forever", true}};
-  json r = kv(json::array({put})).body_json();
+  json r = kv_results(json::array({put}));
   ASSERT_TRUE(r.is_array()) << r.dump();
   EXPECT_TRUE(r[0]["applied"].get<bool>());
   uint64_t v1 = r[0]["version"].get<uint64_t>();
@@ -183,21 +189,23 @@ TEST_F(StateTest, KvVersionsExpectIncrAndPrefix) {
   json cas = put;
   cas["expect"] = v1;
   cas["value"] = 2;
-  r = kv(json::array({cas})).body_json();
+  r = kv_results(json::array({cas}));
   EXPECT_TRUE(r[0]["applied"].get<bool>()) << r.dump();
   EXPECT_GT(r[0]["version"].get<uint64_t>(), v1);
-  r = kv(json::array({cas})).body_json();  // version v1 is gone
+  r = kv_results(json::array({cas}));  // version v1 is gone
   EXPECT_FALSE(r[0]["applied"].get<bool>()) << r.dump();
   EXPECT_EQ(r[0]["reason"], "version");
   json incr = {{"op", "incr"}, {"ns", ns}, {"key", "n"},
                {"delta", 5},   {"max", 7}, {"ttlSeconds", 600}};
-  r = kv(json::array({incr, incr})).body_json();
+  r = kv_results(json::array({incr}));  // one write of a key per call
   EXPECT_EQ(r[0]["value"], 5) << r.dump();
-  EXPECT_FALSE(r[1]["applied"].get<bool>());
-  EXPECT_EQ(r[1]["reason"], "limit");
-  r = kv(json::array({{{"op", "getPrefix"}, {"ns", ns}, {"prefix", ""}, {"limit", 1}},
-                      {{"op", "getMany"}, {"ns", ns}, {"keys", {"a", "zz"}}}}))
-          .body_json();
+  r = kv_results(json::array({incr}));
+  EXPECT_FALSE(r[0]["applied"].get<bool>()) << r.dump();
+  EXPECT_EQ(r[0]["reason"], "limit");
+  json ab = {{"op", "put"}, {"ns", ns}, {"key", "ab"}, {"value", 0}, {"forever", true}};
+  kv_results(json::array({ab}));  // "ab" follows "a" under the prefix "a"
+  r = kv_results(json::array({{{"op", "getPrefix"}, {"ns", ns}, {"prefix", "a"}, {"limit", 1}},
+                              {{"op", "getMany"}, {"ns", ns}, {"keys", {"a", "zz"}}}}));
   ASSERT_EQ(r[0]["rows"].size(), 1u) << r.dump();
   EXPECT_EQ(r[0]["rows"][0]["key"], "a");
   EXPECT_TRUE(r[0]["truncated"].get<bool>());
@@ -206,20 +214,26 @@ TEST_F(StateTest, KvVersionsExpectIncrAndPrefix) {
   EXPECT_EQ(r[1]["missing"], json({"zz"}));
   json required = cas;
   required["required"] = true;
-  r = kv(json::array({put, required})).body_json();
+  json other = put;
+  other["key"] = "c";
+  r = kv(json::array({other, required})).body_json();  // the abort has no results
   EXPECT_EQ(r["ok"], false) << r.dump();
+  EXPECT_FALSE(r.contains("results")) << r.dump();
   EXPECT_EQ(r["reason"], "kv_precondition");
   EXPECT_EQ(r["failedIndex"], 1);
   EXPECT_EQ(r["kvReason"], "version");
-  EXPECT_EQ(kv_value(ns, "a"), json(2));  // the put before it did not apply either
+  EXPECT_EQ(kv_value(ns, "a"), json(2));
+  EXPECT_FALSE(kv_value(ns, "c"));  // the put before it did not apply either
 }
 
 TEST_F(StateTest, KvRefusesBadRequestsWithReasons) {
-  auto refused = [&](const json& op, const std::string& reason) {
+  auto refused = [&](const json& op, const std::string& reason, int status = 400,
+                     const std::string& code = "kv_bad_request") {
     HttpResult r = kv(json::array({op}));
-    EXPECT_EQ(r.status, 400) << op.dump() << " -> " << r.body;
+    EXPECT_EQ(r.status, status) << op.dump() << " -> " << r.body;
     json b = r.body_json();
-    EXPECT_EQ(b["error"], "kv_bad_request") << r.body;
+    EXPECT_EQ(b["error"], code) << r.body;
+    EXPECT_EQ(b["code"], code) << r.body;
     EXPECT_EQ(b["reason"], reason) << r.body;
     EXPECT_TRUE(b["detail"].is_string());
   };
@@ -235,9 +249,15 @@ TEST_F(StateTest, KvRefusesBadRequestsWithReasons) {
            {"key", "a"},
            {"forever", true},
            {"value", std::string(70000, 'v')}},
-          "kv_value_too_large");
-  refused({{"op", "getPrefix"}, {"ns", "ok"}, {"limit", 1001}}, "kv_bad_field");
-  refused({{"op", "frob"}, {"ns", "ok"}, {"key", "a"}}, "kv_bad_op");
+          "kv_value_too_large", 413, "payload_too_large");
+  refused({{"op", "getPrefix"}, {"ns", "ok"}, {"prefix", "p"}, {"limit", 1001}}, "kv_bad_field");
+  refused({{"op", "getPrefix"}, {"ns", "ok"}}, "kv_prefix_required");
+  refused({{"op", "frob"}, {"ns", "ok"}, {"key", "a"}}, "kv_unknown_op");
+  refused({{"op", "check"}, {"ns", "ok"}, {"key", "a"}}, "kv_bad_expect");
+  json twice = {{"op", "put"}, {"ns", "ok"}, {"key", "a"}, {"value", 1}, {"forever", true}};
+  HttpResult dup = kv(json::array({twice, twice}));
+  EXPECT_EQ(dup.status, 400) << dup.body;
+  EXPECT_EQ(dup.body_json()["reason"], "kv_duplicate_key_in_call") << dup.body;
   json many = json::array();
   for (int i = 0; i < 257; ++i) many.push_back({{"op", "get"}, {"ns", "ok"}, {"key", "a"}});
   EXPECT_EQ(kv(many).body_json()["reason"], "kv_too_many_ops");
@@ -267,8 +287,8 @@ TEST_F(StateTest, LockGuardRollsBackAfterTakeover) {
   auto locks = [&](const json& op) {
     HttpResult r = client_->post("/api/v1/locks", json{{"operations", json::array({op})}});
     EXPECT_EQ(r.status, 200) << r.body;
-    json a = r.body_json();
-    return a.is_array() && !a.empty() ? a[0] : json(nullptr);
+    json a = r.body_json()["results"];
+    return a.is_array() && a.size() == 1 ? a[0] : json(nullptr);
   };
   json a = locks({{"op", "acquire"}, {"name", lock}, {"ttlSeconds", 1}, {"owner", "A"}});
   ASSERT_TRUE(a["acquired"].get<bool>()) << a.dump();
@@ -327,7 +347,7 @@ TEST_F(StateTest, TimerFiresIntoItsQueue) {
              {"delayMs", 200},   {"txn", "fire-t1"}, {"payload", base64(R"({"due":true})")}};
   HttpResult r = client_->post("/api/v1/timers", json{{"operations", json::array({op})}});
   ASSERT_EQ(r.status, 200) << r.body;
-  json a = r.body_json();
+  json a = r.body_json()["results"];
   EXPECT_TRUE(a[0]["ok"].get<bool>()) << r.body;
   EXPECT_EQ(a[0]["status"], "scheduled");
   EXPECT_EQ(a[0]["timerKey"], "t1");
@@ -354,22 +374,26 @@ TEST_F(StateTest, TimerPeekListCountAndCancel) {
   ASSERT_EQ(client_->post("/api/v1/timers", json{{"operations", ops}}).status, 200);
   json peek = client_->get("/api/v1/timers/" + q + "/k1").body_json();
   EXPECT_TRUE(peek["found"].get<bool>()) << peek.dump();
-  ASSERT_EQ(peek["timers"].size(), 1u);
-  EXPECT_EQ(peek["timers"][0]["payload"], "not json");
+  EXPECT_EQ(peek["timerKey"], "k1");
+  EXPECT_EQ(peek["payload"], base64(R"("not json")"));  // the JSON it fires with, as base64
+  EXPECT_EQ(client_->get("/api/v1/timers/" + q + "/nope").body_json(), json({{"found", false}}));
   json list = client_->get("/api/v1/timers/" + q + "?limit=2").body_json();
-  EXPECT_EQ(list["timers"].size(), 2u) << list.dump();
+  EXPECT_EQ(list["rows"].size(), 2u) << list.dump();
+  EXPECT_TRUE(list["truncated"].get<bool>());
+  EXPECT_EQ(list["nextAfter"], "k2");
   json count = client_->get("/api/v1/timers/" + q + "?mode=count&prefix=k").body_json();
   EXPECT_EQ(count["count"], 2) << count.dump();
   HttpResult del = client_->request("DELETE", "/api/v1/timers/" + q + "/k1");
   EXPECT_EQ(del.status, 200) << del.body;
-  EXPECT_EQ(del.body_json()[0]["status"], "cancelled") << del.body;
+  EXPECT_EQ(del.body_json()["status"], "cancelled") << del.body;  // the one result, bare
   del = client_->request("DELETE", "/api/v1/timers/" + q + "/k1");
-  EXPECT_EQ(del.body_json()[0]["status"], "absent") << del.body;
+  EXPECT_EQ(del.body_json()["status"], "absent") << del.body;
+  EXPECT_FALSE(del.body_json()["ok"].get<bool>());
   json far = {
       {"op", "schedule"}, {"queue", q}, {"timerKey", "far"}, {"delayMs", 91LL * 86400 * 1000}};
   timer_refused(far, 403, "timer_horizon_exceeded");
   json owned = {{"op", "schedule"}, {"queue", q}, {"timerKey", "o"}, {"deliverAt", 1}};
-  timer_refused(owned, 400, "timers_server_owned_field");
+  timer_refused(owned, 400, "timers_bad_request");
 }
 
 }  // namespace

@@ -30,12 +30,13 @@ struct Answers {
 
 json step_body(const json& m) {
   int i = m["data"]["i"].get<int>();
-  std::string key = std::to_string(i);
+  std::string key = "step-" + std::to_string(i);
   json ack = {{"type", "ack"},
               {"transactionId", m["transactionId"]},
               {"partitionId", m["partitionId"]},
               {"leaseId", m["leaseId"]}};
-  json item = {{"queue", kOut}, {"transactionId", "out-" + key}, {"payload", {{"i", i}}}};
+  json item = {
+      {"queue", kOut}, {"transactionId", "out-" + std::to_string(i)}, {"payload", {{"i", i}}}};
   json push = {{"type", "push"}, {"items", json::array({item})}};
   json mark = {{"op", "put"}, {"ns", kNs}, {"key", key}, {"value", i}, {"forever", true}};
   return {{"operations", json::array({ack, push})}, {"kv", json::array({mark})}};
@@ -72,9 +73,9 @@ std::set<int> markers(HttpClient& c) {
   std::set<int> out;
   std::string after;
   for (int page = 0; page < 100; ++page) {
-    json op = {{"op", "getPrefix"}, {"ns", kNs}, {"prefix", ""}, {"limit", 1000}};
+    json op = {{"op", "getPrefix"}, {"ns", kNs}, {"prefix", "step-"}, {"limit", 1000}};
     if (!after.empty()) op["after"] = after;
-    json r = c.post("/api/v1/kv", json{{"operations", json::array({op})}}).body_json();
+    json r = c.post("/api/v1/kv", json{{"operations", json::array({op})}}).body_json()["results"];
     EXPECT_TRUE(r.is_array()) << r.dump();
     if (!r.is_array()) return out;
     for (const json& row : r[0]["rows"]) out.insert(row["value"].get<int>());
