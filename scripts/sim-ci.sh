@@ -101,7 +101,7 @@ single_node() {
 
 clusters() {
   cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
-    raft_entries_read_back log_files_reclaimed snapshots_installed"
+    raft_entries_read_back log_files_reclaimed snapshots_installed net_forged"
   for nodes in 3 5; do
     var=QUEEN_SIM_CI_SEEDS_$nodes
     default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)
@@ -119,7 +119,8 @@ clusters() {
     terms=$(counter raft_terms "$csummary")
     [[ -n "$terms" && "$terms" -gt 1 ]] || fail "no leader change across $nodes-node seeds"
   done
-  for m in commit-without-majority vote-twice no-foreign-lease-grace snapshot-without-log-files; do
+  for m in commit-without-majority vote-twice no-foreign-lease-grace snapshot-without-log-files \
+    unbounded-terms; do
     mseeds=$mutant_seeds
     # A lease overlap needs a leader change, skewed clocks and a lease in flight at once: about
     # one seed in a hundred; --stop-at-first ends at the first.

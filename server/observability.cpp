@@ -210,6 +210,9 @@ void render_raft(const MetricsReply& m, Exposition& x) {
         "Snapshots started to followers the log could no longer catch up.", m.snapshots_sent);
   x.one("queen_raft_snapshots_installed_total", "counter",
         "Snapshots this node installed from a leader.", m.snapshots_installed);
+  x.one("queen_raft_messages_refused_total", "counter",
+        "Peer messages refused: malformed, a term or index out of bounds, or not from a member.",
+        m.raft_messages_refused);
   x.one("queen_raft_recovered_entries", "gauge", "Entries replayed from disk at start.",
         m.recovered_entries);
   x.one("queen_raft_torn_tails_cut", "gauge", "Torn log tails cut at start.", m.torn_tails_cut);

@@ -77,6 +77,7 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.no_foreign_lease_grace = mutant == Mutant::no_foreign_lease_grace;
   c.mutants.snapshot_without_log_files = mutant == Mutant::snapshot_without_log_files;
   c.mutants.delta_after_recovery = mutant == Mutant::delta_after_recovery;
+  c.mutants.unbounded_terms = mutant == Mutant::unbounded_terms;
   c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
   return c;
 }
@@ -123,6 +124,7 @@ std::optional<Mutant> parse_mutant(std::string_view name) {
   if (name == "none") return Mutant::none;
   if (name == "answer-before-fsync") return Mutant::answer_before_fsync;
   if (name == "skip-lease-check") return Mutant::skip_lease_check;
+  if (name == "unbounded-terms") return Mutant::unbounded_terms;
   if (name == "replay-partial-entry") return Mutant::replay_partial_entry;
   if (name == "commit-without-majority") return Mutant::commit_without_majority;
   if (name == "vote-twice") return Mutant::vote_twice;
@@ -152,6 +154,8 @@ const char* mutant_name(Mutant m) {
       return "snapshot-without-log-files";
     case Mutant::delta_after_recovery:
       return "delta-after-recovery";
+    case Mutant::unbounded_terms:
+      return "unbounded-terms";
   }
   return "?";
 }
@@ -176,6 +180,8 @@ const char* mutant_invariant(Mutant m) {
       return "6";  // a restored follower's store points at messages it cannot read
     case Mutant::delta_after_recovery:
       return "1";  // rows replayed at recovery missing from the next delta: pushes lost
+    case Mutant::unbounded_terms:
+      return "8";  // a forged top term wraps: no leader is elected again
   }
   return "";
 }
@@ -206,6 +212,11 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
   if (w.workers > 0) {
     p.liveness_ms_max =
         std::max(p.liveness_ms_max, 60'000 + messages_max * per_message_ms / w.workers);
+  }
+  if (nodes > 1) {  // a stream of its own, so the draws above stay what they were
+    Rng forge = Rng::stream(seed, "params-forge");
+    bool forger = forge.per_mille(300) || mutant == Mutant::unbounded_terms;
+    p.net.forge_per_mille = forger ? static_cast<uint32_t>(forge.range(1, 20)) : 0;
   }
   return p;
 }
@@ -256,12 +267,13 @@ std::string RunParams::describe() const {
   if (nodes > 1) {
     s += strf(
         " net_delay_us=%lld-%lld net_drop_per_mille=%u net_dup_per_mille=%u "
-        "partition_per_100k_events=%u raft_cache_bytes_max=%llu long_outage_per_mille=%u "
+        "net_forge_per_mille=%u partition_per_100k_events=%u raft_cache_bytes_max=%llu "
+        "long_outage_per_mille=%u "
         "snapshot_chunk_bytes=%llu purge_hold_ms=%lld clock_offsets_ms=",
         (long long)net.delay_us_min, (long long)net.delay_us_max, net.drop_per_mille,
-        net.dup_per_mille, partition_per_100k_events, (unsigned long long)node.raft_cache_bytes_max,
-        faults.long_outage_per_mille, (unsigned long long)node.snapshot_chunk_bytes,
-        (long long)node.raft_purge_hold_ms);
+        net.dup_per_mille, net.forge_per_mille, partition_per_100k_events,
+        (unsigned long long)node.raft_cache_bytes_max, faults.long_outage_per_mille,
+        (unsigned long long)node.snapshot_chunk_bytes, (long long)node.raft_purge_hold_ms);
     for (const ClockModel& c : node_clocks)
       s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
   }

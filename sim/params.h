@@ -28,6 +28,7 @@ enum class Mutant {
   no_foreign_lease_grace,
   snapshot_without_log_files,
   delta_after_recovery,
+  unbounded_terms,  // peer messages with out-of-bounds terms and indexes are accepted
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);

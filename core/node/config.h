@@ -18,6 +18,7 @@ struct Mutants {
   bool no_foreign_lease_grace = false;      // a new leader trusts its clock with old leases
   bool snapshot_without_log_files = false;  // a snapshot ships the checkpoint alone
   bool delta_after_recovery = false;        // the first checkpoint after a start is a delta, too
+  bool unbounded_terms = false;  // peer messages past kTermMax / kLogIndexMax are accepted
 };
 
 struct NodeConfig {

@@ -76,6 +76,7 @@ struct MetricsReply {
   uint64_t log_files_reclaimed = 0;
   uint64_t snapshots_sent = 0;
   uint64_t snapshots_installed = 0;  // counted across the in-place restarts they cause
+  uint64_t raft_messages_refused = 0;  // malformed, out of bounds, or not from a member
   uint64_t recovered_entries = 0;    // replayed at start
   uint64_t torn_tails_cut = 0;       // at start
   // transactionId dedup (core/planner/dedup.h), on the node that plans: zero on a follower.

@@ -1840,6 +1840,7 @@ struct NodeImpl {
     m.log_files_reclaimed = stats.log_files_reclaimed;
     m.snapshots_sent = stats.snapshots_sent;
     m.snapshots_installed = stats.snapshots_installed;
+    m.raft_messages_refused = stats.raft_messages_refused;
     m.recovered_entries = stats.recovered_entries;
     m.torn_tails_cut = stats.torn_tails_cut;
     const DedupStats& dedup = planner.dedup().stats();
@@ -2184,9 +2185,19 @@ void Node::on_message(uint64_t from, const Bytes& message) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving || !n.cluster) return;
   raft::Message m;
-  if (!raft::decode_message(message.data(), message.size(), &m) || m.from.value != from ||
-      m.to.value != n.config.node_id) {
-    n.env.log(LogLevel::warn, "dropped a malformed message from node " + std::to_string(from));
+  const auto& voters = n.config.voters;
+  bool member =
+      from != n.config.node_id && std::find(voters.begin(), voters.end(), from) != voters.end();
+  bool decoded = member && raft::decode_message(message.data(), message.size(), &m);
+  bool bounded = decoded && (raft::within_bounds(m) || n.config.mutants.unbounded_terms);
+  if (!bounded || m.from.value != from || m.to.value != n.config.node_id) {
+    // Counted and logged once per power of two, so a flood cannot fill the log.
+    uint64_t refused = ++n.stats.raft_messages_refused;
+    if ((refused & (refused - 1)) == 0) {
+      n.env.log(LogLevel::warn, "refused a peer message from node " + std::to_string(from) +
+                                    (member ? " (malformed or out of bounds)" : " (not a member)") +
+                                    "; " + std::to_string(refused) + " refused so far");
+    }
     return;
   }
   if (m.type == raft::MsgType::snapshot_chunk) {

@@ -38,6 +38,9 @@ struct NodeStats {
   uint64_t entries_read_back = 0;  // cluster: old entries read from the log for a follower
   uint64_t snapshots_sent = 0;     // transfers started (a leader)
   uint64_t snapshots_installed = 0;
+  // Peer messages dropped: not decodable, out of bounds (kTermMax, kLogIndexMax), or from a
+  // node that is not a member.
+  uint64_t raft_messages_refused = 0;
 };
 
 class Node {

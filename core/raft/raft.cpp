@@ -65,6 +65,15 @@ Bytes encode_message(const Message& m) {
   return out;
 }
 
+bool within_bounds(const Message& m) {
+  auto term_ok = [](Term t) { return t.value <= kTermMax; };
+  auto index_ok = [](LogIndex i) { return i.value <= kLogIndexMax; };
+  if (!term_ok(m.term) || !term_ok(m.log_term)) return false;
+  if (!index_ok(m.index) || !index_ok(m.commit) || !index_ok(m.hint)) return false;
+  return std::all_of(m.entries.begin(), m.entries.end(),
+                     [&](const LogEntry& e) { return term_ok(e.term) && index_ok(e.index); });
+}
+
 bool decode_message(const uint8_t* data, size_t size, Message* m) {
   ByteReader r(data, size);
   uint8_t type = r.u8();

@@ -76,8 +76,17 @@ struct Message {
   bool operator==(const Message&) const = default;
 };
 
+// Bounds no honest cluster reaches (a term a second would take nine million years to reach
+// 2^48): a message past them is malformed, so term and index arithmetic can never wrap.
+constexpr uint64_t kTermMax = 1ull << 48;
+constexpr uint64_t kLogIndexMax = 1ull << 62;
+
 Bytes encode_message(const Message& m);
+// False for bytes that are not a message.
 bool decode_message(const uint8_t* data, size_t size, Message* out);
+// Whether every term and index of the message is within kTermMax and kLogIndexMax; a message
+// that is not must be refused (as malformed) before it reaches Raft.
+bool within_bounds(const Message& m);
 
 // Where Raft reads entries to replicate: the caller's log, including entries written but not
 // yet synced. Raft keeps the (index, term) shape of the log itself (TermRuns).

@@ -1,13 +1,27 @@
 #include "io/sim/network.h"
 
+#include <limits>
 #include <memory>
 
+#include "core/raft/raft.h"
 #include "io/sim/world.h"
 
 namespace queen::sim {
 
 SimNetwork::SimNetwork(SimWorld& world, NetFaultRates rates, Deliver deliver)
-    : world_(world), rates_(rates), deliver_(std::move(deliver)), rng_(world.stream("net")) {}
+    : world_(world),
+      rates_(rates),
+      deliver_(std::move(deliver)),
+      rng_(world.stream("net")),
+      forge_rng_(world.stream("net-forge")) {}
+
+Bytes SimNetwork::forged(const Bytes& message) {
+  raft::Message m;
+  if (!raft::decode_message(message.data(), message.size(), &m)) return {};
+  m.term = Term(std::numeric_limits<uint64_t>::max() - forge_rng_.range(0, 1));
+  if (forge_rng_.per_mille(500)) m.commit = LogIndex(std::numeric_limits<uint64_t>::max());
+  return raft::encode_message(m);
+}
 
 void SimNetwork::send(int from, int to, Bytes message) {
   if (cut_.count({from, to}) != 0) {
@@ -17,6 +31,13 @@ void SimNetwork::send(int from, int to, Bytes message) {
   if (rates_.drop_per_mille > 0 && rng_.per_mille(rates_.drop_per_mille)) {
     world_.count("net_drops");
     return;
+  }
+  if (rates_.forge_per_mille > 0 && forge_rng_.per_mille(rates_.forge_per_mille)) {
+    Bytes forgery = forged(message);
+    if (!forgery.empty()) {
+      world_.count("net_forged");
+      schedule(from, to, std::move(forgery));
+    }
   }
   if (rates_.dup_per_mille > 0 && rng_.per_mille(rates_.dup_per_mille)) {
     world_.count("net_duplicates");

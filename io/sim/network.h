@@ -7,7 +7,10 @@
 // [delay_us_min, delay_us_max] and so reordered, or held back by a clogged link (extra
 // delay). Links can be cut one way (partition), both ways, or all around one node (isolate);
 // a message on a cut link is dropped. heal() restores every link. In-flight messages are
-// bounded by kInFlightMax; past it a send is dropped and counted.
+// bounded by kInFlightMax; past it a send is dropped and counted. A forger on the network
+// (forge_per_mille) sends, besides the message, a copy whose term is at the top of the range
+// (2^64 - 1 or just below, so term + 1 would wrap) and, half the time, whose commit index is
+// too: what a stranger on the peers' network could send.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,7 @@ struct NetFaultRates {
   uint32_t drop_per_mille = 0;
   uint32_t dup_per_mille = 0;
   int64_t clog_delay_us = 200'000;  // extra delay on a clogged link
+  uint32_t forge_per_mille = 0;
 };
 
 class SimNetwork {
@@ -53,6 +57,8 @@ class SimNetwork {
 
  private:
   void schedule(int from, int to, Bytes message);
+  // The forged copy of a Raft message (empty when the bytes are not one).
+  Bytes forged(const Bytes& message);
   void arrive(int64_t at_us, int from, int to, uint64_t incarnation,
               std::shared_ptr<Bytes> message);
 
@@ -60,6 +66,7 @@ class SimNetwork {
   NetFaultRates rates_;
   Deliver deliver_;
   Rng rng_;
+  Rng forge_rng_;  // a stream of its own: seeds without the forger draw as before
   std::set<std::pair<int, int>> cut_;
   std::set<std::pair<int, int>> clogged_;
   size_t in_flight_ = 0;

@@ -192,6 +192,35 @@ TEST(RaftMessage, CodecRoundTrip) {
   for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode_message(b.data(), n, &d)) << n;
 }
 
+// A forged term or index at the top of the range would wrap on the next election or append:
+// such a message is refused before it reaches Raft; the bounds themselves are accepted.
+TEST(RaftMessage, TermsAndIndexesPastTheirBoundsAreRefused) {
+  Message m;
+  m.type = MsgType::append_resp;
+  m.term = Term(kTermMax);
+  m.commit = LogIndex(kLogIndexMax);
+  m.entries = {LogEntry{LogIndex(kLogIndexMax), Term(kTermMax), {}}};
+  EXPECT_TRUE(within_bounds(m));
+  auto refused = [](Message x) { return !within_bounds(x); };
+  Message t = m;
+  t.term = Term(UINT64_MAX);
+  EXPECT_TRUE(refused(t));
+  Message lt = m;
+  lt.log_term = Term(kTermMax + 1);
+  EXPECT_TRUE(refused(lt));
+  for (LogIndex Message::*field : {&Message::index, &Message::commit, &Message::hint}) {
+    Message i = m;
+    i.*field = LogIndex(kLogIndexMax + 1);
+    EXPECT_TRUE(refused(i));
+  }
+  Message e = m;
+  e.entries[0].term = Term(kTermMax + 1);
+  EXPECT_TRUE(refused(e));
+  e = m;
+  e.entries[0].index = LogIndex(UINT64_MAX);
+  EXPECT_TRUE(refused(e));
+}
+
 TEST(Raft, SingleVoterElectsItselfAndCommitsOnItsOwnSync) {
   Cluster c(1, 1);
   for (int i = 0; i < 30 && !c.leader(); ++i) c.step_all();
