@@ -1,7 +1,11 @@
 #include "server/cluster_config.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
+#include <cstdio>
 
 #include "server/config.h"
 
@@ -69,6 +73,27 @@ Result<std::vector<PeerSpec>> parse_peers(const std::string& text) {
   return out;
 }
 
+bool is_loopback(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
+}
+
+// The peer list itself, as every node of one cluster is given it: a node started with another
+// list is of another cluster, and its messages are refused.
+std::string derived_cluster_id(const std::vector<PeerSpec>& peers) {
+  std::string text;
+  for (const auto& p : peers) {
+    text += std::to_string(p.id) + "=" + p.raft_host + ":" + std::to_string(p.raft_port) + "/" +
+            p.http_host + ":" + std::to_string(p.http_port) + ",";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return hex;
+}
+
 Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, NodeConfig* node) {
   ClusterConfig c;
   auto id = positive(lookup, "QUEEN_RAFT_NODE_ID", 1);
@@ -108,13 +133,26 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
                       "QUEEN_CONSUME_LEADER_LEASE_MS must be below QUEEN_RAFT_ELECTION_MS: a "
                       "deposed leader must stop serving pops before another can be elected");
   }
-  c.listen_host = "0.0.0.0";
+  // The raft port listens where the peer list says this node is, never on every address
+  // unless QUEEN_RAFT_LISTEN asks for it.
+  c.listen_host = self->raft_host;
   c.listen_port = self->raft_port;
   if (auto listen = lookup("QUEEN_RAFT_LISTEN"); listen && !listen->empty()) {
     if (!split_host_port(*listen, &c.listen_host, &c.listen_port))
       return make_error(Errc::bad_request, "QUEEN_RAFT_LISTEN=" + *listen + " is not host:port");
   }
   if (auto token = lookup("QUEEN_RAFT_TOKEN")) c.token = *token;
+  bool on_loopback = std::all_of(c.peers.begin(), c.peers.end(),
+                                 [](const PeerSpec& p) { return is_loopback(p.raft_host); });
+  if (c.token.empty() && !(on_loopback && is_loopback(c.listen_host))) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_RAFT_TOKEN is unset, but the peers of QUEEN_RAFT_PEERS (or "
+                      "QUEEN_RAFT_LISTEN) are not all on loopback: set QUEEN_RAFT_TOKEN to the "
+                      "same secret on every node, or any stranger on the network can steer the "
+                      "cluster");
+  }
+  c.cluster_id = lookup("QUEEN_RAFT_CLUSTER_ID").value_or("");
+  if (c.cluster_id.empty()) c.cluster_id = derived_cluster_id(c.peers);
   auto streams = positive(lookup, "QUEEN_RAFT_FWD_STREAMS", kForwardStreamsDefault);
   if (!streams.ok()) return streams.error();
   if (streams.value() > kForwardStreamsMax)

@@ -39,6 +39,8 @@ struct ClusterConfig {
   std::string listen_host = "0.0.0.0";
   uint16_t listen_port = 0;
   std::string token;
+  // QUEEN_RAFT_CLUSTER_ID, or a hash of the peer list: peers of another cluster are refused.
+  std::string cluster_id;
   uint32_t forward_streams = kForwardStreamsDefault;  // QUEEN_RAFT_FWD_STREAMS (1-64)
   bool client_offload = true;                         // QUEEN_RAFT_CLIENT_OFFLOAD
   const PeerSpec* find(uint64_t id) const {
@@ -53,5 +55,8 @@ using Lookup = std::function<std::optional<std::string>(const std::string& name)
 // Fills node's Raft fields; nullopt (and node untouched but for timers) on a single node.
 Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, NodeConfig* node);
 Result<std::vector<PeerSpec>> parse_peers(const std::string& text);
+// "localhost", or an address in 127.0.0.0/8 or ::1.
+bool is_loopback(const std::string& host);
+std::string derived_cluster_id(const std::vector<PeerSpec>& peers);
 
 }  // namespace queen::server

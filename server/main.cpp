@@ -72,6 +72,8 @@ std::optional<queen::real::TransportOptions> transport_options(
   t.listen_host = c.listen_host;
   t.listen_port = c.listen_port;
   t.token = c.token;
+  t.cluster_id = c.cluster_id;
+  t.header_timeout_ms = config.header_timeout_ms;
   t.forward_streams = c.forward_streams;
   for (const auto& p : c.peers)
     if (p.id != c.node_id) t.peers.push_back({p.id, p.raft_host, p.raft_port});

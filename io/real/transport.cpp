@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -40,6 +41,7 @@ constexpr const char* kPath = "/raft/messages";
 constexpr const char* kForwardPath = "/raft/forward";
 constexpr const char* kTokenHeader = "x-queen-raft-token";
 constexpr const char* kFromHeader = "x-queen-raft-from";
+constexpr const char* kClusterHeader = "x-queen-raft-cluster";
 
 }  // namespace
 
@@ -78,6 +80,7 @@ struct Transport::Impl {
   std::map<uint64_t, Peer> peers;
   TransportStats stats;
   uint16_t bound_port = 0;
+  uint32_t strangers = 0;  // connections not yet admitted (the transport thread's own)
 
   Impl(TransportOptions o, Deliver d) : options(std::move(o)), deliver(std::move(d)) {
     for (const auto& p : options.peers) {
@@ -96,25 +99,59 @@ struct Transport::Impl {
         if (ec == asio::error::operation_aborted) co_return;
         continue;
       }
+      if (strangers >= options.unauthenticated_max) {
+        ++stats.strangers_dropped;  // closed as it comes: the strangers' budget is spent
+        continue;
+      }
+      ++strangers;
       asio::co_spawn(context, serve(beast::tcp_stream(std::move(socket))), asio::detached);
     }
   }
 
+  // The sender named by a request's header, if it is one of the peers.
+  std::optional<uint64_t> peer_of(const http::request_header<>& head) const {
+    auto field = head[kFromHeader];
+    uint64_t id = 0;
+    auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), id);
+    if (ec != std::errc() || end != field.data() + field.size()) return std::nullopt;
+    if (!peers.contains(id)) return std::nullopt;
+    return id;
+  }
+
+  bool admitted(const http::request_header<>& head) const {
+    auto token = head[kTokenHeader];
+    auto cluster = head[kClusterHeader];
+    bool token_ok = tokens_equal(std::string(token.data(), token.size()), options.token);
+    bool cluster_ok = std::string_view(cluster.data(), cluster.size()) == options.cluster_id;
+    bool path_ok = head.target() == kPath || head.target() == kForwardPath;
+    return token_ok && cluster_ok && path_ok && peer_of(head).has_value();
+  }
+
   awaitable<void> serve(beast::tcp_stream stream) {
     beast::flat_buffer buffer;
+    bool stranger = true;  // until a request of this connection is admitted
     for (;;) {
       beast::error_code ec;
       http::request_parser<http::vector_body<uint8_t>> parser;
       parser.body_limit(options.body_bytes_max);
-      stream.expires_never();  // an idle peer connection stays open
+      if (stranger) {
+        stream.expires_after(std::chrono::milliseconds(options.header_timeout_ms));
+      } else {
+        stream.expires_never();  // an idle peer connection stays open
+      }
       co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(use_awaitable, ec));
-      if (ec) co_return;
+      if (ec) {
+        if (stranger) {
+          --strangers;
+          if (ec == beast::error::timeout) ++stats.strangers_dropped;
+        }
+        co_return;
+      }
       const auto& head = parser.get();
-      auto token = head[kTokenHeader];
       bool forwarded = head.target() == kForwardPath;
-      if (!tokens_equal(std::string(token.data(), token.size()), options.token) ||
-          (head.target() != kPath && !forwarded)) {
+      if (!admitted(head)) {
+        if (stranger) --strangers;
         ++stats.refused;
         http::response<http::string_body> res{http::status::unauthorized, head.version()};
         res.set(http::field::content_type, "application/json");
@@ -125,13 +162,15 @@ struct Transport::Impl {
         co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
         co_return;
       }
+      if (stranger) {
+        stranger = false;
+        --strangers;
+      }
+      uint64_t from = *peer_of(head);
       stream.expires_after(std::chrono::milliseconds(options.io_timeout_ms));
       make_room_for_body(buffer, parser.content_length());
       co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec) co_return;
-      auto from_field = parser.get()[kFromHeader];
-      uint64_t from =
-          std::strtoull(std::string(from_field.data(), from_field.size()).c_str(), nullptr, 10);
       unpack(from, parser.get().body(), forwarded && forward.deliver ? forward.deliver : deliver);
       http::response<http::empty_body> res{http::status::no_content, head.version()};
       res.keep_alive(parser.get().keep_alive());
@@ -224,6 +263,7 @@ struct Transport::Impl {
                                                   lane == 0 ? kPath : kForwardPath, 11};
     req.set(http::field::host, p.address.host);
     req.set(kTokenHeader, options.token);
+    req.set(kClusterHeader, options.cluster_id);
     req.set(kFromHeader, std::to_string(options.self_id));
     req.set(http::field::content_type, "application/octet-stream");
     req.keep_alive(true);
@@ -293,8 +333,15 @@ Status Transport::start() {
   Impl& t = *impl_;
   beast::error_code ec;
   auto address = asio::ip::make_address(t.options.listen_host, ec);
-  if (ec)
-    return make_error(Errc::bad_request, "QUEEN_RAFT_LISTEN: bad address " + t.options.listen_host);
+  if (ec) {  // a host name (the peer list may use them): the first address it resolves to
+    tcp::resolver resolver(t.context);
+    auto found = resolver.resolve(t.options.listen_host, std::to_string(t.options.listen_port), ec);
+    if (ec || found.empty()) {
+      return make_error(Errc::bad_request,
+                        "cannot listen for peers: " + t.options.listen_host + " does not resolve");
+    }
+    address = found.begin()->endpoint().address();
+  }
   tcp::endpoint endpoint(address, t.options.listen_port);
   t.acceptor.open(endpoint.protocol(), ec);
   if (!ec) t.acceptor.set_option(asio::socket_base::reuse_address(true), ec);

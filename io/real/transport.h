@@ -8,8 +8,14 @@
 // is opened again after a back-off of reconnect_ms_min doubling to reconnect_ms_max.
 //
 // Receiving: the token is compared in constant time after the header and before the body is
-// read; a wrong or missing token is answered 401 and the connection closed. Every message of
-// an accepted batch is handed to `deliver(from, bytes)` on the transport thread, in order.
+// read, and so are the cluster id (x-queen-raft-cluster) and the sender
+// (x-queen-raft-from, which must be a peer); a request that fails any is answered 401 and the
+// connection closed. A connection that has not yet sent one accepted request is a stranger:
+// its header must arrive within header_timeout_ms of the connection (or of its previous
+// request), and at most unauthenticated_max strangers are held at once (past that a new
+// connection is closed at accept). Once a request was accepted, the connection is a peer's,
+// which may stay idle between requests. Every message of an accepted batch is handed to
+// `deliver(from, bytes)` on the transport thread, in order.
 //
 // Forwarding: besides that Raft connection, forward_streams more per peer
 // (QUEEN_RAFT_FWD_STREAMS) carry forwarded commands and their replies, POST /raft/forward,
@@ -45,6 +51,9 @@ struct TransportOptions {
   uint16_t listen_port = 7400;
   std::vector<PeerAddress> peers;  // the other voters
   std::string token;               // QUEEN_RAFT_TOKEN ("" = none required)
+  std::string cluster_id;          // sent by every node and required to match
+  int64_t header_timeout_ms = 10000;  // QUEEN_HTTP_HEADER_TIMEOUT_MS, for strangers
+  uint32_t unauthenticated_max = 64;
   uint64_t queued_bytes_max = 64ull << 20;
   uint64_t batch_bytes_max = 8ull << 20;
   uint64_t body_bytes_max = 256ull << 20;
@@ -58,7 +67,8 @@ struct TransportStats {
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> received{0};
   std::atomic<uint64_t> dropped{0};  // queue full or batch lost on a broken connection
-  std::atomic<uint64_t> refused{0};  // requests with a wrong token
+  std::atomic<uint64_t> refused{0};  // requests with a wrong token, cluster id or sender
+  std::atomic<uint64_t> strangers_dropped{0};  // connections closed: too many, or too slow
 };
 
 // True when a and b are equal, in time that depends only on their lengths.
