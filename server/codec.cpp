@@ -48,6 +48,14 @@ std::optional<uint64_t> parse_u64(std::string_view text) {
   return v;
 }
 
+// Queue, partition and group names: any bytes but the C0 controls (NUL included) and DEL.
+const std::string kNoControlChars = "must not contain control characters (NUL, C0, DEL)";
+
+bool has_control_char(std::string_view name) {
+  return std::any_of(name.begin(), name.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
 Uuid random_uuid(IdSource& ids) {
   Uuid u;
   uint64_t a = ids.random_u64(), b = ids.random_u64();
@@ -242,6 +250,8 @@ std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, Id
   if (out->queue.size() + out->partition.size() > kNameBytesMax) {
     return ItemRefusal{true, "queue and partition are"};
   }
+  if (has_control_char(out->queue)) return ItemRefusal{false, "queue " + kNoControlChars};
+  if (has_control_char(out->partition)) return ItemRefusal{false, "partition " + kNoControlChars};
   auto& transaction_id = f.transaction_id;
   if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
     return ItemRefusal{
@@ -501,6 +511,7 @@ std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& g
   }
   const auto& g = group_override ? group_override : f.group;
   out->group = g && !g->empty() ? *g : kQueueModeGroup;
+  if (has_control_char(out->group)) return "consumerGroup " + kNoControlChars;
   if (f.error) out->error = std::move(*f.error);
   return {};
 }
@@ -873,6 +884,10 @@ Parsed parse_pop_command(const std::string& queue, const std::optional<std::stri
   if (queue.size() + second_name > kNameBytesMax) {
     return name_too_long("queue and partition or consumerGroup are");
   }
+  if (has_control_char(queue)) return pop_bad_request("queue " + kNoControlChars);
+  if (partition && has_control_char(*partition))
+    return pop_bad_request("partition " + kNoControlChars);
+  if (has_control_char(cmd.group)) return pop_bad_request("consumerGroup " + kNoControlChars);
   bool conflation = cmd.conflation;
   Parsed p = to_node(ids, cmd.wait ? timeout_ms : settings.stmt_timeout_ms, std::move(cmd));
   if (conflation) p.render = RenderAs::pop_conflation;
@@ -2776,6 +2791,7 @@ Parsed parse_configure(std::string_view body, const EdgeSettings& settings, IdSo
   }
   cmd.replace = mode && *mode == "replace";
   if (cmd.queue.size() > kNameBytesMax) return name_too_long("queue is");
+  if (has_control_char(cmd.queue)) return bad_request("queue " + kNoControlChars);
   auto options = doc->find("options");
   if (options != doc->end() && !options->is_null()) {
     if (!options->is_object()) return bad_request("options must be an object");
