@@ -63,11 +63,14 @@ bool write_all(int fd, const uint8_t* data, size_t size) {
   return true;
 }
 
+// False with errno set to why (close does not overwrite it).
 bool fsync_dir(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
   bool ok = ::fsync(fd) == 0;
+  int err = errno;
   ::close(fd);
+  errno = err;
   return ok;
 }
 
@@ -450,9 +453,11 @@ void Disk::run_sync(const std::string& file, const std::vector<uint64_t>& tokens
   int err = 0;
   auto f = handle(file, /*create=*/true, &err);
   bool ok = f != nullptr;
+  std::string why;  // what failed, when it is not this sync's own errno
   if (ok) {
     std::lock_guard lock(files_mutex_);
     ok = failed_.count(file) == 0;
+    if (!ok) why = "an earlier write or sync of it failed";
   }
   auto started = std::chrono::steady_clock::now();
   if (ok && ::fdatasync(f->fd) != 0) {
@@ -464,9 +469,14 @@ void Disk::run_sync(const std::string& file, const std::vector<uint64_t>& tokens
                                             std::chrono::steady_clock::now() - started)
                                             .count());
   }
-  if (ok) ok = sync_new_dirs(file);
+  if (ok && !sync_new_dirs(file)) {
+    err = errno;
+    ok = false;
+    why = "fsync of its folder: " + errno_text(err);
+  }
   if (!ok) {
-    log_line(LogLevel::error, "disk", "sync of " + file + " failed: " + errno_text(err));
+    log_line(LogLevel::error, "disk",
+             "sync of " + file + " failed: " + (why.empty() ? errno_text(err) : why));
     std::lock_guard lock(files_mutex_);
     failed_.insert(file);
   }
