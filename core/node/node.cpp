@@ -373,7 +373,8 @@ struct NodeImpl {
            inflight.begin()->first <= limit) {
       auto node = inflight.extract(inflight.begin());
       InFlight& f = node.mapped();
-      store.apply(f.entry, f.written.locations);
+      if (auto st = store.apply(f.entry, f.written.locations); !st.ok())
+        return halt(st.error().message);
       note_appends(f.entry);
       applied_term = f.entry.term;
       if (cluster && config.track_applied_chain) applied_chain = chain_hash(applied_chain, f.entry);

@@ -424,7 +424,7 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
     auto locs = attach_messages(&it->second, scan);
     bool apply = idx <= opt.apply_upto;
     if (apply) {
-      store->apply(it->second.entry, locs);
+      if (auto st = store->apply(it->second.entry, locs); !st.ok()) return st;
       ++stats->entries_replayed;
       if (opt.on_replayed) opt.on_replayed(it->second.entry, it->second.where, locs);
     }

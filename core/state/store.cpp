@@ -192,26 +192,50 @@ const GroupMeta* Store::group_meta(const std::string& group, QueueId q) const {
   return it == groups_.end() ? nullptr : &it->second;
 }
 
-void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locations) {
+namespace {
+
+// An entry whose effects contradict the store: the log diverges from what the store was built
+// from. Serving on would spread it, and every restart would meet it again.
+Error diverged(const Entry& entry, const std::string& what) {
+  return make_error(
+      Errc::corrupt,
+      "entry " + std::to_string(entry.index.value) + " (term " + std::to_string(entry.term.value) +
+          ") does not fit the store: " + what +
+          ". This node's log diverges from the cluster's, or its data folder is damaged. The "
+          "node stops rather than serve from it. To repair it, stop it, move its data folder "
+          "(QUEEN_RAFT_DIR) aside, and start it again with the same QUEEN_RAFT_NODE_ID: it "
+          "rejoins as a follower and copies the leader's state (README, 'Repairing a node'). "
+          "A single node has no copy to take: restore its folder from a backup");
+}
+
+}  // namespace
+
+Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locations) {
   QUEEN_ASSERT(entry.index == applied_.next(), "entries apply in index order, without gaps");
   size_t append_no = 0;
   for (const auto& eff : entry.effects) {
     if (auto* e = std::get_if<EffCreateQueue>(&eff)) {
-      QUEEN_ASSERT(e->id == next_queue_id(), "queue ids are minted in order");
-      QUEEN_ASSERT(!queue_names_.contains(e->name), "queue created twice");
+      if (e->id != next_queue_id())
+        return diverged(entry, "queue " + e->name + " is created with id " +
+                                   std::to_string(e->id.value) + ", not the next one");
+      if (queue_names_.contains(e->name))
+        return diverged(entry, "queue " + e->name + " is created twice");
       queue_ids_ = e->id.value;
       queue_names_[e->name] = e->id;
       queues_[e->id] = QueueState{e->id, e->name, e->options, entry.now_us, {}};
     } else if (auto* e = std::get_if<EffConfigureQueue>(&eff)) {
       auto it = queues_.find(e->id);
-      QUEEN_ASSERT(it != queues_.end(), "configure of an unknown queue");
+      if (it == queues_.end())
+        return diverged(entry, "queue " + std::to_string(e->id.value) + " is unknown");
       it->second.options = e->options;
     } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
-      QUEEN_ASSERT(e->id == next_partition_id(), "partition ids are minted in order");
-      partition_ids_ = e->id.value;
       auto qit = queues_.find(e->queue);
-      QUEEN_ASSERT(qit != queues_.end(), "partition of an unknown queue");
-      QUEEN_ASSERT(!qit->second.partitions.contains(e->name), "partition created twice");
+      if (e->id != next_partition_id() || qit == queues_.end() ||
+          qit->second.partitions.contains(e->name)) {
+        return diverged(entry, "partition " + e->name + " (id " + std::to_string(e->id.value) +
+                                   ") is not the next new partition of a known queue");
+      }
+      partition_ids_ = e->id.value;
       qit->second.partitions[e->name] = e->id;
       PartitionState p;
       p.id = e->id;
@@ -221,9 +245,14 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
       partitions_[e->id] = std::move(p);
     } else if (auto* e = std::get_if<EffAppend>(&eff)) {
       auto pit = partitions_.find(e->pid);
-      QUEEN_ASSERT(pit != partitions_.end(), "append to an unknown partition");
+      if (pit == partitions_.end())
+        return diverged(entry, "partition " + std::to_string(e->pid.value) + " is unknown");
       PartitionState& p = pit->second;
-      QUEEN_ASSERT(e->base == p.next_offset, "offsets are gapless");
+      if (e->base != p.next_offset) {
+        return diverged(entry, "partition " + std::to_string(e->pid.value) + " gets offset " +
+                                   std::to_string(e->base.value) + " where the next is " +
+                                   std::to_string(p.next_offset.value));
+      }
       AppendRow row;
       row.base = e->base;
       row.count = e->count;
@@ -317,6 +346,7 @@ void Store::apply(const Entry& entry, const std::vector<RecordLocation>& locatio
     outcomes_.erase(it);
     outcome_expiry_.erase(outcome_expiry_.begin());
   }
+  return ok_status();
 }
 
 }  // namespace queen

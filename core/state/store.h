@@ -139,8 +139,10 @@ class Store {
   const GroupMeta* group_meta(const std::string& group, QueueId queue) const;
 
   // Applies a committed entry. `locations` gives, per EffAppend in order, where its
-  // message record lies.
-  void apply(const Entry& entry, const std::vector<RecordLocation>& locations);
+  // message record lies. An entry whose effects contradict the store (a diverged log, a
+  // damaged folder) is an error that says what it found and how to repair the node; the
+  // store may then be half changed, and the node must stop.
+  Status apply(const Entry& entry, const std::vector<RecordLocation>& locations);
 
   LogIndex applied() const { return applied_; }
   QueueId next_queue_id() const { return QueueId(queue_ids_ + 1); }

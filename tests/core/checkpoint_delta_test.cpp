@@ -20,7 +20,7 @@ struct StoreBuild {
 
   void apply(std::vector<Effect> effects, std::vector<RecordLocation> where = {}) {
     Entry e{LogIndex(++index), Term(1), static_cast<int64_t>(index) * 1000, std::move(effects)};
-    s.apply(e, where);
+    QUEEN_ASSERT(s.apply(e, where).ok(), "the test's entries fit the store");
     for (const Effect& eff : e.effects)
       if (const auto* a = std::get_if<EffAppend>(&eff)) appended.emplace_back(a->pid, a->base);
   }

@@ -51,7 +51,7 @@ TEST(MessageDelete, ApplyIsIdempotentAndIgnoresWhatDoesNotExist) {
   e.effects.push_back(EffMessageDelete{QueueId(1), PartitionId(1), Offset(2)});  // again
   e.effects.push_back(EffMessageDelete{QueueId(1), PartitionId(1), Offset(3)});  // not there
   e.effects.push_back(EffMessageDelete{QueueId(1), PartitionId(8), Offset(0)});  // no partition
-  s.apply(e, {});
+  ASSERT_TRUE(s.apply(e, {}).ok());
   const PartitionState* p = s.partition(PartitionId(1));
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->deleted, (std::vector<Offset>{Offset(0), Offset(2)}));
