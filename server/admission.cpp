@@ -1,9 +1,11 @@
 #include "server/admission.h"
 
+#include <xxhash.h>
 #include <nlohmann/json.hpp>
 
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -13,10 +15,19 @@ namespace queen::server {
 
 // ---------- admission ----------
 
+AdmitSource client_source(std::string_view address) {
+  return kClientSourceBit | (XXH3_64bits(address.data(), address.size()) >> 1);
+}
+
 std::optional<uint64_t> Admission::acquire(AdmitPermit permit, Granted granted) {
   std::lock_guard lock(mutex_);
   Holder& holder = holders_[permit.source];
-  if (waiting_ == 0 && in_use_ + permit.bytes <= budget_) {
+  // First come, first served: no request passes one that could be granted; a request waiting
+  // only because its source is at its cap holds up nobody else.
+  bool queue_ahead = std::any_of(holders_.begin(), holders_.end(),
+                                 [&](const auto& h) { return eligible_locked(h.first, h.second); });
+  if (!queue_ahead && in_use_ + permit.bytes <= budget_ &&
+      holder.in_use + permit.bytes <= cap_of(permit.source)) {
     in_use_ += permit.bytes;
     holder.in_use += permit.bytes;
     return std::nullopt;
@@ -45,7 +56,7 @@ bool Admission::withdraw(uint64_t ticket) {
 std::optional<Admission::Granted> Admission::grant_next_locked() {
   auto next = holders_.end();
   for (auto h = holders_.begin(); h != holders_.end(); ++h) {
-    if (h->second.waiters.empty()) continue;
+    if (!eligible_locked(h->first, h->second)) continue;
     if (next == holders_.end() || h->second.in_use < next->second.in_use) next = h;
   }
   if (next == holders_.end()) return std::nullopt;

@@ -6,12 +6,15 @@
 // - Admission: a request takes min(bytes, budget) bytes of the budget before its body is
 //   read and gives them back once its answer is sent (or its connection dies). A budget of 0
 //   turns admission off: every acquire is granted at once.
-// - Fair share: every permit names its source, the node's own clients (kLocalClients) or the
-//   peer a request was forwarded from. While requests wait, room that frees up goes to the
-//   waiting source holding the fewest bytes (ties: the lowest source), first come first
+// - Fair share: every permit names its source: a client address of this node (client_source)
+//   or the peer a request was forwarded from. While requests wait, room that frees up goes to
+//   the waiting source holding the fewest bytes (ties: the lowest source), first come first
 //   served within a source. So under contention each source converges to an equal share of
 //   the budget, and a follower forwarding a flood cannot starve the leader's own clients (or
 //   another follower's). A waiter that gives up (its hold elapsed) takes nothing.
+// - A client address holds at most half the budget (client_share_max): one address, however
+//   slowly it sends its bodies, leaves the other half to everyone else. A request of a
+//   source at its cap waits without blocking other sources' requests.
 // - DiskGate: full() turns on when the measured use is at or above high_pct and off again
 //   only once it is below low_pct. The measurement is statvfs of the data folder, or, when a
 //   test names a file, the integer percentage written in that file.
@@ -31,9 +34,14 @@
 
 namespace queen::server {
 
-// Who a permit is held for: 0 for the node's own clients, else the forwarding peer's node id.
+// Who a permit is held for: a forwarding peer's node id, or (kClientSourceBit set) a client
+// address of this node; 0 for a client whose address is unknown.
 using AdmitSource = uint64_t;
 constexpr AdmitSource kLocalClients = 0;
+constexpr AdmitSource kClientSourceBit = 1ull << 63;
+
+// The source of a client connecting from `address` (its text form).
+AdmitSource client_source(std::string_view address);
 
 struct AdmitPermit {
   uint64_t bytes = 0;
@@ -47,10 +55,16 @@ class Admission {
   explicit Admission(uint64_t budget_bytes) : budget_(budget_bytes) {}
 
   bool enabled() const { return budget_ > 0; }
-  // The permit a request of `bytes` from `source` takes: at most the whole budget.
+  // The permit a request of `bytes` from `source` takes: at most what the source may hold.
   AdmitPermit permit_for(uint64_t bytes, AdmitSource source = kLocalClients) const {
-    return AdmitPermit{bytes < budget_ ? bytes : budget_, source};
+    uint64_t cap = cap_of(source);
+    return AdmitPermit{bytes < cap ? bytes : cap, source};
   }
+  // What one source may hold at once: half the budget for a client address, else all of it.
+  uint64_t cap_of(AdmitSource source) const {
+    return (source & kClientSourceBit) != 0 ? client_share_max() : budget_;
+  }
+  uint64_t client_share_max() const { return budget_ > 1 ? budget_ / 2 : budget_; }
   // Takes the permit now (nullopt) or queues the request and returns its ticket; `granted`
   // then runs, on the thread that released room, once the bytes are taken.
   std::optional<uint64_t> acquire(AdmitPermit permit, Granted granted);
@@ -74,8 +88,12 @@ class Admission {
   };
 
   // The next waiter to grant (its bytes taken), or nullopt: the head of the waiting source
-  // holding the fewest bytes, if it fits.
+  // holding the fewest bytes among those whose head fits the source's cap, if it fits.
   std::optional<Granted> grant_next_locked();
+  // Whether the source's next waiter could be granted were there room (it is under its cap).
+  bool eligible_locked(AdmitSource source, const Holder& h) const {
+    return !h.waiters.empty() && h.in_use + h.waiters.front().bytes <= cap_of(source);
+  }
   void forget_if_idle_locked(std::map<AdmitSource, Holder>::iterator it);
 
   const uint64_t budget_;

@@ -188,6 +188,7 @@ void read_admission(const EnvLookup& lookup, ServerConfig* config) {
 void read_edge_limits(const EnvLookup& lookup, ServerConfig* config) {
   read_positive(lookup, "QUEEN_HTTP_HEADER_TIMEOUT_MS", &config->header_timeout_ms);
   read_positive(lookup, "QUEEN_HTTP_BODY_TIMEOUT_MS", &config->body_timeout_ms);
+  read_positive(lookup, "QUEEN_HTTP_BODY_MIN_BYTES_PER_S", &config->body_min_bytes_per_s);
   read_positive(lookup, "QUEEN_HTTP_IDLE_TIMEOUT_MS", &config->idle_timeout_ms);
   read_admission(lookup, config);
   read_positive(lookup, "QUEEN_RAFT_DISK_HIGH_PCT", &config->disk_high_pct);

@@ -34,6 +34,7 @@ struct ServerConfig {
   int http_threads = 2;                // QUEEN_HTTP_THREADS
   int64_t header_timeout_ms = 10000;   // QUEEN_HTTP_HEADER_TIMEOUT_MS
   int64_t body_timeout_ms = 30000;     // QUEEN_HTTP_BODY_TIMEOUT_MS
+  int64_t body_min_bytes_per_s = 16384;  // QUEEN_HTTP_BODY_MIN_BYTES_PER_S
   int64_t idle_timeout_ms = 120000;    // QUEEN_HTTP_IDLE_TIMEOUT_MS
   // QUEEN_RAFT_ADMIT_MAX_MB (0: off); unset: max(128 MiB, (pipeline + 2) x batch bytes).
   uint64_t admit_bytes_max = 0;

@@ -41,6 +41,7 @@ struct HttpServer::Shared {
   Admission admission;
   DiskGate disk;
   std::atomic<size_t> connections{0};
+  std::atomic<uint64_t> slow_bodies_dropped{0};  // below QUEEN_HTTP_BODY_MIN_BYTES_PER_S
   std::shared_ptr<CommandForwarder> forwarder;  // a cluster with client offload
 };
 
@@ -101,6 +102,8 @@ constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 // A forwarded command's deadline at the leader ends this long before the follower stops
 // waiting for its reply.
 constexpr int64_t kForwardReplyMarginMs = 100;
+// A body may start slowly for this long before QUEEN_HTTP_BODY_MIN_BYTES_PER_S applies.
+constexpr double kBodyGraceS = 1.0;
 
 // A request read from the connection, or an answer decided while reading it.
 struct Pending {
@@ -108,6 +111,7 @@ struct Pending {
   std::optional<HttpAnswer> refusal;  // 413 / 400 / 429 before the body; the connection closes
   bool refusal_json = false;
   AdmitPermit permit;  // admission bytes held until the answer is written
+  std::optional<std::string> subject;  // the token's sub, when JWT was checked at the header
 };
 
 using std::chrono::milliseconds;
@@ -139,6 +143,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
       : stream_(std::move(socket)),
         shared_(std::move(shared)),
+        client_(client_of(stream_.socket())),
         idle_timer_(stream_.get_executor()),
         hold_timer_(stream_.get_executor()),
         deadline_timer_(stream_.get_executor()),
@@ -397,9 +402,43 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
-  // The header is in: take admission permits for the body before reading it.
+  // The admission source of a client connecting from the socket's peer address.
+  static AdmitSource client_of(const tcp::socket& socket) {
+    beast::error_code ec;
+    auto peer = socket.remote_endpoint(ec);
+    return ec ? kLocalClients : client_source(peer.address().to_string());
+  }
+
+  // With JWT on, the token is checked on the header: a request without a valid one is
+  // answered before its body is read, and takes no admission permit.
+  bool refused_at_header() {
+    header_subject_.reset();
+    const Authenticator* auth = shared_->options.settings.auth.get();
+    if (!auth) return false;
+    const auto& req = parser_->get();
+    auto method = req.method_string();
+    auto target = req.target();
+    auto header = req[http::field::authorization];
+    std::string subject;
+    auto denied = auth->check(std::string_view(method.data(), method.size()),
+                              std::string_view(target.data(), target.size()),
+                              std::string_view(header.data(), header.size()),
+                              EdgeIds().now_ms() / 1000, &subject);
+    if (!denied) {
+      header_subject_ = std::move(subject);
+      return false;
+    }
+    reading_ = false;
+    refuse(*denied, /*json=*/true);
+    if (!busy_) answer_front();
+    return true;
+  }
+
+  // The header is in: check its token, then take admission permits for the body before
+  // reading it.
   void on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
+    if (refused_at_header()) return;
     Admission& admission = shared_->admission;
     uint64_t bytes =
         parser_->content_length().value_or(parser_->chunked() ? kChunkedPermitBytes : 0);
@@ -420,8 +459,11 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     });
   }
 
-  // Whose share a request takes: the peer that forwarded it, or this node's clients.
-  AdmitSource admit_source() const { return forwarding_peer(parser_->get()[kForwardedHeader]); }
+  // Whose share a request takes: the peer that forwarded it, or the client's address.
+  AdmitSource admit_source() const {
+    AdmitSource peer = forwarding_peer(parser_->get()[kForwardedHeader]);
+    return peer != kLocalClients ? peer : client_;
+  }
 
   void on_admitted(AdmitPermit permit) {
     admit_ticket_.reset();
@@ -462,12 +504,44 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     read_body();
   }
 
+  // The body is read a piece at a time: it must arrive within body_timeout_ms of its header,
+  // and, past a grace second, at QUEEN_HTTP_BODY_MIN_BYTES_PER_S at least, so a client
+  // trickling a large body gives its admission permit back early instead of holding it.
   void read_body() {
     real::make_room_for_body(buffer_, parser_->content_length());
+    body_started_ = std::chrono::steady_clock::now();
+    body_expected_ = parser_->content_length().value_or(0);
     stream_.expires_after(milliseconds(shared_->options.body_timeout_ms));
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    read_body_some();
+  }
+
+  void read_body_some() {
+    if (parser_->is_done()) return on_read({});  // no body, or all of it came with the header
+    http::async_read_some(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            if (ec || self->parser_->is_done()) return self->on_read(ec);
+                            if (self->body_too_slow()) return self->drop_slow_body();
+                            self->read_body_some();
+                          });
+  }
+
+  bool body_too_slow() const {
+    uint64_t min_rate = shared_->options.body_min_bytes_per_s;
+    if (min_rate == 0 || body_expected_ == 0) return false;
+    auto elapsed = std::chrono::steady_clock::now() - body_started_;
+    double seconds = std::chrono::duration<double>(elapsed).count() - kBodyGraceS;
+    if (seconds <= 0) return false;
+    uint64_t left = parser_->content_length_remaining().value_or(0);
+    uint64_t got = body_expected_ - std::min(body_expected_, left);
+    return static_cast<double>(got) < static_cast<double>(min_rate) * seconds;
+  }
+
+  // The client sends its body too slowly: its permit goes back and the connection closes.
+  void drop_slow_body() {
+    ++shared_->slow_bodies_dropped;
+    reading_ = false;
+    shared_->admission.release(std::exchange(reading_permit_, AdmitPermit{}));
+    peer_gone();
   }
 
   void on_read(beast::error_code ec) {
@@ -484,7 +558,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       peer_gone();
       return;
     } else {
-      pending_.push_back(Pending{parser_->release(), std::nullopt, false, permit});
+      pending_.push_back(
+          Pending{parser_->release(), std::nullopt, false, permit, std::move(header_subject_)});
       pending_bytes_ += pending_.back().request.body().size();
     }
     if (!busy_) answer_front();
@@ -540,8 +615,10 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     request_kind_ = real::RequestKind::other;
     auto method = req.method_string();
     auto target = req.target();
-    std::string subject;  // the token's sub: stamped on pushed messages as producerSub
-    if (const Authenticator* auth = shared_->options.settings.auth.get()) {
+    // The token's sub, stamped on pushed messages as producerSub: checked at the header.
+    std::string subject = front.subject.value_or("");
+    const Authenticator* auth = shared_->options.settings.auth.get();
+    if (auth && !front.subject) {
       auto header = req[http::field::authorization];
       auto denied = auth->check(std::string_view(method.data(), method.size()),
                                 std::string_view(target.data(), target.size()),
@@ -698,7 +775,11 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   beast::tcp_stream stream_;
   std::shared_ptr<HttpServer::Shared> shared_;
+  AdmitSource client_;  // this connection's admission source (its client's address)
   asio::steady_timer idle_timer_;         // closes a connection idle for idle_timeout_ms
+  std::optional<std::string> header_subject_;  // the JWT sub checked on the current header
+  std::chrono::steady_clock::time_point body_started_;
+  uint64_t body_expected_ = 0;            // Content-Length of the body being read
   asio::steady_timer hold_timer_;         // the admission hold of the request being read
   asio::steady_timer deadline_timer_;     // the deadline of the request held at the node
   std::optional<uint64_t> admit_ticket_;  // waiting for admission

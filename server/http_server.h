@@ -21,8 +21,11 @@
 //   never read).
 // - Timeouts: an idle connection (no request begun, nothing held) is closed after
 //   idle_timeout_ms; a header must arrive within header_timeout_ms of its first byte and a
-//   body within body_timeout_ms of its header (a client that trickles bytes is dropped); a
-//   write gets body_timeout_ms.
+//   body within body_timeout_ms of its header, and after its first second at
+//   body_min_bytes_per_s at least (a client that trickles bytes is dropped and its admission
+//   permit given back); a write gets body_timeout_ms.
+// - With JWT on, the token is checked on the header, before admission: a request without a
+//   valid one is answered 401/403 without its body being read.
 // - A request the node has not answered by its deadline (+ kDeadlineGraceMs) is answered 503
 //   timeout with Retry-After, and the node is told (Node::on_cancel); the write may land.
 // - In a cluster, a request the node refuses with "503 retry, the leader is N" is forwarded to
@@ -87,6 +90,7 @@ struct HttpServerOptions {
   uint32_t header_bytes_max = 64u << 10;
   int64_t header_timeout_ms = 10000;        // QUEEN_HTTP_HEADER_TIMEOUT_MS
   int64_t body_timeout_ms = 30000;          // QUEEN_HTTP_BODY_TIMEOUT_MS
+  uint64_t body_min_bytes_per_s = 16384;    // QUEEN_HTTP_BODY_MIN_BYTES_PER_S (0: off)
   int64_t idle_timeout_ms = 120000;         // QUEEN_HTTP_IDLE_TIMEOUT_MS
   uint64_t admit_bytes_max = 128ull << 20;  // QUEEN_RAFT_ADMIT_MAX_MB (0: off)
   int64_t admit_hold_ms = 15000;            // QUEEN_RAFT_ADMIT_HOLD_MS

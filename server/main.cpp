@@ -44,23 +44,25 @@ std::optional<queen::server::ForwardOptions> forward_options(
 }
 
 queen::server::HttpServerOptions http_options(const queen::server::ServerConfig& config) {
-  return queen::server::HttpServerOptions{.bind_addr = config.bind_addr,
-                                          .port = config.port,
-                                          .body_bytes_max = config.body_bytes_max,
-                                          .threads = config.http_threads,
-                                          .header_timeout_ms = config.header_timeout_ms,
-                                          .body_timeout_ms = config.body_timeout_ms,
-                                          .idle_timeout_ms = config.idle_timeout_ms,
-                                          .admit_bytes_max = config.admit_bytes_max,
-                                          .admit_hold_ms = config.admit_hold_ms,
-                                          .admit_fwd_hold_ms = config.admit_fwd_hold_ms,
-                                          .disk = {.data_dir = config.data_dir,
-                                                   .high_pct = config.disk_high_pct,
-                                                   .low_pct = config.disk_low_pct,
-                                                   .test_pct_file = config.test_disk_pct_file},
-                                          .disk_check_ms = config.disk_check_ms,
-                                          .settings = queen::server::edge_settings(config),
-                                          .forward = forward_options(config)};
+  return queen::server::HttpServerOptions{
+      .bind_addr = config.bind_addr,
+      .port = config.port,
+      .body_bytes_max = config.body_bytes_max,
+      .threads = config.http_threads,
+      .header_timeout_ms = config.header_timeout_ms,
+      .body_timeout_ms = config.body_timeout_ms,
+      .body_min_bytes_per_s = static_cast<uint64_t>(config.body_min_bytes_per_s),
+      .idle_timeout_ms = config.idle_timeout_ms,
+      .admit_bytes_max = config.admit_bytes_max,
+      .admit_hold_ms = config.admit_hold_ms,
+      .admit_fwd_hold_ms = config.admit_fwd_hold_ms,
+      .disk = {.data_dir = config.data_dir,
+               .high_pct = config.disk_high_pct,
+               .low_pct = config.disk_low_pct,
+               .test_pct_file = config.test_disk_pct_file},
+      .disk_check_ms = config.disk_check_ms,
+      .settings = queen::server::edge_settings(config),
+      .forward = forward_options(config)};
 }
 
 std::optional<queen::real::TransportOptions> transport_options(

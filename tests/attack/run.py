@@ -14,11 +14,18 @@ Starts three nodes on 127.0.0.1 with a cluster secret (QUEEN_RAFT_TOKEN), then:
     at once;
   * starts a node whose peers are not on loopback without a secret: it refuses to start and
     names QUEEN_RAFT_TOKEN;
+  * on a single node, trickles two 64 MiB bodies from 127.0.0.2: pushes from 127.0.0.1 are
+    answered within a second meanwhile, and the trickling connections are dropped; with JWT
+    on, a trickling request without a token is answered 401 before its body is read;
   * checks the raft port listens on the peer list's address only.
 Every wait polls with a deadline. Prints one line per check and `N passed, M failed`.
 """
 import argparse
+import base64
+import hashlib
+import hmac
 import http.client
+import threading
 import json
 import os
 import shutil
@@ -294,10 +301,123 @@ def refuses_unsecured_start(s, binary, root):
         p = subprocess.run([binary], env=env, capture_output=True, timeout=10)
         out = (p.stdout + p.stderr).decode(errors="replace")
         s.check("a node with peers off loopback and no secret refuses to start",
-                p.returncode != 0 and "QUEEN_RAFT_TOKEN" in out, f"exit {p.returncode}: {out[-300:]}")
+                p.returncode != 0 and "QUEEN_RAFT_TOKEN" in out,
+                f"exit {p.returncode}: {out[-300:]}")
     except subprocess.TimeoutExpired:
         s.check("a node with peers off loopback and no secret refuses to start", False,
                 "it kept running")
+
+
+def start_node(binary, root, name, extra):
+    port = free_port()
+    env = dict(os.environ)
+    env.update({"PORT": str(port), "QUEEN_BIND_ADDR": "127.0.0.1",
+                "QUEEN_RAFT_DIR": os.path.join(root, name)})
+    env.update(extra)
+    log = open(os.path.join(root, name + ".log"), "wb")
+    proc = subprocess.Popen([binary], env=env, stdout=log, stderr=subprocess.STDOUT)
+    up = poll(10.0, lambda: http_call(port, "GET", "/health", timeout=1.0)[0] == 200)
+    return proc, port, bool(up)
+
+
+def trickle(port, source, headers, stop):
+    """Announces a 64 MiB push body from `source` and sends one byte of it every 0.3 s."""
+    sock = socket.socket()
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    head = ("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {64 << 20}\r\n{headers}\r\n").encode()
+    sock.sendall(head)
+
+    def run():
+        try:
+            while not stop.is_set():
+                sock.sendall(b" ")
+                stop.wait(0.3)
+        except OSError:
+            pass
+    threading.Thread(target=run, daemon=True).start()
+    return sock
+
+
+def closed_by_server(sock):
+    sock.settimeout(0.05)
+    try:
+        data = sock.recv(4096)
+        return data == b"" or data.startswith(b"HTTP/1.1 4")
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def timed_push(port, name, headers=None):
+    start = time.monotonic()
+    body = json.dumps({"items": [{"queue": "slow", "transactionId": name, "payload": 1}]})
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("POST", "/api/v1/push", body=body,
+                     headers={"content-type": "application/json", **(headers or {})})
+        status = conn.getresponse().status
+        conn.close()
+    except OSError:
+        status = None
+    return status, time.monotonic() - start
+
+
+def slow_bodies(s, binary, root):
+    proc, port, up = start_node(binary, root, "slow", {})
+    try:
+        s.check("a single node starts for the slow-body attacks", up)
+        stop = threading.Event()
+        slow = [trickle(port, "127.0.0.2", "", stop) for _ in range(2)]
+        answers = []
+        for i in range(10):
+            answers.append(timed_push(port, f"meanwhile-{i}"))
+            time.sleep(0.1)
+        worst = max(t for _, t in answers)
+        s.check("pushes from another address are answered within 1 s while 64 MiB bodies "
+                "trickle in", all(st == 201 for st, _ in answers) and worst < 1.0,
+                f"{answers}")
+        dropped = poll(6.0, lambda: all(closed_by_server(x) for x in slow), interval_s=0.2)
+        s.check("connections that trickle their body are dropped", bool(dropped))
+        stop.set()
+        for sock in slow:
+            sock.close()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def jwt(secret, claims):
+    def b64(raw):
+        return base64.urlsafe_b64encode(raw).rstrip(b"=")
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    body = b64(json.dumps(claims).encode())
+    sig = b64(hmac.new(secret.encode(), head + b"." + body, hashlib.sha256).digest())
+    return (head + b"." + body + b"." + sig).decode()
+
+
+def slow_bodies_without_token(s, binary, root):
+    secret = "attack-jwt-secret"
+    proc, port, up = start_node(binary, root, "jwt",
+                                {"JWT_ENABLED": "true", "JWT_SECRET": secret})
+    try:
+        s.check("a node with JWT on starts", up)
+        stop = threading.Event()
+        slow = trickle(port, "127.0.0.2", "", stop)
+        refused = poll(2.0, lambda: closed_by_server(slow), interval_s=0.1)
+        s.check("with JWT on, a trickling request without a token is refused before its body",
+                bool(refused))
+        token = jwt(secret, {"sub": "attack", "role": "admin", "exp": int(time.time()) + 600})
+        status, took = timed_push(port, "with-token", {"authorization": f"Bearer {token}"})
+        s.check("a push with a token is answered within 1 s meanwhile",
+                status == 201 and took < 1.0, f"{status} in {took:.2f} s")
+        stop.set()
+        slow.close()
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def main():
@@ -308,6 +428,8 @@ def main():
     root = tempfile.mkdtemp(prefix="queen-attack-")
     s = Suite()
     refuses_unsecured_start(s, args.binary, root)
+    slow_bodies(s, args.binary, root)
+    slow_bodies_without_token(s, args.binary, root)
     c = Cluster(args.binary, root)
     c.start()
     try:

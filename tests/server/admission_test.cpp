@@ -1,5 +1,6 @@
 // Admission's fair share: under contention, room that frees up goes to the waiting source
-// holding the fewest bytes, so a peer forwarding a flood cannot starve the node's own clients.
+// holding the fewest bytes, so a peer forwarding a flood cannot starve the node's own clients,
+// and one client address cannot hold more than half the budget.
 #include "server/admission.h"
 
 #include <gtest/gtest.h>
@@ -93,6 +94,28 @@ TEST(Admission, AWaiterThatGivesUpTakesNothingAndUnblocksOthers) {
   EXPECT_EQ(admission.in_use(), 30u);
   EXPECT_EQ(admission.waiting(), 0u);
   EXPECT_FALSE(admission.withdraw(*small)) << "already granted: nothing to withdraw";
+}
+
+// One client address, however slowly it sends, holds at most half the budget: its requests
+// past that wait without holding up another address's.
+TEST(Admission, AClientAddressHoldsAtMostHalfTheBudget) {
+  Admission admission(100);
+  Log log;
+  AdmitSource slow = client_source("127.0.0.2");
+  AdmitSource other = client_source("127.0.0.1");
+  EXPECT_NE(slow, other);
+  EXPECT_NE(slow & kClientSourceBit, 0u);
+  EXPECT_EQ(admission.permit_for(1000, slow).bytes, 50u) << "a permit is capped at the share";
+  AdmitPermit first = admission.permit_for(50, slow);
+  ASSERT_FALSE(admission.acquire(first, log.mark(0)));
+  auto second = admission.acquire(admission.permit_for(50, slow), log.mark(1));
+  ASSERT_TRUE(second) << "at its cap: it waits";
+  // Another address is served at once, although a request was queued before it.
+  EXPECT_FALSE(admission.acquire(admission.permit_for(30, other), log.mark(2)));
+  EXPECT_EQ(admission.in_use_by(other), 30u);
+  admission.release(first);  // the slow address drops below its cap: its waiter goes
+  EXPECT_EQ(log.granted, (std::vector<int>{1}));
+  EXPECT_EQ(admission.in_use_by(slow), 50u);
 }
 
 }  // namespace
