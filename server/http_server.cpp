@@ -19,6 +19,7 @@
 #include "io/real/real_env.h"
 #include "server/auth.h"
 #include "server/command_forwarder.h"
+#include "server/forward_counters.h"
 #include "server/routes.h"
 
 namespace queen::server {
@@ -147,7 +148,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         idle_timer_(stream_.get_executor()),
         hold_timer_(stream_.get_executor()),
         deadline_timer_(stream_.get_executor()),
-        forward_timer_(stream_.get_executor()) {}
+        forward_timer_(stream_.get_executor()),
+        follow_timer_(stream_.get_executor()) {}
 
   ~Session() override {
     cancel_held();
@@ -297,7 +299,28 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       self->forwarding_->attempt = 0;
       self->give_up();
     });
+    follow_leader(f.attempt, leader);
     return true;
+  }
+
+  // While the command waits at `leader`: once this node hears that another node leads (the
+  // one it forwarded to was paused, partitioned or deposed), the command goes there at once
+  // under the same request id, instead of waiting for the old leader's stream to time out. A
+  // command the old leader planned but never committed is then applied once, by the new one.
+  void follow_leader(uint64_t attempt, uint64_t leader) {
+    follow_timer_.expires_after(milliseconds(shared_->options.forward->follow_leader_ms));
+    follow_timer_.async_wait([self = shared_from_this(), attempt, leader](auto ec) {
+      auto& f = self->forwarding_;
+      if (ec || self->closed_ || !f || f->attempt != attempt) return;
+      uint64_t now = self->shared_->driver.known_leader();
+      if (now == 0 || now == leader) return self->follow_leader(attempt, leader);
+      self->shared_->forwarder->abandon(attempt);
+      f->attempt = 0;
+      self->forward_timer_.cancel();
+      ++forward_counters().followed;
+      bool sent = now != self->shared_->options.forward->self_id && self->forward_to(now);
+      if (!sent && !self->resubmit_later()) self->give_up();
+    });
   }
 
   // The leader's reply to the prepared command, or nullopt when it went away.
@@ -305,6 +328,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     if (closed_ || !forwarding_ || forwarding_->attempt == 0) return;
     forwarding_->attempt = 0;
     forward_timer_.cancel();
+    follow_timer_.cancel();
     if (reply) {
       const auto* e = std::get_if<ErrorReply>(&reply->body);
       if (!e || !retryable(*e)) {
@@ -794,6 +818,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   real::RequestKind request_kind_ = real::RequestKind::other;
   std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
   asio::steady_timer forward_timer_;        // the pause before a retry through this node
+  asio::steady_timer follow_timer_;         // checks the forwarded-to node still leads
   std::vector<char> drain_buffer_;
   bool reading_ = false;
   bool waiting_idle_ = false;
@@ -880,13 +905,13 @@ void HttpServer::check_disk_later() {
   disk_timer_.expires_after(milliseconds(options_.disk_check_ms));
   disk_timer_.async_wait([this](beast::error_code ec) {
     if (ec) return;
-    shared_->disk.check();
+    shared_->disk.check(shared_->admission.in_use());
     check_disk_later();
   });
 }
 
 void HttpServer::run() {
-  shared_->disk.check();
+  shared_->disk.check(shared_->admission.in_use());
   check_disk_later();
   asio::signal_set signals(context_, SIGINT, SIGTERM);
   signals.async_wait([this](beast::error_code ec, int signal) {

@@ -158,10 +158,11 @@ void render_forwarding(Exposition& x) {
   const ForwardCounters& c = forward_counters();
   x.family("queen_raft_forwarded_commands_total", "counter",
            "Prepared commands: forwarded to the leader (sent), served for a peer (served), "
-           "failed with their stream (lost).");
+           "failed with their stream (lost), sent on to a new leader (followed).");
   x.sample("queen_raft_forwarded_commands_total", {{"event", "sent"}}, c.sent.load());
   x.sample("queen_raft_forwarded_commands_total", {{"event", "served"}}, c.served.load());
   x.sample("queen_raft_forwarded_commands_total", {{"event", "lost"}}, c.lost.load());
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "followed"}}, c.followed.load());
 }
 
 void render_process(Exposition& x) {

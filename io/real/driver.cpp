@@ -50,7 +50,10 @@ Status NodeDriver::start() {
   env_->attach(node_.get());
   if (options_.transport) {
     transport_ = std::make_unique<Transport>(*options_.transport, [this](uint64_t from, Bytes m) {
-      asio::post(context_, [this, from, m = std::move(m)] { node_->on_message(from, m); });
+      asio::post(context_, [this, from, m = std::move(m)] {
+        node_->on_message(from, m);
+        known_leader_.store(node_->raft_view().leader, std::memory_order_relaxed);
+      });
     });
     if (forward_handler_.deliver) transport_->set_forward_handler(forward_handler_);
     Status listening = transport_->start();

@@ -60,6 +60,9 @@ class NodeDriver {
   // False when too many commands are already waiting for the node thread.
   bool submit(ReplyHandle handle, CommandEnvelope command);
   void cancel(ReplyHandle handle);
+  // The leader this node knows of (0: none), as of the last peer message it handled: what an
+  // edge thread may read without a round trip to the node thread.
+  uint64_t known_leader() const { return known_leader_.load(std::memory_order_relaxed); }
   // Runs `fn` on the node thread and waits for it (reads of the node's state, e.g. on stop).
   void run_on_node(const std::function<void(Node&)>& fn);
   // Stops the node thread, then lets the disk writer finish what is queued.
@@ -77,6 +80,7 @@ class NodeDriver {
   ForwardHandler forward_handler_;
   std::thread thread_;
   std::atomic<size_t> commands_queued_{0};
+  std::atomic<uint64_t> known_leader_{0};
 };
 
 }  // namespace queen::real

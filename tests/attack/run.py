@@ -17,7 +17,9 @@ Starts three nodes on 127.0.0.1 with a cluster secret (QUEEN_RAFT_TOKEN), then:
   * on a single node, trickles two 64 MiB bodies from 127.0.0.2: pushes from 127.0.0.1 are
     answered within a second meanwhile, and the trickling connections are dropped; with JWT
     on, a trickling request without a token is answered 401 before its body is read;
-  * checks the raft port listens on the peer list's address only.
+  * checks the raft port listens on the peer list's address only;
+  * pauses the leader (SIGSTOP) while pushes go to a follower: they are answered within two
+    election timeouts, through the new leader.
 Every wait polls with a deadline. Prints one line per check and `N passed, M failed`.
 """
 import argparse
@@ -29,6 +31,7 @@ import threading
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -39,6 +42,7 @@ import time
 SECRET = "attack-suite-secret"
 CLUSTER_ID = "attack-suite"
 HEADER_TIMEOUT_MS = 1000
+ELECTION_MS = 1000
 STRANGERS_MAX = 64  # the transport's unauthenticated_max
 
 
@@ -120,6 +124,7 @@ class Cluster:
             "QUEEN_RAFT_DIR": os.path.join(self.root, f"n{i + 1}"),
             "QUEEN_RAFT_TOKEN": SECRET, "QUEEN_RAFT_CLUSTER_ID": CLUSTER_ID,
             "QUEEN_HTTP_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
+            "QUEEN_RAFT_ELECTION_MS": str(ELECTION_MS),
         })
         return env
 
@@ -276,6 +281,36 @@ def half_open_headers(s, c):
     for sock in flood:
         sock.close()
     s.check("/health answers after the header flood", poll(3.0, lambda: c.health(0)) is not None)
+
+
+def paused_leader(s, c):
+    """SIGSTOP the leader while pushes go to a follower: they follow the new leader."""
+    led = poll(10.0, c.leader)
+    if not led:
+        s.check("a leader before pausing it", False)
+        return
+    leader, _ = led
+    follower = (leader + 1) % 3
+    os.kill(c.procs[leader].pid, signal.SIGSTOP)
+    try:
+        answers = []
+        results = []
+
+        def push_through(i):
+            status, took = timed_push(c.http[follower], f"paused-{i}")
+            results.append((status, took))
+        threads = [threading.Thread(target=push_through, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        answers = sorted(results, key=lambda r: r[1])
+        bound_s = 2 * 2 * ELECTION_MS / 1000  # two election timeouts, each drawn up to 2x
+        s.check(f"pushes forwarded to a paused leader are answered within {bound_s:.0f} s",
+                len(answers) == 4 and all(st == 201 and t < bound_s for st, t in answers),
+                f"{answers}")
+    finally:
+        os.kill(c.procs[leader].pid, signal.SIGCONT)
 
 
 def listens_on_peer_address(s, c):
@@ -437,6 +472,7 @@ def main():
         max_term_messages(s, c)
         half_open_headers(s, c)
         listens_on_peer_address(s, c)
+        paused_leader(s, c)
         s.check("pushes are answered at the end", push_works(c, "at-the-end"))
     finally:
         c.stop()
