@@ -108,7 +108,7 @@ size_t Admission::waiting() const {
 
 // ---------- disk gate ----------
 
-std::optional<int> DiskGate::measure() const {
+std::optional<int> DiskGate::measure(uint64_t incoming_bytes) const {
   if (!options_.test_pct_file.empty()) {
     std::ifstream in(options_.test_pct_file);
     std::stringstream ss;
@@ -121,15 +121,18 @@ std::optional<int> DiskGate::measure() const {
   }
   struct statvfs st {};
   if (::statvfs(options_.data_dir.c_str(), &st) != 0) return std::nullopt;
-  // As df counts it: blocks reserved for root are neither used nor available.
-  uint64_t used = st.f_blocks - st.f_bfree;
-  uint64_t usable = used + st.f_bavail;
+  // As df counts it: blocks reserved for root are neither used nor available. What is on its
+  // way (bodies admitted, not yet answered) counts as used: it is about to be written.
+  uint64_t block = st.f_frsize != 0 ? st.f_frsize : st.f_bsize;
+  uint64_t used = (st.f_blocks - st.f_bfree) * block;
+  uint64_t usable = used + st.f_bavail * block;
   if (usable == 0) return std::nullopt;
-  return static_cast<int>((used * 100 + usable - 1) / usable);
+  used = std::min(usable, used + incoming_bytes);
+  return static_cast<int>((static_cast<unsigned __int128>(used) * 100 + usable - 1) / usable);
 }
 
-void DiskGate::check() {
-  std::optional<int> pct = measure();
+void DiskGate::check(uint64_t incoming_bytes) {
+  std::optional<int> pct = measure(incoming_bytes);
   if (!pct) return;  // keep the last decision
   last_pct_.store(*pct, std::memory_order_relaxed);
   if (*pct >= options_.high_pct) {

@@ -16,8 +16,10 @@
 //   slowly it sends its bodies, leaves the other half to everyone else. A request of a
 //   source at its cap waits without blocking other sources' requests.
 // - DiskGate: full() turns on when the measured use is at or above high_pct and off again
-//   only once it is below low_pct. The measurement is statvfs of the data folder, or, when a
-//   test names a file, the integer percentage written in that file.
+//   only once it is below low_pct. The measurement is statvfs of the data folder plus what
+//   admission let in and is not yet answered (about to be written), so the gate closes before
+//   a burst carries the disk past high_pct; or, when a test names a file, the integer
+//   percentage written in that file.
 // - Both are safe to call from any edge thread.
 #pragma once
 
@@ -115,14 +117,15 @@ class DiskGate {
  public:
   explicit DiskGate(DiskGateOptions options) : options_(std::move(options)) {}
 
-  // Measures once and updates full(); called every QUEEN_RAFT_DISK_CHECK_MS.
-  void check();
+  // Measures once and updates full(); called every QUEEN_RAFT_DISK_CHECK_MS with the bytes
+  // admitted and not yet answered, which count as used (they are about to be written).
+  void check(uint64_t incoming_bytes = 0);
   bool full() const { return full_.load(std::memory_order_relaxed); }
   // The last measurement (percent used), -1 before the first or when it failed.
   int last_pct() const { return last_pct_.load(std::memory_order_relaxed); }
 
  private:
-  std::optional<int> measure() const;
+  std::optional<int> measure(uint64_t incoming_bytes) const;
 
   DiskGateOptions options_;
   std::atomic<bool> full_{false};

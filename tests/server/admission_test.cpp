@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace queen::server {
@@ -116,6 +117,21 @@ TEST(Admission, AClientAddressHoldsAtMostHalfTheBudget) {
   admission.release(first);  // the slow address drops below its cap: its waiter goes
   EXPECT_EQ(log.granted, (std::vector<int>{1}));
   EXPECT_EQ(admission.in_use_by(slow), 50u);
+}
+
+// The gate counts what admission let in as about to be written: a burst as large as the free
+// room closes it before any of it is on disk.
+TEST(DiskGate, ClosesForBytesOnTheirWayNotOnlyForBytesWritten) {
+  DiskGate gate(DiskGateOptions{.data_dir = ::testing::TempDir(), .high_pct = 99, .low_pct = 98});
+  gate.check(0);
+  ASSERT_GE(gate.last_pct(), 0) << "statvfs of the test folder";
+  if (gate.last_pct() >= 98) GTEST_SKIP() << "the test's disk is nearly full already";
+  EXPECT_FALSE(gate.full());
+  gate.check(std::numeric_limits<uint64_t>::max() / 2);  // more than the disk can take
+  EXPECT_EQ(gate.last_pct(), 100);
+  EXPECT_TRUE(gate.full());
+  gate.check(0);
+  EXPECT_FALSE(gate.full()) << "below low_pct again once the burst is answered";
 }
 
 }  // namespace
