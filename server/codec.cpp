@@ -3345,7 +3345,7 @@ Parsed parse_fetch(std::string_view body, const EdgeSettings& settings, IdSource
   if (!doc) return bad_request(error);
   FieldReader top(*doc, "");
   auto wait_ms = top.opt_non_negative("maxWaitMs");
-  top.opt_non_negative("minBytes");
+  auto min_bytes = top.opt_non_negative("minBytes");
   if (!top.ok()) return bad_request(top.error());
   if (wait_ms && *wait_ms > kFetchWaitMsMax)
     return bad_request("maxWaitMs must be at most " + std::to_string(kFetchWaitMsMax));
@@ -3369,6 +3369,8 @@ Parsed parse_fetch(std::string_view body, const EdgeSettings& settings, IdSource
     out.offset = Offset(static_cast<uint64_t>(*offset));
     out.max_bytes = static_cast<uint32_t>(max_bytes.value_or(kFetchBytesDefault));
   }
+  cmd.min_bytes = static_cast<uint64_t>(min_bytes.value_or(0));
+  cmd.max_wait_ms = wait_ms.value_or(0);
   return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
 }
 

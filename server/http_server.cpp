@@ -103,6 +103,8 @@ constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
 // A forwarded command's deadline at the leader ends this long before the follower stops
 // waiting for its reply.
 constexpr int64_t kForwardReplyMarginMs = 100;
+// A fetch that waits for minBytes asks the node again this often.
+constexpr int64_t kFetchPollMs = 20;
 // A body may start slowly for this long before QUEEN_HTTP_BODY_MIN_BYTES_PER_S applies.
 constexpr double kBodyGraceS = 1.0;
 
@@ -169,12 +171,65 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
                  self->held_.reset();
                  self->deadline_timer_.cancel();
                  if (self->try_forward(reply)) return;
+                 if (self->fetch_again(reply)) return;
                  self->forwarding_.reset();
                  self->write_answer(render_reply(reply, self->held_render_), "application/json");
                });
   }
 
  private:
+  // ---- reads by offset that wait (maxWaitMs, minBytes) ----
+
+  // A fetch whose records fall short of minBytes is asked again every kFetchPollMs until they
+  // do or maxWaitMs passes; then the last answer is given.
+  struct FetchWait {
+    CommandEnvelope envelope;
+    uint64_t min_bytes = 0;
+    std::chrono::steady_clock::time_point until;
+  };
+
+  void hold_for_fetch_wait(const CommandEnvelope& envelope) {
+    fetch_wait_.reset();
+    const auto* fetch = std::get_if<FetchCmd>(&envelope.command);
+    if (!fetch || fetch->max_wait_ms <= 0 || fetch->min_bytes == 0) return;
+    fetch_wait_ = FetchWait{envelope, fetch->min_bytes,
+                            std::chrono::steady_clock::now() + milliseconds(fetch->max_wait_ms)};
+  }
+
+  static uint64_t fetched_bytes(const FetchReply& r) {
+    uint64_t bytes = 0;
+    for (const auto& e : r.entries)
+      for (const auto& m : e.records) bytes += m.payload.size();
+    return bytes;
+  }
+
+  bool fetch_again(const Reply& reply) {
+    const auto* r = std::get_if<FetchReply>(&reply.body);
+    auto next = std::chrono::steady_clock::now() + milliseconds(kFetchPollMs);
+    bool again =
+        fetch_wait_ && r && fetched_bytes(*r) < fetch_wait_->min_bytes && next < fetch_wait_->until;
+    if (!again) {
+      fetch_wait_.reset();
+      return false;
+    }
+    forward_timer_.expires_at(next);
+    forward_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_ || !self->fetch_wait_) return;
+      ReplyHandle handle = self->shared_->router.add(self->weak_from_this());
+      self->held_ = handle;
+      if (!self->shared_->driver.submit(handle, CommandEnvelope(self->fetch_wait_->envelope))) {
+        self->shared_->router.drop(handle);
+        self->held_.reset();
+        self->fetch_wait_.reset();
+        return self->write_answer(error_answer(429, "overloaded", "the node is busy"),
+                                  "application/json");
+      }
+      int64_t deadline_ms = self->fetch_wait_->envelope.deadline_ms;
+      self->arm_deadline(handle, deadline_ms - EdgeIds().now_ms() + kDeadlineGraceMs);
+    });
+    return true;
+  }
+
   // ---- forwarding (a cluster's follower) ----
 
   // The held request while this follower's edge serves it through the leader. It keeps its
@@ -670,6 +725,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         for (PushItem& item : push->items) item.producer_sub = subject;
       adopt_forwarded_request_id(req, &*parsed.command);
       hold_for_forwarding(req, *parsed.command);
+      hold_for_fetch_wait(*parsed.command);
     }
     release_body(front);
     if (!parsed.command) return write_answer(std::move(parsed.answer), "application/json");
@@ -819,6 +875,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
   asio::steady_timer forward_timer_;        // the pause before a retry through this node
   asio::steady_timer follow_timer_;         // checks the forwarded-to node still leads
+  std::optional<FetchWait> fetch_wait_;     // the held fetch, while it waits for records
   std::vector<char> drain_buffer_;
   bool reading_ = false;
   bool waiting_idle_ = false;

@@ -272,8 +272,12 @@ struct FetchEntry {
   uint32_t max_bytes = 1 << 20;
 };
 
+// maxWaitMs and minBytes are the edge's: it asks again until the records reach min_bytes
+// or max_wait_ms passes (the node answers each fetch at once).
 struct FetchCmd {
   std::vector<FetchEntry> entries;
+  uint64_t min_bytes = 0;
+  int64_t max_wait_ms = 0;
 };
 
 struct FetchOffsetsEntry {

@@ -187,7 +187,7 @@ void walk(C& c, FetchEntry& x) {
 }
 template <class C>
 void walk(C& c, FetchCmd& x) {
-  c(x.entries);
+  c(x.entries, x.min_bytes, x.max_wait_ms);
 }
 template <class C>
 void walk(C& c, FetchOffsetsEntry& x) {

@@ -728,3 +728,39 @@ TEST(ServerRestart, SharedQueueLogsKeepEveryMessageAcrossALayoutChange) {
 
 }  // namespace
 }  // namespace queen::test
+
+namespace queen::test {
+namespace {
+
+// A fetch with maxWaitMs and minBytes waits for records: it returns with the message pushed
+// while it waited, long before maxWaitMs; one that finds nothing answers once maxWaitMs passed.
+TEST_F(ServerTest, AFetchWaitsForMinBytesUntilMaxWait) {
+  std::string q = queue();
+  ASSERT_EQ(push(*client_, {{q, "", "first", 1}}).status, 201);
+  json at_end = {
+      {"entries", {{{"queue", q}, {"offset", 1}}}}, {"minBytes", 1}, {"maxWaitMs", 10000}};
+  auto started = std::chrono::steady_clock::now();
+  auto waiting = std::async(std::launch::async, [&] {
+    HttpClient other(server_->port());
+    return other.post("/api/v1/fetch", at_end);
+  });
+  ASSERT_EQ(waiting.wait_for(milliseconds(300)), std::future_status::timeout) << "it waits";
+  ASSERT_EQ(push(*client_, {{q, "", "second", 2}}).status, 201);
+  HttpResult r = waiting.get();
+  auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_EQ(r.status, 200) << r.body;
+  json e = r.body_json()["entries"][0];
+  ASSERT_EQ(e["records"].size(), 1u) << r.body;
+  EXPECT_EQ(e["records"][0]["transactionId"], "second");
+  EXPECT_LT(took, std::chrono::seconds(5));
+  json nothing = {
+      {"entries", {{{"queue", q}, {"offset", 2}}}}, {"minBytes", 1}, {"maxWaitMs", 300}};
+  started = std::chrono::steady_clock::now();
+  HttpResult empty = client_->post("/api/v1/fetch", nothing);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, milliseconds(250));
+  ASSERT_EQ(empty.status, 200) << empty.body;
+  EXPECT_TRUE(empty.body_json()["entries"][0]["records"].empty()) << empty.body;
+}
+
+}  // namespace
+}  // namespace queen::test
