@@ -448,39 +448,38 @@ AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
 }
 
 AckResult Engine::refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p) {
-  AckResult res;
-  res.index = index;
-  res.transaction_id = std::move(item.transaction_id);
   if (!p) {
+    AckResult res;
+    res.index = index;
+    res.transaction_id = std::move(item.transaction_id);
     res.error = "partition " + std::to_string(item.partition_id.value) + " not found";
     return res;
   }
-  res.queue = store_.queue(p->queue)->name;
-  res.partition = p->name;
+  AckResult res = result_for(item, index, *p);
   res.error = "unresolvable: transaction not in the ack window: transactionId " +
               res.transaction_id + " is not a message of partition " + p->name;
   return res;
 }
 
-AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
+AckResult Engine::result_for(AckItem& item, uint32_t index, const PartitionState& p) const {
   AckResult res;
   res.index = index;
   res.transaction_id = std::move(item.transaction_id);
-  const PartitionState* p = store_.partition(item.partition_id);
-  res.queue = store_.queue(p->queue)->name;
-  res.partition = p->name;
+  res.queue = store_.queue(p.queue)->name;
+  res.partition = p.name;
+  return res;
+}
+
+AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
+  AckResult res = result_for(item, index, *store_.partition(item.partition_id));
   res.error = not_committed(stop);
   res.lease_released = true;
   return res;
 }
 
 AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed) {
-  AckResult res;
-  res.index = index;
-  res.transaction_id = std::move(item.transaction_id);
   const PartitionState* p = store_.partition(item.partition_id);
-  res.queue = store_.queue(p->queue)->name;
-  res.partition = p->name;
+  AckResult res = result_for(item, index, *p);
   auto rit = rows_.find(CursorKey{item.group, p->id});
   CursorRow empty_row;
   CursorRow& row = rit != rows_.end() ? rit->second : empty_row;

@@ -156,6 +156,8 @@ class Engine {
   // ack whose message was not found, an ack not applied as an earlier signal stopped it.
   AckResult ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed);
   AckResult refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p);
+  // The answer's frame: its index, transaction id, queue and partition names.
+  AckResult result_for(AckItem& item, uint32_t index, const PartitionState& p) const;
   AckResult redelivered(AckItem& item, uint32_t index, Offset stop);
   // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
   void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,

@@ -18,6 +18,17 @@ bool settled(const CursorRow& row, Offset o) {
   return st && (*st == MsgState::acked || *st == MsgState::dlq);
 }
 
+// An entry of a read by offset: its names copied into its answer, and its partition, or the
+// answer's error when there is no such partition.
+template <class Entry, class Out>
+const PartitionState* entry_partition(const Store& store, const Entry& e, Out* out) {
+  out->queue = e.queue;
+  out->partition = e.partition;
+  const PartitionState* p = store.partition(e.queue, e.partition);
+  if (!p) out->error = "UNKNOWN_TOPIC_OR_PARTITION";
+  return p;
+}
+
 int64_t last_write_us(const PartitionState& p) {
   return p.rows.empty() ? p.created_us : p.rows.back().created_us;
 }
@@ -226,13 +237,8 @@ FetchReply StoreReads::fetch(const FetchCmd& cmd) const {
   uint64_t bytes_left = kFetchBytesMax;
   for (const FetchEntry& e : cmd.entries) {
     FetchEntryReply& out = reply.entries.emplace_back();
-    out.queue = e.queue;
-    out.partition = e.partition;
-    const PartitionState* p = store_.partition(e.queue, e.partition);
-    if (!p) {
-      out.error = "UNKNOWN_TOPIC_OR_PARTITION";
-      continue;
-    }
+    const PartitionState* p = entry_partition(store_, e, &out);
+    if (!p) continue;
     out.partition_id = p->id;
     out.high_watermark = p->next_offset.value;
     out.log_start = p->log_start.value;
@@ -263,13 +269,8 @@ FetchOffsetsReply StoreReads::fetch_offsets(const FetchOffsetsCmd& cmd) const {
   FetchOffsetsReply reply;
   for (const FetchOffsetsEntry& e : cmd.entries) {
     FetchOffsetsEntryReply& out = reply.entries.emplace_back();
-    out.queue = e.queue;
-    out.partition = e.partition;
-    const PartitionState* p = store_.partition(e.queue, e.partition);
-    if (!p) {
-      out.error = "UNKNOWN_TOPIC_OR_PARTITION";
-      continue;
-    }
+    const PartitionState* p = entry_partition(store_, e, &out);
+    if (!p) continue;
     out.high_watermark = p->next_offset.value;
     for (const AppendRow& row : p->rows) {
       if (row.end() <= p->log_start || row.created_us < e.timestamp_us) continue;

@@ -257,16 +257,7 @@ def half_open_headers(s, c):
         held.append(sock)
     answered = all(poll(1.0, lambda: c.health(0) is not None) for _ in range(5))
     s.check("/health answers while half-sent raft headers are held", answered)
-
-    def closed(sock):
-        sock.settimeout(0.05)
-        try:
-            return sock.recv(1) == b""
-        except socket.timeout:
-            return False
-        except OSError:
-            return True
-
+    closed = closed_by_server
     deadline_s = HEADER_TIMEOUT_MS / 1000 + 3
     all_closed = poll(deadline_s, lambda: all(closed(x) for x in held), interval_s=0.1)
     s.check(f"half-sent raft headers are closed within the header timeout (+3 s)",
@@ -293,7 +284,6 @@ def paused_leader(s, c):
     follower = (leader + 1) % 3
     os.kill(c.procs[leader].pid, signal.SIGSTOP)
     try:
-        answers = []
         results = []
 
         def push_through(i):
