@@ -142,14 +142,24 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
       return make_error(Errc::bad_request, "QUEEN_RAFT_LISTEN=" + *listen + " is not host:port");
   }
   if (auto token = lookup("QUEEN_RAFT_TOKEN")) c.token = *token;
+  c.tls_cert = lookup("QUEEN_RAFT_TLS_CERT").value_or("");
+  c.tls_key = lookup("QUEEN_RAFT_TLS_KEY").value_or("");
+  c.tls_ca = lookup("QUEEN_RAFT_TLS_CA").value_or("");
+  int tls_set = !c.tls_cert.empty() + !c.tls_key.empty() + !c.tls_ca.empty();
+  if (tls_set != 0 && tls_set != 3) {
+    return make_error(Errc::bad_request,
+                      "QUEEN_RAFT_TLS_CERT, QUEEN_RAFT_TLS_KEY and QUEEN_RAFT_TLS_CA go together: "
+                      "set all three (mutual TLS between the peers) or none");
+  }
   bool on_loopback = std::all_of(c.peers.begin(), c.peers.end(),
                                  [](const PeerSpec& p) { return is_loopback(p.raft_host); });
-  if (c.token.empty() && !(on_loopback && is_loopback(c.listen_host))) {
+  if (c.token.empty() && tls_set == 0 && !(on_loopback && is_loopback(c.listen_host))) {
     return make_error(Errc::bad_request,
                       "QUEEN_RAFT_TOKEN is unset, but the peers of QUEEN_RAFT_PEERS (or "
                       "QUEEN_RAFT_LISTEN) are not all on loopback: set QUEEN_RAFT_TOKEN to the "
-                      "same secret on every node, or any stranger on the network can steer the "
-                      "cluster");
+                      "same secret on every node, or QUEEN_RAFT_TLS_CERT, QUEEN_RAFT_TLS_KEY and "
+                      "QUEEN_RAFT_TLS_CA for mutual TLS, or any stranger on the network can "
+                      "steer the cluster");
   }
   c.cluster_id = lookup("QUEEN_RAFT_CLUSTER_ID").value_or("");
   if (c.cluster_id.empty()) c.cluster_id = derived_cluster_id(c.peers);

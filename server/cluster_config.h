@@ -41,6 +41,7 @@ struct ClusterConfig {
   std::string token;
   // QUEEN_RAFT_CLUSTER_ID, or a hash of the peer list: peers of another cluster are refused.
   std::string cluster_id;
+  std::string tls_cert, tls_key, tls_ca;              // QUEEN_RAFT_TLS_*: mutual TLS between peers
   uint32_t forward_streams = kForwardStreamsDefault;  // QUEEN_RAFT_FWD_STREAMS (1-64)
   bool client_offload = true;                         // QUEEN_RAFT_CLIENT_OFFLOAD
   const PeerSpec* find(uint64_t id) const {

@@ -76,6 +76,9 @@ std::optional<queen::real::TransportOptions> transport_options(
   t.listen_port = c.listen_port;
   t.token = c.token;
   t.cluster_id = c.cluster_id;
+  t.tls_cert = c.tls_cert;
+  t.tls_key = c.tls_key;
+  t.tls_ca = c.tls_ca;
   t.header_timeout_ms = config.header_timeout_ms;
   t.forward_streams = c.forward_streams;
   for (const auto& p : c.peers)

@@ -9,10 +9,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -43,6 +45,54 @@ constexpr const char* kTokenHeader = "x-queen-raft-token";
 constexpr const char* kFromHeader = "x-queen-raft-from";
 constexpr const char* kClusterHeader = "x-queen-raft-cluster";
 
+namespace ssl = asio::ssl;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using PeerRequest = http::request<http::vector_body<uint8_t>>;
+
+// A connection this node opened to a peer: plain TCP, or TLS over it.
+struct PeerConn {
+  virtual ~PeerConn() = default;
+  virtual beast::tcp_stream& tcp() = 0;
+  // Sends one request and reads its response.
+  virtual awaitable<void> exchange(PeerRequest& req, http::response<http::string_body>& res,
+                                   beast::error_code& ec) = 0;
+};
+
+template <class Stream>
+struct PeerConnOf final : PeerConn {
+  Stream stream;
+  explicit PeerConnOf(Stream s) : stream(std::move(s)) {}
+  beast::tcp_stream& tcp() override { return beast::get_lowest_layer(stream); }
+  awaitable<void> exchange(PeerRequest& req, http::response<http::string_body>& res,
+                           beast::error_code& ec) override {
+    co_await http::async_write(stream, req, asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+    beast::flat_buffer buffer;
+    co_await http::async_read(stream, buffer, res, asio::redirect_error(use_awaitable, ec));
+  }
+};
+
+// QUEEN_RAFT_TLS_*: this node's certificate and key (presented as server and as client), and
+// the CA every peer's must chain to; a peer without a certificate is refused.
+Result<std::shared_ptr<ssl::context>> tls_context(const TransportOptions& o) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls);
+  beast::error_code ec;
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                   ec);
+  auto fail = [](const std::string& var, const std::string& path, const beast::error_code& e) {
+    return make_error(Errc::bad_request, var + "=" + path + ": " + e.message());
+  };
+  ctx->use_certificate_chain_file(o.tls_cert, ec);
+  if (ec) return fail("QUEEN_RAFT_TLS_CERT", o.tls_cert, ec);
+  ctx->use_private_key_file(o.tls_key, ssl::context::pem, ec);
+  if (ec) return fail("QUEEN_RAFT_TLS_KEY", o.tls_key, ec);
+  ctx->load_verify_file(o.tls_ca, ec);
+  if (ec) return fail("QUEEN_RAFT_TLS_CA", o.tls_ca, ec);
+  ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  return ctx;
+}
+
 }  // namespace
 
 bool tokens_equal(const std::string& a, const std::string& b) {
@@ -61,7 +111,7 @@ struct Transport::Impl {
     uint64_t queued_bytes = 0;
     bool sending = false;
     bool watching = false;  // idle, waiting to see the peer close the connection
-    std::optional<beast::tcp_stream> stream;
+    std::unique_ptr<PeerConn> stream;
     int64_t backoff_ms = 0;
   };
 
@@ -71,6 +121,7 @@ struct Transport::Impl {
   };
 
   TransportOptions options;
+  std::shared_ptr<ssl::context> tls;  // QUEEN_RAFT_TLS_*: every peer connection is TLS
   Deliver deliver;
   ForwardHandler forward;
   asio::io_context context;
@@ -127,7 +178,29 @@ struct Transport::Impl {
     return token_ok && cluster_ok && path_ok && peer_of(head).has_value();
   }
 
-  awaitable<void> serve(beast::tcp_stream stream) {
+  // A connection from a peer (or a stranger): over TLS when configured, the handshake (which
+  // requires a certificate of the cluster's CA) within the header timeout.
+  awaitable<void> serve(beast::tcp_stream plain) {
+    if (!tls) {
+      co_await serve_on(plain);
+      co_return;
+    }
+    TlsStream stream(std::move(plain), *tls);
+    beast::get_lowest_layer(stream).expires_after(
+        std::chrono::milliseconds(options.header_timeout_ms));
+    beast::error_code ec;
+    co_await stream.async_handshake(ssl::stream_base::server,
+                                    asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      --strangers;
+      ++stats.refused;
+      co_return;
+    }
+    co_await serve_on(stream);
+  }
+
+  template <class Stream>
+  awaitable<void> serve_on(Stream& stream) {
     beast::flat_buffer buffer;
     bool stranger = true;  // until a request of this connection is admitted
     for (;;) {
@@ -135,9 +208,10 @@ struct Transport::Impl {
       http::request_parser<http::vector_body<uint8_t>> parser;
       parser.body_limit(options.body_bytes_max);
       if (stranger) {
-        stream.expires_after(std::chrono::milliseconds(options.header_timeout_ms));
+        beast::get_lowest_layer(stream).expires_after(
+            std::chrono::milliseconds(options.header_timeout_ms));
       } else {
-        stream.expires_never();  // an idle peer connection stays open
+        beast::get_lowest_layer(stream).expires_never();  // an idle peer connection stays open
       }
       co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(use_awaitable, ec));
@@ -158,7 +232,8 @@ struct Transport::Impl {
         res.body() = R"({"error":"bad raft token or path","code":"unauthorized"})";
         res.keep_alive(false);
         res.prepare_payload();
-        stream.expires_after(std::chrono::milliseconds(options.io_timeout_ms));
+        beast::get_lowest_layer(stream).expires_after(
+            std::chrono::milliseconds(options.io_timeout_ms));
         co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
         co_return;
       }
@@ -167,7 +242,8 @@ struct Transport::Impl {
         --strangers;
       }
       uint64_t from = *peer_of(head);
-      stream.expires_after(std::chrono::milliseconds(options.io_timeout_ms));
+      beast::get_lowest_layer(stream).expires_after(
+          std::chrono::milliseconds(options.io_timeout_ms));
       make_room_for_body(buffer, parser.content_length());
       co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec) co_return;
@@ -209,7 +285,7 @@ struct Transport::Impl {
     l.queue.push_back(std::move(message));
     if (l.watching && l.stream) {
       beast::error_code ec;
-      l.stream->socket().cancel(ec);  // the watch ends and the loop sends
+      l.stream->tcp().socket().cancel(ec);  // the watch ends and the loop sends
     }
     if (!l.sending) {
       l.sending = true;
@@ -240,8 +316,8 @@ struct Transport::Impl {
   awaitable<bool> idle_until_closed(Lane& l) {
     l.watching = true;
     beast::error_code ec;
-    co_await l.stream->socket().async_wait(tcp::socket::wait_read,
-                                           asio::redirect_error(use_awaitable, ec));
+    co_await l.stream->tcp().socket().async_wait(tcp::socket::wait_read,
+                                                 asio::redirect_error(use_awaitable, ec));
     l.watching = false;
     // Cancelled: something was queued. Readable: a server never writes unasked, so the peer
     // closed it (or an error did).
@@ -270,21 +346,17 @@ struct Transport::Impl {
     size_t count = take_batch(l, &req.body());
     req.prepare_payload();
     beast::error_code ec;
-    l.stream->expires_after(std::chrono::milliseconds(options.io_timeout_ms));
-    co_await http::async_write(*l.stream, req, asio::redirect_error(use_awaitable, ec));
-    if (!ec) {
-      beast::flat_buffer buffer;
-      http::response<http::string_body> res;
-      co_await http::async_read(*l.stream, buffer, res, asio::redirect_error(use_awaitable, ec));
-      if (!ec && res.result() != http::status::no_content) ec = asio::error::access_denied;
-    }
+    l.stream->tcp().expires_after(std::chrono::milliseconds(options.io_timeout_ms));
+    http::response<http::string_body> res;
+    co_await l.stream->exchange(req, res, ec);
+    if (!ec && res.result() != http::status::no_content) ec = asio::error::access_denied;
     if (ec) {
       stats.dropped += count;
       l.stream.reset();
       if (lane > 0) lost(p.address.id);
       co_return;
     }
-    l.stream->expires_never();
+    l.stream->tcp().expires_never();
     stats.sent += count;
     l.backoff_ms = 0;
   }
@@ -317,7 +389,18 @@ struct Transport::Impl {
     auto stream = co_await connect_within(context.get_executor(), p.address.host, p.address.port,
                                           options.io_timeout_ms);
     if (!stream) co_return false;
-    l.stream.emplace(std::move(*stream));
+    if (!tls) {
+      l.stream = std::make_unique<PeerConnOf<beast::tcp_stream>>(std::move(*stream));
+      co_return true;
+    }
+    TlsStream secured(std::move(*stream), *tls);
+    beast::get_lowest_layer(secured).expires_after(
+        std::chrono::milliseconds(options.io_timeout_ms));
+    beast::error_code ec;
+    co_await secured.async_handshake(ssl::stream_base::client,
+                                     asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return false;
+    l.stream = std::make_unique<PeerConnOf<TlsStream>>(std::move(secured));
     co_return true;
   }
 };
@@ -331,6 +414,11 @@ Transport::~Transport() {
 
 Status Transport::start() {
   Impl& t = *impl_;
+  if (!t.options.tls_cert.empty()) {
+    auto ctx = tls_context(t.options);
+    if (!ctx.ok()) return ctx.error();
+    t.tls = std::move(ctx.value());
+  }
   beast::error_code ec;
   auto address = asio::ip::make_address(t.options.listen_host, ec);
   if (ec) {  // a host name (the peer list may use them): the first address it resolves to

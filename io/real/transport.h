@@ -1,5 +1,5 @@
-// The Raft transport between the nodes of a cluster: plain HTTP/1.1 on the raft port
-// (QUEEN_RAFT_LISTEN), one thread of its own.
+// The Raft transport between the nodes of a cluster: HTTP/1.1 on the raft port
+// (QUEEN_RAFT_LISTEN), plain or over mutual TLS (QUEEN_RAFT_TLS_*), one thread of its own.
 //
 // Sending: one long-lived connection per peer. Messages queue per peer and go out in batches,
 // one POST /raft/messages in flight per peer, body = repeated (u32 length, message bytes),
@@ -52,6 +52,9 @@ struct TransportOptions {
   std::vector<PeerAddress> peers;  // the other voters
   std::string token;               // QUEEN_RAFT_TOKEN ("" = none required)
   std::string cluster_id;          // sent by every node and required to match
+  // QUEEN_RAFT_TLS_CERT, _KEY, _CA (all or none): peer connections are TLS, and each side must
+  // present a certificate of the CA (mutual TLS).
+  std::string tls_cert, tls_key, tls_ca;
   int64_t header_timeout_ms = 10000;  // QUEEN_HTTP_HEADER_TIMEOUT_MS, for strangers
   uint32_t unauthenticated_max = 64;
   uint64_t queued_bytes_max = 64ull << 20;

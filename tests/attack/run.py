@@ -19,7 +19,10 @@ Starts three nodes on 127.0.0.1 with a cluster secret (QUEEN_RAFT_TOKEN), then:
     on, a trickling request without a token is answered 401 before its body is read;
   * checks the raft port listens on the peer list's address only;
   * pauses the leader (SIGSTOP) while pushes go to a follower: they are answered within two
-    election timeouts, through the new leader.
+    election timeouts, through the new leader;
+  * runs a second cluster over mutual TLS (QUEEN_RAFT_TLS_*, certificates made with the openssl
+    command): it elects a leader and takes pushes, while plain HTTP, a TLS client without a
+    certificate and one with a certificate of another CA are all refused at the handshake.
 Every wait polls with a deadline. Prints one line per check and `N passed, M failed`.
 """
 import argparse
@@ -33,6 +36,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -107,9 +111,10 @@ def post_raft(port, messages, token=SECRET, cluster=CLUSTER_ID, sender="1"):
 # ---------------------------------------------------------------------------- the cluster
 
 class Cluster:
-    def __init__(self, binary, root):
+    def __init__(self, binary, root, extra_env=None):
         self.binary = binary
         self.root = root
+        self.extra_env = extra_env
         self.http = [free_port() for _ in range(3)]
         self.raft = [free_port() for _ in range(3)]
         self.peers = ",".join(f"{i + 1}=127.0.0.1:{self.raft[i]}/127.0.0.1:{self.http[i]}"
@@ -126,6 +131,9 @@ class Cluster:
             "QUEEN_HTTP_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
             "QUEEN_RAFT_ELECTION_MS": str(ELECTION_MS),
         })
+        if self.extra_env is not None:
+            env.pop("QUEEN_RAFT_TOKEN")
+            env.update(self.extra_env)
         return env
 
     def start(self):
@@ -445,6 +453,66 @@ def slow_bodies_without_token(s, binary, root):
         proc.wait()
 
 
+def make_certs(root, name):
+    """A CA and one certificate it signed (for every node: peers trust the CA)."""
+    d = os.path.join(root, name)
+    os.makedirs(d, exist_ok=True)
+
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+        f"/CN={name}-ca", "-keyout", "ca.key", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}-peer",
+        "-keyout", "peer.key", "-out", "peer.csr")
+    run("x509", "-req", "-in", "peer.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-out", "peer.pem")
+    return {k: os.path.join(d, f) for k, f in
+            (("ca", "ca.pem"), ("cert", "peer.pem"), ("key", "peer.key"))}
+
+
+def tls_refused(port, cert=None):
+    """True when a TLS client (with `cert`, or none) cannot exchange a request."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if cert:
+        ctx.load_cert_chain(cert["cert"], cert["key"])
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as raw:
+            with ctx.wrap_socket(raw) as tls:
+                tls.sendall(b"POST /raft/messages HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 0\r\n\r\n")
+                return tls.recv(64) == b""
+    except (OSError, ssl.SSLError):
+        return True
+
+
+def mutual_tls(s, binary, root):
+    try:
+        certs = make_certs(root, "cluster")
+        rogue = make_certs(root, "rogue")
+    except (OSError, subprocess.CalledProcessError) as e:
+        s.check("certificates for the TLS cluster", False, str(e))
+        return
+    c = Cluster(binary, os.path.join(root, "tls"), {
+        "QUEEN_RAFT_TLS_CERT": certs["cert"], "QUEEN_RAFT_TLS_KEY": certs["key"],
+        "QUEEN_RAFT_TLS_CA": certs["ca"]})
+    os.makedirs(c.root, exist_ok=True)
+    c.start()
+    try:
+        s.check("a cluster over mutual TLS elects a leader", bool(poll(20.0, c.leader)))
+        s.check("a cluster over mutual TLS takes pushes", push_works(c, "over-tls"))
+        port = c.raft[0]
+        s.check("plain HTTP to a TLS raft port is refused",
+                post_raft(port, [raft_message(APPEND_RESP, 2, 1, 5)], sender="2") is None)
+        s.check("a TLS client without a certificate is refused", tls_refused(port))
+        s.check("a TLS client with another CA's certificate is refused",
+                tls_refused(port, rogue))
+        s.check("the TLS cluster keeps its leader after the refusals", bool(poll(5.0, c.leader)))
+    finally:
+        c.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
@@ -466,6 +534,9 @@ def main():
         s.check("pushes are answered at the end", push_works(c, "at-the-end"))
     finally:
         c.stop()
+    try:
+        mutual_tls(s, args.binary, root)
+    finally:
         if args.keep or s.failed:
             print(f"attack: data and logs kept in {root}")
         else:
