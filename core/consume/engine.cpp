@@ -234,7 +234,10 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   bool skipped_deleted = false;
   for (Offset o = row.next; o < p.next_offset && offsets.size() < *budget; o = o.next()) {
     if (qo.delayed_processing_s > 0 && visible_at_us(p, o) > now_us) break;
-    if (hidden_from_us_ != INT64_MAX && p.row_of(o)->created_us >= hidden_from_us_) break;
+    if (hidden_from_us_ != INT64_MAX) {  // push maintenance: what came since waits
+      const AppendRow* r = p.row_of(o);
+      if (r && r->created_us >= hidden_from_us_) break;
+    }
     if (is_done(row.state_of(o))) continue;
     if (p.is_deleted(o)) {
       row.set_state(o, MsgState::acked);  // never delivered again; the cursor passes it
