@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "server/codec.h"
+#include "server/api/api.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/assert.h"
-#include "server/codec.h"
+#include "server/api/api.h"
 
 namespace queen::fuzz {
 

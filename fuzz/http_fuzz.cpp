@@ -12,7 +12,7 @@
 
 #include "fuzz/fuzz_edge.h"
 #include "server/admission.h"
-#include "server/routes.h"
+#include "server/api/routes.h"
 
 namespace {
 
@@ -29,10 +29,12 @@ void route(const http::request<http::string_body>& req) {
   auto target = req.target();
   std::string_view m(method.data(), method.size());
   std::string_view t(target.data(), target.size());
-  (void)server::grows_storage(m, t, req.body());
+  (void)server::access_for(m, t.substr(0, t.find('?')));
   server::EdgeSettings settings;
   fuzz::FixedIds ids;
-  fuzz::check_parsed(server::route_request(m, t, req.body(), settings, ids));
+  server::Routed routed = server::route(m, t, req.body(), settings, ids);
+  if (routed.parsed.command) (void)server::grows_storage(routed.parsed.command->command);
+  fuzz::check_parsed(routed.parsed);
 }
 
 // Parses one request from the front of `input`; the bytes it used, or 0 when it stopped.

@@ -1,4 +1,4 @@
-// Fuzz target: every JSON command parser of server/codec.h (push, ack, ack batch, configure,
+// Fuzz target: every JSON command parser of server/api/api.h (push, ack, ack batch, configure,
 // lease extend, transaction, KV, single-key KV, locks, timers) on the input as a body, and
 // the query-string parsers (pop, discovery pop, DLQ, timer delete and query) on it as a
 // query string. None may throw or crash; each yields a command or a well-formed answer. The

@@ -1,7 +1,6 @@
 #include "server/admission.h"
 
 #include <xxhash.h>
-#include <nlohmann/json.hpp>
 
 #include <sys/statvfs.h>
 
@@ -146,51 +145,6 @@ void DiskGate::check(uint64_t incoming_bytes) {
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-// `path` is `base` or below it (`base/...`).
-bool at_or_below(std::string_view path, std::string_view base) {
-  return path == base || (starts_with(path, base) && path[base.size()] == '/');
-}
-
-}  // namespace
-
-namespace {
-
-bool kv_writes(const nlohmann::json& ops) {
-  if (!ops.is_array()) return !ops.is_null();
-  for (const auto& op : ops) {
-    std::string kind = op.is_object() ? op.value("op", std::string()) : std::string();
-    if (kind != "get" && kind != "getMany" && kind != "getPrefix" && kind != "check" &&
-        kind != "delete")
-      return true;
-  }
-  return false;
-}
-
-bool timer_schedules(const nlohmann::json& ops) {
-  if (!ops.is_array()) return !ops.is_null();
-  for (const auto& op : ops)
-    if (!op.is_object() || op.value("op", std::string()) != "cancel") return true;
-  return false;
-}
-
-bool txn_grows(const nlohmann::json& body) {
-  const auto& ops = body.contains("operations") ? body["operations"] : nlohmann::json();
-  if (!ops.is_null() && !ops.is_array()) return true;
-  if (ops.is_array())
-    for (const auto& op : ops)
-      if (!op.is_object() || op.value("type", std::string()) != "ack") return true;
-  return kv_writes(body.value("kv", nlohmann::json())) ||
-         timer_schedules(body.value("timers", nlohmann::json()));
-}
-
-}  // namespace
-
-namespace {
-
 bool kv_writes(const std::vector<KvOp>& ops) {
   for (const KvOp& op : ops) {
     bool read = op.op == KvOpKind::get || op.op == KvOpKind::get_many ||
@@ -206,31 +160,109 @@ bool timer_schedules(const std::vector<TimerOp>& ops) {
   return false;
 }
 
+// One overload per command kind (std::visit below: a kind without one does not compile).
+// Only writes grow storage; a DLQ replay re-pushes a letter already stored, a trace is small
+// and bounded per message, and both are left to pass as deletes and acks do.
+bool grows(const PushCmd&) {
+  return true;
+}
+bool grows(const KvCmd& c) {
+  return kv_writes(c.ops);
+}
+bool grows(const TimerCmd& c) {
+  return timer_schedules(c.ops);
+}
+bool grows(const TxnCmd& c) {
+  for (const TxnOperation& op : c.operations)
+    if (!op.is_ack) return true;
+  return kv_writes(c.kv) || timer_schedules(c.timers);
+}
+bool grows(const PopCmd&) {
+  return false;
+}
+bool grows(const AckCmd&) {
+  return false;
+}
+bool grows(const ConfigureCmd&) {
+  return false;
+}
+bool grows(const HealthCmd&) {
+  return false;
+}
+bool grows(const DlqQueryCmd&) {
+  return false;
+}
+bool grows(const LockCmd&) {
+  return false;
+}
+bool grows(const TimerQueryCmd&) {
+  return false;
+}
+bool grows(const LeaseExtendCmd&) {
+  return false;
+}
+bool grows(const GroupListCmd&) {
+  return false;
+}
+bool grows(const GroupDetailsCmd&) {
+  return false;
+}
+bool grows(const GroupDeleteCmd&) {
+  return false;
+}
+bool grows(const SeekCmd&) {
+  return false;
+}
+bool grows(const SubscriptionCmd&) {
+  return false;
+}
+bool grows(const DlqReplayCmd&) {
+  return false;
+}
+bool grows(const QueueListCmd&) {
+  return false;
+}
+bool grows(const QueueGetCmd&) {
+  return false;
+}
+bool grows(const QueueDeleteCmd&) {
+  return false;
+}
+bool grows(const MessageGetCmd&) {
+  return false;
+}
+bool grows(const MessageBrowseCmd&) {
+  return false;
+}
+bool grows(const MetricsCmd&) {
+  return false;
+}
+bool grows(const MessageDeleteCmd&) {
+  return false;
+}
+bool grows(const TraceRecordCmd&) {
+  return false;
+}
+bool grows(const TraceQueryCmd&) {
+  return false;
+}
+bool grows(const MaintenanceCmd&) {
+  return false;
+}
+bool grows(const FetchCmd&) {
+  return false;
+}
+bool grows(const FetchOffsetsCmd&) {
+  return false;
+}
+bool grows(const PartitionsChangedCmd&) {
+  return false;
+}
+
 }  // namespace
 
 bool grows_storage(const Command& command) {
-  if (std::holds_alternative<PushCmd>(command)) return true;
-  if (const auto* kv = std::get_if<KvCmd>(&command)) return kv_writes(kv->ops);
-  if (const auto* timers = std::get_if<TimerCmd>(&command)) return timer_schedules(timers->ops);
-  const auto* txn = std::get_if<TxnCmd>(&command);
-  if (!txn) return false;
-  for (const TxnOperation& op : txn->operations)
-    if (!op.is_ack) return true;
-  return kv_writes(txn->kv) || timer_schedules(txn->timers);
-}
-
-bool grows_storage(std::string_view method, std::string_view target, std::string_view body) {
-  std::string_view path = target.substr(0, target.find('?'));
-  if (method == "PUT") return at_or_below(path, "/api/v1/kv");
-  if (method != "POST") return false;
-  if (path == "/api/v1/push") return true;
-  bool kv = at_or_below(path, "/api/v1/kv");
-  if (!kv && path != "/api/v1/transaction" && path != "/api/v1/timers") return false;
-  auto doc = nlohmann::json::parse(body, nullptr, false);
-  if (!doc.is_object()) return true;
-  if (path == "/api/v1/transaction") return txn_grows(doc);
-  const auto& ops = doc.contains("operations") ? doc["operations"] : nlohmann::json();
-  return path == "/api/v1/timers" ? timer_schedules(ops) : kv_writes(ops);
+  return std::visit([](const auto& c) { return grows(c); }, command);
 }
 
 }  // namespace queen::server

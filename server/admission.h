@@ -132,12 +132,10 @@ class DiskGate {
   std::atomic<int> last_pct_{-1};
 };
 
-// True for the requests the disk gate refuses: pushes, KV writes, timer schedules and
+// True for the commands the disk gate refuses: pushes, KV writes, timer schedules and
 // transactions that push, write KV or schedule a timer (the writes that grow storage). Acks,
 // deletes, pops and reads pass, also when sent as POST bodies (KV gets and checks, timer
-// cancels, an ack-only transaction). A body that does not parse is judged by its route.
-bool grows_storage(std::string_view method, std::string_view target, std::string_view body);
-// The same judgement of a prepared command (one a follower forwarded).
+// cancels, an ack-only transaction). Judged on the parsed command, never on the body again.
 bool grows_storage(const Command& command);
 
 }  // namespace queen::server

@@ -1,5 +1,7 @@
 #include "server/auth.h"
 
+#include "server/api/routes.h"
+
 #include <openssl/crypto.h>
 #include <openssl/decoder.h>
 #include <openssl/evp.h>
@@ -113,31 +115,6 @@ Error invalid(const std::string& why) {
 }
 
 }  // namespace
-
-Access access_for(std::string_view method, std::string_view path) {
-  if (starts_with(path, "/api/v1/system/") || path == "/api/v1/system" ||
-      starts_with(path, "/internal/") || path == "/api/v1/stats/refresh") {
-    return Access::admin;
-  }
-  if (method == "DELETE") {
-    if (starts_with(path, "/api/v1/kv/") || starts_with(path, "/api/v1/timers/"))
-      return Access::read_write;
-    return Access::admin;
-  }
-  if (method == "POST" &&
-      (path == "/api/v1/push" || path == "/api/v1/timers" || path == "/api/v1/ephemeral/push")) {
-    return Access::write_only;
-  }
-  if (method == "POST" && (path == "/api/v1/fetch" || path == "/api/v1/fetch/offsets" ||
-                           path == "/api/v1/partitions/changed")) {
-    return Access::read_only;  // reads by offset: no lease, no cursor
-  }
-  if (method == "GET" || method == "HEAD") {
-    if (path == "/api/v1/pop" || starts_with(path, "/api/v1/pop/")) return Access::read_write;
-    return Access::read_only;
-  }
-  return Access::read_write;
-}
 
 bool TokenClaims::reaches(Access level) const {
   switch (level) {

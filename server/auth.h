@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "core/common/result.h"
-#include "server/codec.h"
+#include "server/api/api.h"
 #include "server/config.h"
 #include "server/jwks.h"
 
@@ -46,13 +46,7 @@ namespace queen::server {
 
 enum class Access : uint8_t { read_only, write_only, read_write, admin };
 
-// The level a route needs when JWT is on:
-//   admin       /api/v1/system/*, /internal/*, POST /api/v1/stats/refresh, and every DELETE
-//               but those of a KV key or a timer (queues, consumer groups, messages)
-//   write_only  POST /api/v1/push, POST /api/v1/timers, POST /api/v1/ephemeral/push
-//   read_only   every other GET (listings, DLQ, messages, KV and timer reads) except pops
-//   read_write  pops and everything else (ack, transaction, configure, KV writes, locks...)
-Access access_for(std::string_view method, std::string_view path);
+// The level each route needs: its row in the route table (server/api/routes.h).
 
 struct AuthSettings {
   std::string algorithm = "HS256";  // HS256/384/512, RS256/384/512, EdDSA or auto

@@ -17,10 +17,10 @@
 #include "io/real/latency.h"
 #include "io/real/log.h"
 #include "io/real/real_env.h"
+#include "server/api/routes.h"
 #include "server/auth.h"
 #include "server/command_forwarder.h"
 #include "server/forward_counters.h"
-#include "server/routes.h"
 
 namespace queen::server {
 
@@ -513,11 +513,27 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     return true;
   }
 
+  // The body limit of the request's route-table row: the server's for the routes that carry
+  // messages, a small one for the others and for paths no row matches.
+  uint64_t body_limit_of_row() const {
+    const auto& req = parser_->get();
+    auto method = req.method_string();
+    auto target = req.target();
+    std::string_view path(target.data(), target.size());
+    const Route* row =
+        find_route(std::string_view(method.data(), method.size()), path.substr(0, path.find('?')));
+    uint64_t server_max = shared_->options.body_bytes_max;
+    if (!row) return std::min(server_max, kBodyBytesSmallMax);
+    if (row->body_bytes_max == kBodyServerMax) return server_max;
+    return std::min(server_max, row->body_bytes_max);
+  }
+
   // The header is in: check its token, then take admission permits for the body before
   // reading it.
   void on_header(beast::error_code ec) {
     if (ec) return on_read(ec);
     if (refused_at_header()) return;
+    parser_->body_limit(body_limit_of_row());
     Admission& admission = shared_->admission;
     uint64_t bytes =
         parser_->content_length().value_or(parser_->chunked() ? kChunkedPermitBytes : 0);
@@ -708,17 +724,20 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         return write_answer(*denied, "application/json");
       }
     }
-    if (shared_->disk.full() &&
-        grows_storage(std::string_view(method.data(), method.size()),
-                      std::string_view(target.data(), target.size()), req.body())) {
+    std::string_view method_text(method.data(), method.size());
+    std::string_view target_text(target.data(), target.size());
+    const Route* row = find_route(method_text, target_text.substr(0, target_text.find('?')));
+    if (row && row->grows == Growth::always && shared_->disk.full()) {
       release_body(front);
-      return write_answer(
-          error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"),
-          "application/json");
+      return write_answer(storage_full(), "application/json");
     }
-    Parsed parsed = route_request(std::string_view(method.data(), method.size()),
-                                  std::string_view(target.data(), target.size()), req.body(),
-                                  shared_->options.settings, ids);
+    Routed routed = route(method_text, target_text, req.body(), shared_->options.settings, ids);
+    Parsed& parsed = routed.parsed;
+    if (parsed.command && routed.route && routed.route->grows == Growth::by_command &&
+        shared_->disk.full() && grows_storage(parsed.command->command)) {
+      release_body(front);
+      return write_answer(storage_full(), "application/json");
+    }
     if (parsed.command) {
       request_kind_ = kind_of(parsed.command->command);
       if (auto* push = std::get_if<PushCmd>(&parsed.command->command); push && !subject.empty())
@@ -741,6 +760,10 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       return write_answer(std::move(busy), "application/json");
     }
     arm_deadline(handle, deadline_ms - ids.now_ms() + kDeadlineGraceMs);
+  }
+
+  static HttpAnswer storage_full() {
+    return error_answer(507, "storage_full", "the disk is at or above QUEEN_RAFT_DISK_HIGH_PCT");
   }
 
   void arm_deadline(ReplyHandle handle, int64_t wait_ms) {

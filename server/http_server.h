@@ -52,7 +52,7 @@
 #include "io/real/driver.h"
 #include "io/real/real_env.h"
 #include "server/admission.h"
-#include "server/codec.h"
+#include "server/api/api.h"
 #include "server/forwarder.h"
 
 namespace queen::server {

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "core/node/command.h"
-#include "server/codec.h"
+#include "server/api/api.h"
 
 namespace queen::server {
 

@@ -5,10 +5,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "server/codec.h"
+#include "server/api/api.h"
+#include "server/api/routes.h"
 #include "server/config.h"
 #include "server/json_writer.h"
-#include "server/routes.h"
 #include "tests/server/fixed_ids.h"
 
 namespace queen::server {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "server/codec.h"
+#include "server/api/api.h"
 
 namespace queen::server {
 

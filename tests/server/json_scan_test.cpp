@@ -11,7 +11,7 @@
 #include <string>
 #include <variant>
 
-#include "server/codec.h"
+#include "server/api/api.h"
 #include "server/json_writer.h"
 
 namespace queen::server {

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/codec.h"
-#include "server/routes.h"
+#include "server/api/api.h"
+#include "server/api/routes.h"
 #include "tests/server/fixed_ids.h"
 
 namespace queen::server {

@@ -1,6 +1,7 @@
-// The wire format of the HTTP API: request bodies and query strings in, prepared commands
-// out; typed replies in, status codes and JSON bodies out. No sockets here (http_server.h)
-// and no routing (routes.h).
+// The HTTP API's families (server/api/<family>.cpp): request bodies and query strings in,
+// prepared commands out; typed replies in, status codes and JSON bodies out. No sockets here
+// (server/http_server.h); which route reaches which parser is the route table's
+// (server/api/routes.h); times, UTF-8 and URLs are server/wire's.
 //
 // Contract:
 // - A parse either yields a command envelope for the node (ids minted, transactionIds hashed
@@ -8,7 +9,9 @@
 //   (400 naming the offending field, 413 name_too_long, an empty push's 201 []).
 // - Malformed input of any size or shape gives a 400, never an exception past this module;
 //   JSON nesting deeper than kJsonDepthMax is refused before it is parsed.
-// - Rendering splices stored payloads raw; it never parses them again.
+// - Rendering splices stored payloads raw; it never parses them again. render_reply covers
+//   every reply kind (a std::visit: a kind without a renderer does not compile), and maps
+//   the core's error codes (core/api/errc.h) to HTTP statuses in one table.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,8 @@
 
 #include "core/node/command.h"
 #include "server/config.h"
+#include "server/wire/text.h"
+#include "server/wire/time.h"
 
 namespace queen::server {
 
@@ -102,8 +107,17 @@ struct EdgeSettings {
 };
 EdgeSettings edge_settings(const ServerConfig& config);
 
-// Decoded query parameters; the first occurrence of a name wins.
-using QueryParams = std::map<std::string, std::string>;
+// One request as the route table hands it to its row's parser: `params` are the pattern's
+// :names and *rest, percent-decoded, in order.
+struct RouteCall {
+  std::string_view method;
+  const std::vector<std::string>& params;
+  const QueryParams& query;
+  bool has_query = false;
+  std::string_view body;
+  const EdgeSettings& settings;
+  IdSource& ids;
+};
 
 Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource& ids);
 Parsed parse_pop(const std::string& queue, const std::optional<std::string>& partition,
@@ -145,10 +159,15 @@ Parsed parse_timer_delete(const std::string& queue, const std::string& timer_key
 Parsed parse_timer_query(const std::string& queue, const std::optional<std::string>& timer_key,
                          const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 
-// /api/v1/consumer-groups[/...]: `segments` are the decoded path segments after it.
-Parsed parse_group_route(std::string_view method, const std::vector<std::string>& segments,
-                         const QueryParams& query, std::string_view body,
-                         const EdgeSettings& settings, IdSource& ids);
+// /api/v1/consumer-groups: the list, the lagging rows, one group's details, deletes,
+// subscription and seeks; `params` as the route table matched them.
+Parsed parse_group_list(const RouteCall& c);
+Parsed parse_group_lagging(const RouteCall& c);
+Parsed parse_group_details(const RouteCall& c);
+Parsed parse_group_delete(const RouteCall& c);  // :group[, :queue]
+Parsed parse_group_subscription(const RouteCall& c);
+Parsed parse_group_seek(const RouteCall& c);
+Parsed parse_partition_seek(const RouteCall& c);
 // POST /api/v1/dlq/:id/replay
 Parsed parse_dlq_replay(const std::string& id, const EdgeSettings& settings, IdSource& ids);
 // GET /api/v1/resources/queues (queue empty), GET and DELETE /api/v1/resources/queues/:queue.
@@ -180,19 +199,6 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
 // {"error": message, "code": code} with `status`.
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message);
 
-// Helpers shared with the router and the tests.
-std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
-std::optional<QueryParams> parse_query(std::string_view query);
-bool valid_utf8(std::string_view text);
-// `text` with every byte that is not part of a valid UTF-8 sequence replaced by '?'.
-std::string utf8_lossy(std::string_view text);
-std::string format_iso_us(int64_t unix_us);
-// The same into `out`, which holds kIsoUsCharsMax characters; returns how many it wrote.
-constexpr size_t kIsoUsCharsMax = 48;
-size_t format_iso_us(int64_t unix_us, char* out);
-std::optional<int64_t> parse_iso_us(std::string_view text);
 Hash128 hash_transaction_id(std::string_view transaction_id);
-// JSON nesting depth of `text` (brackets outside strings), capped at `limit` + 1.
-size_t json_depth(std::string_view text, size_t limit);
 
 }  // namespace queen::server

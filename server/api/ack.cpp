@@ -1,0 +1,198 @@
+// The ack family: POST /api/v1/ack and /api/v1/ack/batch, and the ack items transactions read.
+#include "server/api/common.h"
+
+namespace queen::server {
+
+namespace {
+
+std::optional<AckStatus> ack_status(const std::string& text) {
+  if (text == "completed" || text == "success") return AckStatus::completed;
+  if (text == "failed") return AckStatus::failed;
+  if (text == "retry") return AckStatus::retry;
+  if (text == "dlq") return AckStatus::dlq;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Checks the fields and fills `out`; returns why the item is refused (after its name), or
+// empty.
+std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& group_override,
+                            AckItem* out) {
+  auto pid = f.partition_id.find_first_not_of("0123456789") == std::string::npos
+                 ? parse_u64(f.partition_id)
+                 : std::nullopt;
+  if (!pid) return "partitionId must be a string of decimal digits";
+  out->partition_id = PartitionId(*pid);
+  out->transaction_id = std::move(f.transaction_id);
+  if (out->transaction_id.size() > kTransactionIdBytesMax) {
+    return "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes";
+  }
+  out->txn_hash = hash_transaction_id(out->transaction_id);
+  if (f.status) {
+    auto s = ack_status(*f.status);
+    if (!s) return "status must be one of completed, success, failed, retry, dlq";
+    out->status = *s;
+  }
+  if (f.lease_id && !f.lease_id->empty()) {
+    Uuid id;
+    if (!uuid_from_string(*f.lease_id, &id)) return "leaseId must be a UUID";
+    out->lease_id = id;
+  }
+  const auto& g = group_override ? group_override : f.group;
+  out->group = g && !g->empty() ? *g : kQueueModeGroup;
+  if (has_control_char(out->group)) return "consumerGroup " + kNoControlChars;
+  if (f.error) out->error = std::move(*f.error);
+  return {};
+}
+
+std::string read_ack_item(const json& obj, const std::string& at,
+                          const std::optional<std::string>& group_override, AckItem* out) {
+  if (!obj.is_object())
+    return (at.empty() ? std::string("request body") : at) + " must be an object";
+  FieldReader r(obj, at);
+  AckItemFields f;
+  f.transaction_id = r.required_string("transactionId", /*allow_empty=*/false);
+  f.partition_id = r.required_string("partitionId", /*allow_empty=*/false);
+  f.status = r.opt_string("status");
+  f.lease_id = r.opt_string("leaseId");
+  f.group = r.opt_string("consumerGroup");
+  f.error = r.opt_string("error");
+  if (!r.ok()) return r.error();
+  std::string refused = finish_ack_item(std::move(f), group_override, out);
+  if (refused.empty() || at.empty()) return refused;
+  return at + "." + refused;
+}
+
+// not, else whether the value scanned (a string or null, the key's first time).
+std::optional<bool> scan_ack_key(JsonScan& s, const std::string& key, ScannedAck* a) {
+  if (key == "transactionId") return scan_opt_string(s, &a->transaction_id, &a->seen[0]);
+  if (key == "partitionId") return scan_opt_string(s, &a->partition_id, &a->seen[1]);
+  if (key == "status") return scan_opt_string(s, &a->fields.status, &a->seen[2]);
+  if (key == "leaseId") return scan_opt_string(s, &a->fields.lease_id, &a->seen[3]);
+  if (key == "consumerGroup") return scan_opt_string(s, &a->fields.group, &a->seen[4]);
+  if (key == "error") return scan_opt_string(s, &a->fields.error, &a->seen[5]);
+  return std::nullopt;
+}
+
+bool filled(const std::optional<std::string>& v) {
+  return v && !v->empty();
+}
+
+// The ack's fields, once both ids are known to be filled.
+AckItemFields take_ack_fields(ScannedAck&& a) {
+  AckItemFields f = std::move(a.fields);
+  f.transaction_id = std::move(*a.transaction_id);
+  f.partition_id = std::move(*a.partition_id);
+  return f;
+}
+
+// An ack batch item scanned: every field a string or null, each at most once, the required
+
+namespace {
+
+// ones non-empty; false leaves the body to the general parser.
+bool scan_ack_item(JsonScan& s, AckItemFields* f) {
+  ScannedAck a;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (auto scanned = scan_ack_key(s, key, &a)) return *scanned;
+    return scan_skip(s);
+  });
+  if (!ok || !filled(a.transaction_id) || !filled(a.partition_id)) return false;
+  *f = take_ack_fields(std::move(a));
+  return true;
+}
+
+struct ScannedAckBatch {
+  std::vector<AckItemFields> items;
+  std::optional<std::string> group;
+};
+
+std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
+  JsonScan s(body, kJsonDepthMax);
+  ScannedAckBatch batch;
+  bool seen_acks = false, seen_group = false;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "consumerGroup") return scan_opt_string(s, &batch.group, &seen_group);
+    if (key != "acknowledgments") return scan_skip(s);
+    if (seen_acks) return false;
+    seen_acks = true;
+    return scan_elements(s, [&] { return scan_ack_item(s, &batch.items.emplace_back()); });
+  });
+  if (!ok || !seen_acks || !s.at_end()) return std::nullopt;
+  return batch;
+}
+
+}  // namespace
+
+HttpAnswer render_body(const AckReply& reply, RenderAs) {
+  JsonWriter w;
+  w.begin_array();
+  for (const AckResult& r : reply.results) {
+    w.begin_object();
+    w.key("index").number(r.index);
+    w.key("transactionId").string(r.transaction_id);
+    w.key("success").boolean(r.success);
+    w.key("error").string_or_null(r.error);
+    w.key("leaseReleased").boolean(r.lease_released);
+    w.key("dlq").boolean(r.dlq);
+    w.key("noop").boolean(r.noop);
+    w.key("queueName").string_or_null(r.queue);
+    w.key("partitionName").string_or_null(r.partition);
+    w.end_object();
+  }
+  w.end_array();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+Parsed parse_ack(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  AckCmd cmd;
+  cmd.items.resize(1);
+  error = read_ack_item(*doc, "", std::nullopt, &cmd.items[0]);
+  if (!error.empty()) return bad_request(error);
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+// The ack batch as scanned; nullopt when the general parser must read it.
+std::optional<Parsed> parse_ack_batch_scanned(std::string_view body, const EdgeSettings& settings,
+                                              IdSource& ids) {
+  auto batch = scan_ack_batch(body);
+  if (!batch) return std::nullopt;
+  if (batch->group && batch->group->empty()) batch->group.reset();
+  if (batch->items.empty()) return answer_now(HttpAnswer{200, "[]", 0});
+  AckCmd cmd;
+  cmd.items.resize(batch->items.size());
+  for (size_t i = 0; i < batch->items.size(); ++i) {
+    std::string refused = finish_ack_item(std::move(batch->items[i]), batch->group, &cmd.items[i]);
+    if (!refused.empty()) return bad_request(indexed("acknowledgments", i) + "." + refused);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+Parsed parse_ack_batch(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  if (auto scanned = parse_ack_batch_scanned(body, settings, ids)) return std::move(*scanned);
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  auto acks = doc->find("acknowledgments");
+  if (acks == doc->end() || !acks->is_array()) {
+    return bad_request("acknowledgments must be an array");
+  }
+  FieldReader top(*doc, "");
+  auto group = top.opt_string("consumerGroup");
+  if (!top.ok()) return bad_request(top.error());
+  if (group && group->empty()) group.reset();
+  if (acks->empty()) return answer_now(HttpAnswer{200, "[]", 0});
+  AckCmd cmd;
+  cmd.items.resize(acks->size());
+  for (size_t i = 0; i < acks->size(); ++i) {
+    error = read_ack_item((*acks)[i], indexed("acknowledgments", i), group, &cmd.items[i]);
+    if (!error.empty()) return bad_request(error);
+  }
+  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+}
+
+}  // namespace queen::server

@@ -1,0 +1,199 @@
+// The push family: POST /api/v1/push, its scanned hot path and its answer.
+#include "server/api/common.h"
+
+namespace queen::server {
+
+namespace {
+
+std::optional<std::string> compact_payload(const json& item) {
+  auto it = item.find("payload");
+  if (it == item.end()) return std::string("null");
+  try {
+    return it->dump();
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Parsed refuse_item(const std::string& at, const ItemRefusal& r) {
+  std::string message = at + "." + r.what;
+  return r.name_too_long ? name_too_long(message) : bad_request(message);
+}
+
+// A message id for a request's item: the one after `prev`'s (the request's item before, if
+// any), so one request's ids run on and its recorded answer keeps them as a run
+// (core/node/outcome.h); a random UUIDv7 for the first, or when the run cannot go on.
+Uuid mint_message_id(int64_t now_ms, IdSource& ids, const PushItem* prev) {
+  Uuid next;
+  if (prev && uuid_successor(prev->message_id, &next)) return next;
+  return make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
+}
+
+// Checks the fields and fills `out`; says why when the item is refused. `prev` is the
+// request's item before (nullptr for the first).
+std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, IdSource& ids,
+                                            const PushItem* prev, PushItem* out) {
+  out->queue = std::move(f.queue);
+  if (f.partition && !f.partition->empty()) out->partition = std::move(*f.partition);
+  if (out->queue.size() + out->partition.size() > kNameBytesMax) {
+    return ItemRefusal{true, "queue and partition are"};
+  }
+  if (has_control_char(out->queue)) return ItemRefusal{false, "queue " + kNoControlChars};
+  if (has_control_char(out->partition)) return ItemRefusal{false, "partition " + kNoControlChars};
+  auto& transaction_id = f.transaction_id;
+  if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
+    return ItemRefusal{
+        false, "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes"};
+  }
+  out->payload = std::move(f.payload);
+  out->message_id = mint_message_id(now_ms, ids, prev);
+  bool has_txn = transaction_id && !transaction_id->empty();
+  out->transaction_id = has_txn ? std::move(*transaction_id) : uuid_to_string(out->message_id);
+  out->txn_hash = hash_transaction_id(out->transaction_id);
+  if (f.trace_id) out->trace_id = std::move(*f.trace_id);
+  return std::nullopt;
+}
+
+// Fills `out` from items[i]; returns an answer to send at once when the item is refused.
+std::optional<Parsed> read_push_item(const json& item, const std::string& at, int64_t now_ms,
+                                     IdSource& ids, const PushItem* prev, PushItem* out) {
+  if (!item.is_object()) return bad_request(at + " must be an object");
+  FieldReader r(item, at);
+  PushItemFields f;
+  f.queue = r.required_string("queue", /*allow_empty=*/false);
+  f.partition = r.opt_string("partition");
+  f.transaction_id = r.opt_string("transactionId");
+  f.trace_id = r.opt_string("traceId");
+  if (!r.ok()) return bad_request(r.error());
+  auto payload = compact_payload(item);
+  if (!payload) return bad_request(at + ".payload cannot be encoded as JSON");
+  f.payload = std::move(*payload);
+  if (auto refused = finish_push_item(std::move(f), now_ms, ids, prev, out)) {
+    return refuse_item(at, *refused);
+  }
+  return std::nullopt;
+}
+
+// ---------- push without a tree ----------
+// The hot path: a push body is scanned (server/json_scan.h), each payload kept as sent. Any
+// body it does not take as is (an error, a repeated key, a field of an unexpected type) goes
+// to the general parser, which names the error.
+
+bool scan_push_item(JsonScan& s, PushItemFields* f) {
+  std::optional<std::string> queue;
+  bool seen[5] = {};
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key == "queue") return scan_opt_string(s, &queue, &seen[0]);
+    if (key == "partition") return scan_opt_string(s, &f->partition, &seen[1]);
+    if (key == "transactionId") return scan_opt_string(s, &f->transaction_id, &seen[2]);
+    if (key == "traceId") return scan_opt_string(s, &f->trace_id, &seen[3]);
+    if (key == "payload") return scan_payload(s, &f->payload, &seen[4]);
+    return scan_skip(s);
+  });
+  if (!ok || !queue || queue->empty()) return false;  // no queue: the general parser names it
+  f->queue = std::move(*queue);
+  return true;
+}
+
+std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
+  JsonScan s(body, kJsonDepthMax);
+  std::vector<PushItemFields> items;
+  bool seen_items = false;
+  bool ok = scan_members(s, [&](const std::string& key) {
+    if (key != "items") return scan_skip(s);
+    if (seen_items) return false;
+    seen_items = true;
+    return scan_elements(s, [&] { return scan_push_item(s, &items.emplace_back()); });
+  });
+  if (!ok || !seen_items || !s.at_end()) return std::nullopt;
+  return items;
+}
+
+namespace {
+
+void render_push(const PushReply& reply, JsonWriter& w) {
+  w.reserve(reply.results.size() * kRenderedItemBytes);
+  w.begin_array();
+  for (const PushResult& r : reply.results) {
+    w.begin_object();
+    w.key("index").number(r.index);
+    w.key("message_id").uuid(r.message_id);
+    w.key("transaction_id").string(r.transaction_id);
+    w.key("queueName").string(r.queue);
+    w.key("partition").string(r.partition);
+    w.key("partitionId").decimal_string(r.partition_id.value);
+    switch (r.status) {
+      case PushStatus::queued:
+      case PushStatus::duplicate:
+      case PushStatus::buffered:
+        w.key("status").string(r.status == PushStatus::queued      ? "queued"
+                               : r.status == PushStatus::duplicate ? "duplicate"
+                                                                   : "buffered");
+        w.key("offset").number(r.offset.value);
+        if (r.status == PushStatus::buffered) {  // the reference's buffered item names these
+          w.key("queue").string(r.queue);
+          w.key("transactionId").string(r.transaction_id);
+        }
+        break;
+      case PushStatus::error:
+        w.key("status").string("failed");
+        w.key("error").string(r.error);
+        break;
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace
+
+// The push body as scanned; nullopt when the general parser must read it.
+std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettings& settings,
+                                         IdSource& ids) {
+  auto items = scan_push(body);
+  if (!items) return std::nullopt;
+  if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
+  PushCmd cmd;
+  cmd.items.resize(items->size());
+  int64_t now_ms = ids.now_ms();
+  for (size_t i = 0; i < items->size(); ++i) {
+    const PushItem* prev = i > 0 ? &cmd.items[i - 1] : nullptr;
+    if (auto refused = finish_push_item(std::move((*items)[i]), now_ms, ids, prev, &cmd.items[i])) {
+      return refuse_item(indexed("items", i), *refused);
+    }
+  }
+  return to_node(ids, settings.pop_timeout_ms_default, std::move(cmd));
+}
+
+Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource& ids) {
+  if (auto scanned = parse_push_scanned(body, settings, ids)) return std::move(*scanned);
+  std::string error;
+  auto doc = parse_object(body, &error);
+  if (!doc) return bad_request(error);
+  auto items = doc->find("items");
+  if (items == doc->end() || !items->is_array()) return bad_request("items must be an array");
+  if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
+  PushCmd cmd;
+  cmd.items.resize(items->size());
+  int64_t now_ms = ids.now_ms();
+  for (size_t i = 0; i < items->size(); ++i) {
+    const PushItem* prev = i > 0 ? &cmd.items[i - 1] : nullptr;
+    if (auto refused =
+            read_push_item((*items)[i], indexed("items", i), now_ms, ids, prev, &cmd.items[i])) {
+      return std::move(*refused);
+    }
+  }
+  return to_node(ids, settings.pop_timeout_ms_default, std::move(cmd));
+}
+
+// A push refused whole (a payload that cannot be sealed) answers its error.
+HttpAnswer render_body(const PushReply& reply, RenderAs) {
+  if (const auto& refused = reply.refused) return render_body(*refused, RenderAs::standard);
+  JsonWriter w;
+  render_push(reply, w);
+  return HttpAnswer{201, w.take(), 0};
+}
+
+}  // namespace queen::server
