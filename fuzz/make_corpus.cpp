@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/node/command_codec.h"
+#include "core/api/command_codec.h"
 #include "core/qlog/log.h"
 #include "core/qlog/record.h"
 #include "core/raft/raft.h"

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/api/command_codec.h"
 #include "core/common/assert.h"
-#include "core/node/command_codec.h"
 #include "core/node/snapshot.h"
 #include "core/raft/raft.h"
 

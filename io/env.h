@@ -27,7 +27,7 @@
 
 namespace queen {
 
-struct Reply;  // core/node/command.h
+struct Reply;  // core/api/replies.h
 
 using ReplyHandle = uint64_t;
 using TimerId = uint32_t;

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/node/command_codec.h"
+#include "core/api/command_codec.h"
 #include "io/real/real_env.h"
 
 namespace queen::server {
@@ -27,12 +27,11 @@ Bytes frame(uint8_t kind, uint64_t id, const Bytes& body) {
   return out;
 }
 
-Reply error_reply(int status, const char* code, const char* message) {
+Reply error_reply(api::Errc code, const char* message) {
   ErrorReply e;
-  e.http_status = status;
   e.code = code;
   e.message = message;
-  e.retry_after_s = status == 429 ? 1 : 0;
+  e.retry_after_s = code == api::Errc::overloaded ? 1 : 0;
   return Reply{std::move(e)};
 }
 
@@ -120,7 +119,7 @@ void CommandForwarder::on_leader_reply(uint64_t id, const uint8_t* data, size_t 
   }
   auto reply = decode_reply(data, size);
   done(reply ? std::move(reply)
-             : error_reply(500, "internal", "undecodable reply from the leader"));
+             : error_reply(api::Errc::internal, "undecodable reply from the leader"));
 }
 
 // ---- leader ----
@@ -139,10 +138,11 @@ void CommandForwarder::on_message(uint64_t from, const Bytes& message) {
 void CommandForwarder::serve(uint64_t from, uint64_t id, const uint8_t* data, size_t size) {
   ++forward_counters().served;
   auto command = decode_command(data, size);
-  if (!command) return send_reply(from, id, error_reply(400, "bad_request", "undecodable command"));
+  if (!command)
+    return send_reply(from, id, error_reply(api::Errc::bad_request, "undecodable command"));
   if (disk_.full() && grows_storage(command->command)) {
     return send_reply(from, id,
-                      error_reply(507, "storage_full",
+                      error_reply(api::Errc::storage_full,
                                   "the leader's disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"));
   }
   auto a = std::make_shared<Admitting>(executor_);
@@ -169,8 +169,9 @@ void CommandForwarder::admit(std::shared_ptr<Admitting> a) {
   a->hold.expires_after(std::chrono::milliseconds(std::min(admit_hold_ms_, left_ms / 2)));
   a->hold.async_wait([self, a, ticket = *ticket](boost::system::error_code ec) {
     if (ec || !self->admission_.withdraw(ticket)) return;  // admitted meanwhile
-    self->send_reply(a->from, a->id,
-                     error_reply(429, "overloaded", "the leader's admission budget stayed full"));
+    self->send_reply(
+        a->from, a->id,
+        error_reply(api::Errc::overloaded, "the leader's admission budget stayed full"));
   });
 }
 
@@ -187,7 +188,8 @@ void CommandForwarder::submit(Admitting& a) {
     serving_.erase(handle);
   }
   admission_.release(a.permit);
-  send_reply(a.from, a.id, error_reply(429, "overloaded", "the leader's command queue is full"));
+  send_reply(a.from, a.id,
+             error_reply(api::Errc::overloaded, "the leader's command queue is full"));
 }
 
 void CommandForwarder::on_reply(ReplyHandle handle, Reply reply) {

@@ -1,7 +1,7 @@
 // Forwarding of prepared commands between the nodes of a cluster (QUEEN_RAFT_CLIENT_OFFLOAD,
 // on by default). A follower's edge parses, validates and prepares a request as it would for
 // its own node; when its node answers "503 retry, the leader is N", only the prepared command
-// (core/node/command_codec.h) goes to N, over the QUEEN_RAFT_FWD_STREAMS streams of the raft
+// (core/api/command_codec.h) goes to N, over the QUEEN_RAFT_FWD_STREAMS streams of the raft
 // port, under the request id the edge gave it. N hands it to its node as if its own edge had
 // prepared it, and sends the typed reply back; the follower renders it.
 //
@@ -30,7 +30,7 @@
 #include <mutex>
 #include <optional>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "io/real/driver.h"
 #include "server/admission.h"
 #include "server/forward_counters.h"

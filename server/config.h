@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "core/api/replies.h"
 #include "core/common/result.h"
-#include "core/node/command.h"
 #include "core/node/config.h"
 #include "io/env.h"
 #include "io/real/payload_cipher.h"

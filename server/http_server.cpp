@@ -244,9 +244,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     int attempts_left = kForwardAttemptsMax;
   };
 
-  static bool retryable(const ErrorReply& e) {
-    return e.http_status == 503 && (e.code == "retry" || e.code == "no_leader");
-  }
+  static bool retryable(const ErrorReply& e) { return api::is_retry(e.code); }
 
   // The node said another node leads, or none does yet: send the request to the leader, or
   // ask the node again shortly. False: answer the reply as it is.
@@ -422,7 +420,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
     if (forwarding_peer(req[kForwardedHeader]) == kLocalClients) return;
     Uuid id;
     auto header = req[kRequestIdHeader];
-    if (uuid_from_string(std::string(header), &id) && !id.is_nil()) envelope->request_id = id;
+    if (uuid_from_string(std::string(header), &id) && !id.is_nil())
+      envelope->request_id = RequestId{id};
   }
 
   // The configured peer named by an x-queen-forwarded value, or kLocalClients.

@@ -239,7 +239,8 @@ void render_traffic(const MetricsReply& m, Exposition& x) {
   x.one("queen_messages_deleted_total", "counter", "Messages deleted through the API.",
         t.messages_deleted);
   x.family("queen_errors_total", "counter", "Error answers of the node, by code.");
-  for (const auto& [code, n] : t.errors) x.sample("queen_errors_total", {{"code", code}}, n);
+  for (const auto& [code, n] : t.errors)
+    x.sample("queen_errors_total", {{"code", std::string(errc_code(code))}}, n);
   x.one("queen_consume_checkpoints_total", "counter", "Checkpoint entries logged.", m.checkpoints);
   x.one("queen_consume_lease_expiries_total", "counter", "Leases that expired unacked.",
         m.lease_expiries);

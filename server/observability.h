@@ -13,7 +13,7 @@
 //   one are left out.
 #pragma once
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "server/api/api.h"
 
 namespace queen::server {

@@ -33,7 +33,7 @@ unsigned long long ull(uint64_t v) {
 
 bool refused_valid_request(const Reply& reply) {
   const auto* e = std::get_if<ErrorReply>(&reply.body);
-  return e != nullptr && e->http_status >= 400 && e->http_status < 500 && e->http_status != 429;
+  return e != nullptr && api::is_refusal(e->code);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "io/sim/world.h"
 #include "sim/params.h"
 

@@ -93,7 +93,7 @@ std::string Workload::pending_summary() const {
 
 CommandEnvelope Workload::envelope(Command command, int64_t timeout_ms) {
   CommandEnvelope env;
-  env.request_id = mint_id();
+  env.request_id = RequestId{mint_id()};
   env.deadline_ms = world_.node_now_us(target_) / 1000 + timeout_ms;
   env.command = std::move(command);
   return env;
@@ -223,8 +223,7 @@ void Workload::next_target(uint64_t leader_hint) {
 
 void Workload::on_reply(ReplyHandle h, const Reply& reply) {
   if (const auto* e = std::get_if<ErrorReply>(&reply.body)) {
-    if (e->http_status == 503 && (e->code == "retry" || e->code == "no_leader"))
-      next_target(e->leader);
+    if (api::is_retry(e->code)) next_target(e->leader);
   }
   auto it = requests_.find(h);
   if (it == requests_.end() || it->second.abandoned) return;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "io/sim/world.h"
 #include "sim/checker.h"
 #include "sim/params.h"

@@ -45,8 +45,10 @@ struct Uuid {
   }
 };
 
-using RequestId = Uuid;
-using LeaseId = Uuid;
+// Distinct ids that share the UUID form: a lease id never passes for a request id, nor a
+// plain UUID for either without saying so (LeaseId{u}).
+struct RequestId : Uuid {};
+struct LeaseId : Uuid {};
 
 constexpr size_t kUuidChars = 36;
 std::string uuid_to_string(const Uuid& u);

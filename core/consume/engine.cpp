@@ -241,7 +241,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   std::string error;
   if (!read_messages(p, offsets, &res->reply.messages, &error)) {
     res->outcome = PopOutcome::error;
-    res->error = ErrorReply{500, "internal", "reading partition " + p.name + ": " + error, 0};
+    res->error = ErrorReply{api::Errc::internal, "reading partition " + p.name + ": " + error, 0};
     res->reply.messages.clear();
     return;
   }
@@ -265,7 +265,8 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
     if (row.next < p.next_offset) make_ready(group, p);
   } else {
     if (res->reply.lease_id.is_nil())
-      res->reply.lease_id = make_uuid_v7(now_us / 1000, env_.random_u64(), env_.random_u64());
+      res->reply.lease_id =
+          LeaseId{make_uuid_v7(now_us / 1000, env_.random_u64(), env_.random_u64())};
     int64_t lease_s = cmd.lease_time_s.value_or(qo.lease_time_s);
     if (lease_s <= 0) lease_s = kPushCreatedLeaseTimeS;
     row.lease_id = res->reply.lease_id;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/node/config.h"
 #include "core/state/entry.h"
 #include "core/state/store.h"

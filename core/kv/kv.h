@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/planner/planner.h"
 #include "core/state/entry.h"
 #include "core/state/store.h"

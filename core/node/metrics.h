@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/api/errc.h"
+
 namespace queen {
 
 struct MetricsCmd {};
@@ -32,7 +34,7 @@ struct TrafficCounters {
   uint64_t txn_committed = 0;
   uint64_t txn_rolled_back = 0;
   uint64_t messages_deleted = 0;
-  std::map<std::string, uint64_t> errors;  // error answers by code (a small closed set)
+  std::map<api::Errc, uint64_t> errors;  // error answers by code
 };
 
 struct QueueMetrics {

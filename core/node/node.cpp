@@ -80,9 +80,8 @@ struct LongPoll {
   int64_t stop_at_ms = 0;  // claims stop here: a margin before the caller's deadline
 };
 
-Reply error_reply(int status, std::string code, std::string message, int retry_after_s = 0,
-                  uint64_t leader = 0) {
-  return Reply{ErrorReply{status, std::move(code), std::move(message), retry_after_s, leader}};
+Reply error_reply(api::Errc code, std::string message, int retry_after_s = 0, uint64_t leader = 0) {
+  return Reply{ErrorReply{code, std::move(message), retry_after_s, leader}};
 }
 
 uint64_t env_random(void* env) {
@@ -976,16 +975,18 @@ struct NodeImpl {
   Reply not_serving_reply() const {
     uint64_t leader = leader_id();
     if (leader == 0)
-      return error_reply(503, "no_leader", "no leader is known yet (an election is running)", 1);
+      return error_reply(api::Errc::no_leader, "no leader is known yet (an election is running)",
+                         1);
     if (leader == config.node_id)
-      return error_reply(503, "retry", "the new leader is still settling", 1, leader);
-    return error_reply(503, "retry", "this node is not the leader", 1, leader);
+      return error_reply(api::Errc::not_leader, "the new leader is still settling", 1, leader);
+    return error_reply(api::Errc::not_leader, "this node is not the leader", 1, leader);
   }
 
-  // Answers (503 retry) everything parked at an entry after `index`: never proposed, or cut.
+  // Answers not_leader (a retry) everything parked at an entry after `index`: never proposed, or
+  // cut.
   void fail_answers_after(uint64_t index, const std::string& why) {
     for (auto it = answers.upper_bound(index); it != answers.end();) {
-      Parked p{it->second.handle, error_reply(503, "retry", why, 1, leader_id())};
+      Parked p{it->second.handle, error_reply(api::Errc::not_leader, why, 1, leader_id())};
       it = answers.erase(it);
       send(std::move(p));
     }
@@ -1042,7 +1043,7 @@ struct NodeImpl {
         ++it;
         continue;
       }
-      send(Parked{it->second.handle, error_reply(503, "retry", "the leader changed", 1)});
+      send(Parked{it->second.handle, error_reply(api::Errc::not_leader, "the leader changed", 1)});
       it = answers.erase(it);
     }
     open = OpenEntry{};
@@ -1050,15 +1051,15 @@ struct NodeImpl {
     for (auto& w : checkpoint_waiters) {
       bool pop = std::holds_alternative<PopReply>(w.reply.body);
       send(Parked{w.handle,
-                  pop ? error_reply(503, "retry", "the leader changed", 1, leader_id())
-                      : error_reply(503, "outcome_unknown",
+                  pop ? error_reply(api::Errc::not_leader, "the leader changed", 1, leader_id())
+                      : error_reply(api::Errc::outcome_unknown,
                                     "the leader changed while this was being checkpointed", 1)});
     }
     checkpoint_waiters.clear();
     while (!polls.empty()) {
       ReplyHandle h = polls.begin()->second.handle;
       drop_poll(polls.begin()->first);
-      send(Parked{h, error_reply(503, "retry", "the leader changed", 1, leader_id())});
+      send(Parked{h, error_reply(api::Errc::not_leader, "the leader changed", 1, leader_id())});
     }
     planner.reset();
     kv.reset();
@@ -1213,8 +1214,8 @@ struct NodeImpl {
       auto reply = decode_outcome(stored.reply);
       if (!reply) continue;
       int64_t at_ms = stored.keep_until_us / 1000 - config.request_id_window_ms;
-      outcomes[id] = Outcome{stored.index, std::move(*reply), at_ms};
-      order.emplace_back(at_ms, id);
+      outcomes[RequestId{id}] = Outcome{stored.index, std::move(*reply), at_ms};
+      order.emplace_back(at_ms, RequestId{id});
     }
     std::sort(order.begin(), order.end());
     outcome_order.assign(order.begin(), order.end());
@@ -1620,7 +1621,7 @@ struct NodeImpl {
       return answer_after_checkpoint(h, Reply{engine.delete_group(*x)});
     if (auto* x = std::get_if<SeekCmd>(&c)) {
       if (!store.queue(x->queue))
-        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+        return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x->queue)});
       return answer_after_checkpoint(h, Reply{engine.seek(*x)});
     }
     if (auto* x = std::get_if<SubscriptionCmd>(&c))
@@ -1630,7 +1631,7 @@ struct NodeImpl {
     if (auto* x = std::get_if<QueueGetCmd>(&c)) {
       QueuesReply r = queues(QueueListCmd{}, x->queue);
       if (r.queues.empty())
-        return send(Parked{h, error_reply(404, "queue_not_found", "no queue " + x->queue)});
+        return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x->queue)});
       return send(Parked{h, Reply{std::move(r)}});
     }
     if (auto* x = std::get_if<QueueDeleteCmd>(&c)) {
@@ -1684,7 +1685,7 @@ struct NodeImpl {
   void record_trace(ReplyHandle h, const TraceRecordCmd& cmd) {
     const PartitionState* p = store.partition(cmd.partition_id);
     if (!p || !live_message(*p, cmd.txn_hash))
-      return send(Parked{h, error_reply(404, "not_found", "Message not found")});
+      return send(Parked{h, error_reply(api::Errc::not_found, "Message not found")});
     open.entry.effects.push_back(EffTrace{cmd.trace_id, cmd.partition_id, cmd.transaction_id,
                                           cmd.event_type, cmd.data, cmd.group, cmd.worker_id,
                                           cmd.names});
@@ -2015,7 +2016,7 @@ Status Node::start(const std::vector<FileInfo>& found) {
 void Node::on_command(ReplyHandle h, CommandEnvelope c) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving) {
-    n.send(Parked{h, error_reply(503, "retry", "the node is not serving yet", 1)});
+    n.send(Parked{h, error_reply(api::Errc::not_leader, "the node is not serving yet", 1)});
     return;
   }
   const CommandTraits traits = traits_of(c.command);
@@ -2025,9 +2026,9 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       return;
     }
     if (traits.consumes && !n.consume_ok()) {
-      n.send(
-          Parked{h, error_reply(503, "retry", "the leader does not hold its consumption lease yet",
-                                1, n.config.node_id)});
+      n.send(Parked{h, error_reply(api::Errc::not_leader,
+                                   "the leader does not hold its consumption lease yet", 1,
+                                   n.config.node_id)});
       return;
     }
   }

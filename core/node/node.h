@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/node/config.h"
 #include "io/env.h"
 

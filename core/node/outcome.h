@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 
 namespace queen {
 

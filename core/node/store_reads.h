@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/api/replies.h"
 #include "core/common/result.h"
-#include "core/node/command.h"
 #include "core/state/store.h"
 #include "io/env.h"
 

@@ -93,8 +93,7 @@ bool Planner::encrypted(const std::string& queue) const {
 
 static ErrorReply seal_error(const std::string& queue, const std::string& why) {
   ErrorReply e;
-  e.http_status = 500;
-  e.code = "encryption_unavailable";
+  e.code = api::Errc::encryption_unavailable;
   e.message = "queue " + queue + " has encryptionEnabled and its payloads cannot be encrypted (" +
               why + "); nothing was stored";
   return e;

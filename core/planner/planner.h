@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/planner/dedup.h"
 #include "core/state/entry.h"
 #include "core/state/store.h"

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/api/replies.h"
 #include "core/common/types.h"
-#include "core/node/command.h"
 
 namespace queen {
 

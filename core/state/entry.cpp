@@ -125,7 +125,7 @@ void put_row(ByteWriter& w, const CursorRow& row) {
 CursorRow get_row(ByteReader& r) {
   CursorRow row;
   row.next = Offset(r.u64());
-  row.lease_id = r.uuid();
+  row.lease_id = LeaseId{r.uuid()};
   row.lease_expires_us = r.i64();
   row.batch_start = Offset(r.u64());
   row.batch_end = Offset(r.u64());
@@ -141,7 +141,7 @@ CursorRow get_row(ByteReader& r) {
   row.last_consumed_us = r.i64();
   uint32_t handed = r.count(24);
   for (uint32_t i = 0; i < handed; ++i) {
-    LeaseId lease = r.uuid();
+    LeaseId lease{r.uuid()};
     row.handed_back.emplace_back(lease, Offset(r.u64()));
   }
   return row;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/planner/planner.h"
 #include "core/state/store.h"
 

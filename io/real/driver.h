@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/node/config.h"
 #include "io/real/disk.h"
 #include "io/real/real_env.h"

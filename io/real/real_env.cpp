@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "core/node/node.h"
 #include "io/real/log.h"
 

@@ -27,6 +27,8 @@ const char* push_status_name(PushStatus s) {
       return "duplicate";
     case PushStatus::error:
       return "error";
+    case PushStatus::buffered:
+      return "buffered";
   }
   return "?";
 }
@@ -174,7 +176,7 @@ std::string describe(const Command& command) {
 std::string describe(const Reply& reply) {
   const auto& b = reply.body;
   if (const auto* r = std::get_if<ErrorReply>(&b)) {
-    return strf("error %d %s", r->http_status, r->code.c_str());
+    return strf("error %d", static_cast<int>(r->code));
   }
   if (const auto* r = std::get_if<PushReply>(&b)) return describe_push_reply(*r);
   if (const auto* r = std::get_if<PopReply>(&b)) return describe_pop_reply(*r);

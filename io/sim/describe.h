@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 
 namespace queen::sim {
 

@@ -35,7 +35,7 @@ std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& g
     out->status = *s;
   }
   if (f.lease_id && !f.lease_id->empty()) {
-    Uuid id;
+    LeaseId id;
     if (!uuid_from_string(*f.lease_id, &id)) return "leaseId must be a UUID";
     out->lease_id = id;
   }

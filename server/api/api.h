@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 #include "server/config.h"
 #include "server/wire/text.h"
 #include "server/wire/time.h"
@@ -200,5 +200,7 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message);
 
 Hash128 hash_transaction_id(std::string_view transaction_id);
+// The reference's code string of one of the core's error codes (its wire table's).
+std::string_view errc_code(api::Errc e);
 
 }  // namespace queen::server

@@ -32,7 +32,8 @@ Uuid random_uuid(IdSource& ids) {
 
 Parsed to_node(IdSource& ids, int64_t timeout_ms, Command command) {
   Parsed p;
-  p.command = CommandEnvelope{random_uuid(ids), ids.now_ms() + timeout_ms, std::move(command)};
+  p.command =
+      CommandEnvelope{RequestId{random_uuid(ids)}, ids.now_ms() + timeout_ms, std::move(command)};
   return p;
 }
 

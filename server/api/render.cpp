@@ -5,12 +5,56 @@
 
 namespace queen::server {
 
+namespace {
+
+struct ErrcWire {
+  unsigned status;
+  std::string_view code;  // the reference's
+};
+
+// The one table from the core's error codes to HTTP (a code without a row does not compile
+// with -Wswitch, and answers 500 if it ever ran).
+ErrcWire wire_of(api::Errc e) {
+  switch (e) {
+    case api::Errc::internal:
+      return {500, "internal"};
+    case api::Errc::bad_request:
+      return {400, "bad_request"};
+    case api::Errc::not_found:
+      return {404, "not_found"};
+    case api::Errc::queue_not_found:
+      return {404, "queue_not_found"};
+    case api::Errc::no_leader:
+      return {503, "no_leader"};
+    case api::Errc::not_leader:
+      return {503, "retry"};
+    case api::Errc::outcome_unknown:
+      return {503, "outcome_unknown"};
+    case api::Errc::timeout:
+      return {503, "timeout"};
+    case api::Errc::overloaded:
+      return {429, "overloaded"};
+    case api::Errc::storage_full:
+      return {507, "storage_full"};
+    case api::Errc::encryption_unavailable:
+      return {500, "encryption_unavailable"};
+  }
+  return {500, "internal"};
+}
+
+}  // namespace
+
+std::string_view errc_code(api::Errc e) {
+  return wire_of(e).code;
+}
+
 HttpAnswer render_body(const ErrorReply& e, RenderAs) {
+  ErrcWire wire = wire_of(e.code);
   JsonWriter w;
-  w.begin_object().key("error").string(utf8_lossy(e.message)).key("code").string(e.code);
+  w.begin_object().key("error").string(utf8_lossy(e.message)).key("code").string(wire.code);
   if (e.leader != 0) w.key("leader").number(e.leader);  // a 503 retry names the leader
   w.end_object();
-  HttpAnswer a{static_cast<unsigned>(e.http_status), w.take(), 0};
+  HttpAnswer a{wire.status, w.take(), 0};
   a.retry_after_s = e.retry_after_s;
   return a;
 }

@@ -64,7 +64,7 @@ std::optional<Parsed> read_position(const json& o, size_t i, PositionOp* out) {
 
 std::optional<Parsed> read_required_leases(const json& arr, TxnCmd* cmd) {
   for (size_t i = 0; i < arr.size(); ++i) {
-    Uuid id;
+    LeaseId id;
     if (!arr[i].is_string() || !uuid_from_string(arr[i].get<std::string>(), &id)) {
       return bad_request(indexed("requiredLeases", i) + " must be a lease id (UUID)");
     }

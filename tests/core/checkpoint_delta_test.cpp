@@ -273,7 +273,7 @@ TEST(CheckpointDelta, RequestOutcomesWeighLessThanPartitionsInTheGuess) {
   for (int i = 0; i < 3; ++i) {
     for (int k = 0; k < 1000; ++k) {
       PushCmd push = h.push_cmd("q", "p", {"m" + std::to_string(i * 1000 + k)});
-      RequestId id = make_uuid_v7(1, 1, static_cast<uint64_t>(i * 1000 + k + 1));
+      RequestId id{make_uuid_v7(1, 1, static_cast<uint64_t>(i * 1000 + k + 1))};
       h.send(std::move(push), 30000, id);
       h.env.run();
     }

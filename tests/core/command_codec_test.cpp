@@ -1,14 +1,14 @@
 // The forwarded command and reply codec (core/node/command_codec.h): every field of every
 // kind comes back, the walk names every member of every struct, and bytes that are cut short,
 // carry extra bytes or hold an out-of-range value never decode.
-#include "core/node/command_codec.h"
+#include "core/api/command_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <type_traits>
 
-#include "core/node/command_walk.h"
+#include "core/api/walk.h"
 
 namespace queen {
 namespace {
@@ -161,6 +161,8 @@ struct Fill {
       v = static_cast<T>(rng());
     } else if constexpr (is_strong<T>::value) {
       field(v.value);
+    } else if constexpr (std::is_base_of_v<Uuid, T>) {
+      field(static_cast<Uuid&>(v));
     } else {
       walks::walk(*this, v);
     }
@@ -252,7 +254,7 @@ TEST(CommandCodec, MetricsAreNotForwarded) {
   ASSERT_TRUE(back);
   const auto* e = std::get_if<ErrorReply>(&back->body);
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->http_status, 500);
+  EXPECT_EQ(e->code, api::Errc::internal);
 }
 
 TEST(CommandCodec, DamagedBytesNeverDecode) {

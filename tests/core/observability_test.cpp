@@ -192,7 +192,7 @@ TEST(Metrics, ErrorAnswersAreCountedByCode) {
   h.call<ErrorReply>(QueueGetCmd{"missing"});
   h.call<ErrorReply>(QueueGetCmd{"missing"});
   MetricsReply m = h.call<MetricsReply>(MetricsCmd{});
-  EXPECT_EQ(m.traffic.errors["queue_not_found"], 2u);
+  EXPECT_EQ(m.traffic.errors[api::Errc::queue_not_found], 2u);
 }
 
 }  // namespace

@@ -198,7 +198,7 @@ TEST(Recovery, ReportsProgressForALargeLog) {
 
 TEST(Recovery, ARequestIdRetriedAfterARestartGetsTheRecordedAnswer) {
   Harness h;
-  RequestId request = make_uuid_v7(1, 2, 3);
+  RequestId request{make_uuid_v7(1, 2, 3)};
   auto send = [&](const std::string& txn) {
     ReplyHandle handle = 1000 + h.env.replies.size() + h.env.now % 1000;
     h.node().on_command(
@@ -224,7 +224,7 @@ TEST(Recovery, ARequestIdRetriedAfterARestartGetsTheRecordedAnswer) {
 // answers the retry after a restart with the first value and version, and counts once.
 TEST(Recovery, AKvIncrRetriedAfterARestartGetsTheRecordedAnswerAndCountsOnce) {
   Harness h;
-  RequestId request = make_uuid_v7(4, 5, 6);
+  RequestId request{make_uuid_v7(4, 5, 6)};
   KvOp inc;
   inc.op = KvOpKind::incr;
   inc.ns = "counters";
@@ -250,7 +250,7 @@ TEST(Recovery, AKvIncrRetriedAfterARestartGetsTheRecordedAnswerAndCountsOnce) {
   EXPECT_EQ(again.results[0].row.value, "1");
   EXPECT_EQ(again.results[0].row.version, first.results[0].row.version);
   // A new request id counts again: the counter moved once for the first id.
-  EXPECT_EQ(send(make_uuid_v7(4, 5, 7)).results[0].row.value, "2");
+  EXPECT_EQ(send(RequestId{make_uuid_v7(4, 5, 7)}).results[0].row.value, "2");
 }
 
 }  // namespace

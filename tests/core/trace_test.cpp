@@ -86,9 +86,9 @@ TEST(Traces, AnUnknownMessageIsRefusedAndRecordsNothing) {
   h.push("orders", "p", {"o-1"});
   PartitionId pid = h.node().store().partition("orders", "p")->id;
   auto e = h.call<ErrorReply>(trace_on(pid, "nope", "1", {"x"}, 1));
-  EXPECT_EQ(e.http_status, 404);
+  EXPECT_EQ(e.code, api::Errc::not_found);
   auto e2 = h.call<ErrorReply>(trace_on(PartitionId(pid.value + 100), "o-1", "1", {"x"}, 2));
-  EXPECT_EQ(e2.http_status, 404);
+  EXPECT_EQ(e2.code, api::Errc::not_found);
   EXPECT_TRUE(h.node().store().traces().empty());
 }
 

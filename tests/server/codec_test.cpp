@@ -1,6 +1,7 @@
 // Unit tests of the edge's wire format and configuration: what a request turns into before
 // it reaches the node, and what a reply looks like on the wire.
 #include <gtest/gtest.h>
+#include <set>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -183,7 +184,7 @@ TEST(Codec, RendersEachPopMessagesOwnPartitionTimeAndLease) {
     m.transaction_id = "t" + std::to_string(i);
     m.payload = "{}";
     m.created_us = shapes[i].created_us;
-    if (shapes[i].lease != 0) m.lease_id = make_uuid_v7(1, 2, shapes[i].lease);
+    if (shapes[i].lease != 0) m.lease_id = LeaseId{make_uuid_v7(1, 2, shapes[i].lease)};
     reply.messages.push_back(m);
   }
   HttpAnswer a = render_reply(Reply{reply});
@@ -204,7 +205,8 @@ TEST(Codec, RendersEachPopMessagesOwnPartitionTimeAndLease) {
 }
 
 TEST(Codec, ErrorReplyKeepsStatusCodeAndRetryAfter) {
-  HttpAnswer a = render_reply(Reply{ErrorReply{503, "timeout", "the request deadline elapsed", 1}});
+  HttpAnswer a =
+      render_reply(Reply{ErrorReply{api::Errc::timeout, "the request deadline elapsed", 1}});
   EXPECT_EQ(a.status, 503u);
   EXPECT_EQ(a.retry_after_s, 1);
   EXPECT_EQ(json::parse(a.body),
@@ -340,6 +342,21 @@ TEST(Config, ForwardingOfACluster) {
   auto refused = load_config(lookup_from(env));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("QUEEN_RAFT_CLIENT_OFFLOAD"), std::string::npos);
+}
+
+// Every error code of the core maps to an HTTP status and a code string of its own.
+TEST(Codec, EveryCoreErrorCodeHasItsOwnWireCode) {
+  std::set<std::string> codes;
+  for (int i = 0; i <= static_cast<int>(api::kErrcLast); ++i) {
+    HttpAnswer a = render_reply(Reply{ErrorReply{static_cast<api::Errc>(i), "why", 0}});
+    EXPECT_GE(a.status, 400u) << i;
+    auto body = json::parse(a.body);
+    EXPECT_EQ(body["error"], "why");
+    EXPECT_TRUE(codes.insert(body["code"].get<std::string>()).second) << body["code"];
+  }
+  EXPECT_EQ(render_reply(Reply{ErrorReply{api::Errc::not_leader, "m", 1, 2}}).status, 503u);
+  EXPECT_EQ(render_reply(Reply{ErrorReply{api::Errc::storage_full, "m", 0}}).status, 507u);
+  EXPECT_EQ(render_reply(Reply{ErrorReply{api::Errc::overloaded, "m", 1}}).status, 429u);
 }
 
 }  // namespace

@@ -391,7 +391,7 @@ TEST(ObservabilityRender, EveryFamilyOnceAndTheAnswerIsPlainText) {
   MetricsReply m;
   m.role = "candidate";
   m.term = 7;
-  m.traffic.errors = {{"no_leader", 2}, {"timeout", 1}};
+  m.traffic.errors = {{api::Errc::no_leader, 2}, {api::Errc::timeout, 1}};
   m.queues.push_back(QueueMetrics{"a\nb", "ns", "t", 2, 10, 4, 1, 0});
   m.groups_known = true;
   m.groups.push_back(GroupLagMetrics{"a\nb", "g\"1", 4, 30, 2});

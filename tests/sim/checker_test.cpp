@@ -75,7 +75,7 @@ class CheckerTest : public ::testing::Test {
     PopReply r;
     r.queue = "qa";
     r.group = "g1";
-    r.lease_id = make_uuid_v7(1, lease, lease);
+    r.lease_id = LeaseId{make_uuid_v7(1, lease, lease)};
     r.messages.push_back(m);
     return r;
   }
@@ -198,7 +198,7 @@ TEST_F(CheckerTest, ATransactionIdAnsweredQueuedTwiceIsStoredTwice) {
 // A request id answered twice (the first answer lost) must get the same outcome.
 TEST_F(CheckerTest, ARequestIdRetriedGetsTheFirstOutcome) {
   PushCmd a = push("a");
-  RequestId rid = make_uuid_v7(1, 7, 7);
+  RequestId rid{make_uuid_v7(1, 7, 7)};
   checker_.push_submitted(1, a);
   checker_.push_answered(1, a, queued(a, 0), &rid, /*lost=*/true);
   checker_.push_answered(1, a, queued(a, 0), &rid, false);

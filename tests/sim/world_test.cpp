@@ -31,7 +31,7 @@ CommandEnvelope push_one(SimWorld& w, const std::string& txn) {
   it.message_id = make_uuid_v7(w.node_now_us(0) / 1000, txn.size(), 99);
   it.payload = "{}";
   CommandEnvelope env;
-  env.request_id = make_uuid_v7(w.node_now_us(0) / 1000, 1, txn.size());
+  env.request_id = RequestId{make_uuid_v7(w.node_now_us(0) / 1000, 1, txn.size())};
   env.deadline_ms = w.node_now_us(0) / 1000 + 5000;
   env.command = PushCmd{{it}};
   return env;

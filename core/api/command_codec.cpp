@@ -1,10 +1,10 @@
-#include "core/node/command_codec.h"
+#include "core/api/command_codec.h"
 
 #include <limits>
 #include <type_traits>
 #include <variant>
 
-#include "core/node/command_walk.h"
+#include "core/api/walk.h"
 
 namespace queen {
 namespace walks {
@@ -51,6 +51,8 @@ struct Put {
       w.i64(v);
     } else if constexpr (is_strong_id<T>::value) {
       field(v.value);
+    } else if constexpr (std::is_base_of_v<Uuid, T>) {  // LeaseId, RequestId
+      field(static_cast<Uuid&>(v));
     } else {
       walks::walk(*this, v);
     }
@@ -111,6 +113,8 @@ struct Get {
       v = static_cast<T>(x);
     } else if constexpr (is_strong_id<T>::value) {
       field(v.value);
+    } else if constexpr (std::is_base_of_v<Uuid, T>) {  // LeaseId, RequestId
+      field(static_cast<Uuid&>(v));
     } else {
       walks::walk(*this, v);
     }
@@ -188,7 +192,7 @@ Bytes encode_reply(const Reply& reply) {
   bool refused = false;
   Bytes out = put(kReplyTag, const_cast<Reply&>(reply).body, &refused);
   if (!refused) return out;
-  Reply error{ErrorReply{500, "internal", "this answer is not forwarded", 0, 0}};
+  Reply error{ErrorReply{api::Errc::internal, "this answer is not forwarded", 0, 0}};
   return put(kReplyTag, error.body, &refused);
 }
 

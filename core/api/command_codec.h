@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "core/api/replies.h"
 #include "core/common/bytes.h"
-#include "core/node/command.h"
 
 namespace queen {
 

@@ -1,14 +1,17 @@
-// One walk over the fields of every command and reply struct (command.h), in declaration
+// One walk over the fields of every command and reply struct (core/api), in declaration
 // order: `walk(c, x)` calls `c(x.field1, x.field2, ...)` once with every field of x. The
 // command codec encodes and decodes through it; tests count the fields it names against the
 // struct's members, so a field added to a struct and left out here fails a test.
 #pragma once
 
-#include "core/node/command.h"
+#include "core/api/replies.h"
 
 namespace queen::walks {
 
 // The last value of each enum a walk meets, so a decoder can refuse a byte past it.
+constexpr api::Errc enum_last(api::Errc) {
+  return api::kErrcLast;
+}
 constexpr SubscriptionMode enum_last(SubscriptionMode) {
   return SubscriptionMode::from_time;
 }
@@ -223,7 +226,7 @@ void walk(C& c, TraceQueryCmd& x) {
 
 template <class C>
 void walk(C& c, ErrorReply& x) {
-  c(x.http_status, x.code, x.message, x.retry_after_s, x.leader);
+  c(x.code, x.message, x.retry_after_s, x.leader);
 }
 template <class C>
 void walk(C& c, PushResult& x) {
