@@ -162,33 +162,206 @@ std::string short_id(const Uuid& id) {
   return strf("%02x%02x%02x%02x", id.bytes[12], id.bytes[13], id.bytes[14], id.bytes[15]);
 }
 
+namespace {
+
+using ull = unsigned long long;
+
+// One overload per command kind and per reply kind (std::visit below: a kind without one
+// does not compile).
+std::string of(const PushCmd& c) {
+  return describe_push(c);
+}
+std::string of(const PopCmd& c) {
+  return describe_pop(c);
+}
+std::string of(const AckCmd& c) {
+  return describe_ack(c);
+}
+std::string of(const ConfigureCmd& c) {
+  return "configure " + c.queue;
+}
+std::string of(const TxnCmd& c) {
+  return describe_txn(c);
+}
+std::string of(const HealthCmd&) {
+  return "health";
+}
+std::string of(const DlqQueryCmd& c) {
+  return "dlq-query " + c.queue;
+}
+std::string of(const KvCmd& c) {
+  std::string s = strf("kv n=%zu [", c.ops.size());
+  for (const KvOp& op : c.ops)
+    s += strf(" %d:%s/%s", static_cast<int>(op.op), op.ns.c_str(), op.key.c_str());
+  return s + " ]";
+}
+std::string of(const LockCmd& c) {
+  std::string s = strf("locks n=%zu [", c.ops.size());
+  for (const LockOp& op : c.ops) s += strf(" %d:%s", static_cast<int>(op.op), op.name.c_str());
+  return s + " ]";
+}
+std::string of(const TimerCmd& c) {
+  std::string s = strf("timers n=%zu [", c.ops.size());
+  for (const TimerOp& op : c.ops)
+    s += strf(" %d:%s/%s", static_cast<int>(op.op), op.queue.c_str(), op.timer_key.c_str());
+  return s + " ]";
+}
+std::string of(const TimerQueryCmd& c) {
+  return strf("timer-query %d %s", static_cast<int>(c.kind), c.queue.c_str());
+}
+std::string of(const LeaseExtendCmd& c) {
+  return strf("lease-extend L%s %llds", short_id(c.lease_id).c_str(),
+              static_cast<long long>(c.seconds));
+}
+std::string of(const GroupListCmd& c) {
+  return c.lagging_min_s ? "groups lagging" : "groups";
+}
+std::string of(const GroupDetailsCmd& c) {
+  return "group " + c.group;
+}
+std::string of(const GroupDeleteCmd& c) {
+  return "group-delete " + c.group + " " + c.queue;
+}
+std::string of(const SeekCmd& c) {
+  return strf("seek %s %s/%s %s", c.group.c_str(), c.queue.c_str(), c.partition.c_str(),
+              c.to_end ? "end" : "time");
+}
+std::string of(const SubscriptionCmd& c) {
+  return "subscription " + c.group;
+}
+std::string of(const DlqReplayCmd& c) {
+  return strf("dlq-replay %llu", static_cast<ull>(c.dlq_id));
+}
+std::string of(const QueueListCmd&) {
+  return "queues";
+}
+std::string of(const QueueGetCmd& c) {
+  return "queue " + c.queue;
+}
+std::string of(const QueueDeleteCmd& c) {
+  return "queue-delete " + c.queue;
+}
+std::string of(const MessageGetCmd& c) {
+  return strf("message p%llu:%s", static_cast<ull>(c.partition_id.value), c.transaction_id.c_str());
+}
+std::string of(const MessageBrowseCmd& c) {
+  return "browse " + c.queue;
+}
+std::string of(const MetricsCmd&) {
+  return "metrics";
+}
+std::string of(const MessageDeleteCmd& c) {
+  return strf("message-delete p%llu:%s", static_cast<ull>(c.partition_id.value),
+              c.transaction_id.c_str());
+}
+std::string of(const TraceRecordCmd& c) {
+  return strf("trace p%llu:%s", static_cast<ull>(c.partition_id.value), c.transaction_id.c_str());
+}
+std::string of(const TraceQueryCmd& c) {
+  return strf("trace-query %d", static_cast<int>(c.kind));
+}
+std::string of(const MaintenanceCmd& c) {
+  return strf("maintenance %s %d", c.pop ? "pop" : "push", c.enabled ? int(*c.enabled) : -1);
+}
+std::string of(const FetchCmd& c) {
+  return strf("fetch n=%zu", c.entries.size());
+}
+std::string of(const FetchOffsetsCmd& c) {
+  return strf("fetch-offsets n=%zu", c.entries.size());
+}
+std::string of(const PartitionsChangedCmd& c) {
+  return "partitions-changed " + c.queue;
+}
+
+std::string of(const ErrorReply& r) {
+  return strf("error %d %s", static_cast<int>(r.code), r.message.c_str());
+}
+std::string of(const PushReply& r) {
+  return describe_push_reply(r);
+}
+std::string of(const PopReply& r) {
+  return describe_pop_reply(r);
+}
+std::string of(const AckReply& r) {
+  return describe_ack_reply(r);
+}
+std::string of(const ConfigureReply& r) {
+  return strf("configure-reply %s q%llu", r.queue.c_str(), static_cast<ull>(r.queue_id.value));
+}
+std::string of(const TxnReply& r) {
+  return describe_txn_reply(r);
+}
+std::string of(const HealthReply& r) {
+  return "health-reply " + r.role;
+}
+std::string of(const DlqReply& r) {
+  return strf("dlq-reply n=%zu", r.records.size());
+}
+std::string of(const KvReply& r) {
+  return strf("kv-reply %s n=%zu", r.ok ? "ok" : r.kv_reason.c_str(), r.results.size());
+}
+std::string of(const LockReply& r) {
+  std::string s = "locks-reply [";
+  for (const LockResult& x : r.results) s += strf(" %s:%d", x.name.c_str(), x.ok ? 1 : 0);
+  return s + " ]";
+}
+std::string of(const TimerReply& r) {
+  std::string s = "timers-reply [";
+  for (const TimerResult& x : r.results) s += " " + x.status;
+  return s + " ]";
+}
+std::string of(const TimerQueryReply& r) {
+  return strf("timer-query-reply n=%zu count=%llu", r.timers.size(), static_cast<ull>(r.count));
+}
+std::string of(const LeaseExtendReply& r) {
+  return strf("lease-extend-reply %d", r.success ? 1 : 0);
+}
+std::string of(const GroupsReply& r) {
+  return strf("groups-reply n=%zu", r.groups.size());
+}
+std::string of(const GroupChangeReply& r) {
+  return strf("group-change-reply %s %s n=%llu", r.group.c_str(), r.queue.c_str(),
+              static_cast<ull>(r.partitions));
+}
+std::string of(const DlqReplayReply& r) {
+  return strf("dlq-replay-reply %d %s", r.success ? 1 : 0, r.error.c_str());
+}
+std::string of(const QueuesReply& r) {
+  return strf("queues-reply n=%zu", r.queues.size());
+}
+std::string of(const MessagesReply& r) {
+  return strf("messages-reply n=%zu", r.messages.size());
+}
+std::string of(const MetricsReply&) {
+  return "metrics-reply";
+}
+std::string of(const MessageDeleteReply& r) {
+  return strf("message-delete-reply %d", r.deleted ? 1 : 0);
+}
+std::string of(const TraceReply& r) {
+  return strf("trace-reply n=%zu names=%zu", r.traces.size(), r.names.size());
+}
+std::string of(const MaintenanceReply& r) {
+  return strf("maintenance-reply push=%d pop=%d", r.push ? 1 : 0, r.pop ? 1 : 0);
+}
+std::string of(const FetchReply& r) {
+  return strf("fetch-reply n=%zu", r.entries.size());
+}
+std::string of(const FetchOffsetsReply& r) {
+  return strf("fetch-offsets-reply n=%zu", r.entries.size());
+}
+std::string of(const PartitionsChangedReply& r) {
+  return strf("partitions-changed-reply n=%zu", r.partitions.size());
+}
+
+}  // namespace
+
 std::string describe(const Command& command) {
-  if (const auto* c = std::get_if<PushCmd>(&command)) return describe_push(*c);
-  if (const auto* c = std::get_if<PopCmd>(&command)) return describe_pop(*c);
-  if (const auto* c = std::get_if<AckCmd>(&command)) return describe_ack(*c);
-  if (const auto* c = std::get_if<ConfigureCmd>(&command)) return "configure " + c->queue;
-  if (const auto* c = std::get_if<TxnCmd>(&command)) return describe_txn(*c);
-  if (std::holds_alternative<HealthCmd>(command)) return "health";
-  if (const auto* c = std::get_if<DlqQueryCmd>(&command)) return "dlq-query " + c->queue;
-  return strf("command#%zu", command.index());
+  return std::visit([](const auto& c) { return of(c); }, command);
 }
 
 std::string describe(const Reply& reply) {
-  const auto& b = reply.body;
-  if (const auto* r = std::get_if<ErrorReply>(&b)) {
-    return strf("error %d", static_cast<int>(r->code));
-  }
-  if (const auto* r = std::get_if<PushReply>(&b)) return describe_push_reply(*r);
-  if (const auto* r = std::get_if<PopReply>(&b)) return describe_pop_reply(*r);
-  if (const auto* r = std::get_if<AckReply>(&b)) return describe_ack_reply(*r);
-  if (const auto* r = std::get_if<ConfigureReply>(&b)) {
-    return strf("configure-reply %s q%llu", r->queue.c_str(),
-                static_cast<unsigned long long>(r->queue_id.value));
-  }
-  if (const auto* r = std::get_if<TxnReply>(&b)) return describe_txn_reply(*r);
-  if (const auto* r = std::get_if<HealthReply>(&b)) return "health-reply " + r->role;
-  if (const auto* r = std::get_if<DlqReply>(&b)) return strf("dlq-reply n=%zu", r->records.size());
-  return strf("reply#%zu", b.index());
+  return std::visit([](const auto& r) { return of(r); }, reply.body);
 }
 
 }  // namespace queen::sim

@@ -1,0 +1,446 @@
+// Administration, maintenance, traces, metrics, DLQ replay, queue listings and reads.
+#include "core/node/node_impl.h"
+
+namespace queen {
+
+// -------------------------------------------------------------- administration
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, LeaseExtendCmd& x) {
+  LeaseExtendReply r = engine.extend(x, env.now_us());
+  if (r.success) return answer_after_checkpoint(h, Reply{std::move(r)});
+  send(Parked{h, Reply{std::move(r)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupListCmd& x) {
+  int64_t now_us = env.now_us();
+  if (!x.lagging_min_s) return send(Parked{h, Reply{engine.groups("", now_us)}});
+  GroupsReply r = engine.groups("", now_us, /*details=*/true);
+  for (GroupView& g : r.groups)
+    std::erase_if(g.partitions, [&](const GroupPartitionView& p) {
+      return p.offset_lag == 0 || p.time_lag_s <= *x.lagging_min_s;
+    });
+  r.lagging = true;
+  send(Parked{h, Reply{std::move(r)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDetailsCmd& x) {
+  send(Parked{h, Reply{engine.groups(x.group, env.now_us())}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDeleteCmd& x) {
+  answer_after_checkpoint(h, Reply{engine.delete_group(x)});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, SeekCmd& x) {
+  if (!store.queue(x.queue))
+    return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x.queue)});
+  answer_after_checkpoint(h, Reply{engine.seek(x)});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, SubscriptionCmd& x) {
+  answer_after_checkpoint(h, Reply{engine.update_subscription(x)});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, DlqReplayCmd& x) {
+  replay_dlq(h, x);
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueListCmd& x) {
+  send(Parked{h, Reply{queues(x, "")}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueGetCmd& x) {
+  QueuesReply r = queues(QueueListCmd{}, x.queue);
+  if (r.queues.empty())
+    return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x.queue)});
+  send(Parked{h, Reply{std::move(r)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueDeleteCmd& x) {
+  if (!planner.plan_delete_queue(x.queue, &open))  // nothing to delete: answered as such
+    return send(Parked{h, Reply{GroupChangeReply{"", x.queue, 0, false}}});
+  park_planned(h, Reply{GroupChangeReply{"", x.queue, 0, true}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MessageGetCmd& x) {
+  send(Parked{h, Reply{reads.message(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MessageBrowseCmd& x) {
+  send(Parked{h, Reply{reads.browse(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MessageDeleteCmd& x) {
+  delete_message(h, x);
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, TraceRecordCmd& x) {
+  record_trace(h, x);
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, TraceQueryCmd& x) {
+  send(Parked{h, Reply{traces(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MaintenanceCmd& x) {
+  handle_maintenance(h, x);
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, FetchCmd& x) {
+  send(Parked{h, Reply{reads.fetch(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, FetchOffsetsCmd& x) {
+  send(Parked{h, Reply{reads.fetch_offsets(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, PartitionsChangedCmd& x) {
+  send(Parked{h, Reply{reads.partitions_changed(x)}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, HealthCmd&) {
+  Node::RaftView v = raft_view();
+  HealthReply r{v.role,
+                config.node_id,
+                v.leader,
+                v.leader != 0 && (!cluster || cluster->writable || v.leader != config.node_id),
+                v.term,
+                v.commit,
+                v.applied,
+                store.queues().size(),
+                store.partitions().size()};
+  env.reply(h, Reply{r});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MetricsCmd&) {
+  send(Parked{h, Reply{metrics(raft_view(), env.now_us())}});
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, DlqQueryCmd& x) {
+  env.reply(h, Reply{reads.dlq(x)});
+}
+
+Node::RaftView NodeImpl::raft_view() const {
+  const NodeImpl& n = *this;
+  Node::RaftView v;
+  v.applied = n.store.applied().value;
+  v.applied_chain = n.applied_chain;
+  if (!n.cluster) {
+    v.term = 1;
+    v.leader = n.config.node_id;
+    v.commit = n.commit;
+    v.last_index = n.last_written;
+    v.writable = n.serving && !n.stopped;
+    return v;
+  }
+  const raft::Raft& r = *n.cluster->raft;
+  static constexpr const char* kRoles[] = {"follower", "pre_candidate", "candidate", "leader"};
+  v.role = kRoles[static_cast<int>(r.role())];
+  v.term = r.term().value;
+  v.leader = r.leader() ? r.leader()->value : 0;
+  v.commit = std::max(r.commit().value, n.commit);
+  v.last_index = r.last_index().value;
+  v.writable = n.cluster->writable;
+  return v;
+}
+
+MaintenanceReply NodeImpl::maintenance_reply(const Maintenance& m) const {
+  return MaintenanceReply{m.push, m.pop, m.push ? reads.created_since(m.push_since_us) : 0};
+}
+
+// A read answers the switches as applied; a switch is a KV write of their row.
+void NodeImpl::handle_maintenance(ReplyHandle h, const MaintenanceCmd& cmd) {
+  Maintenance m = maintenance_of(store);
+  if (!cmd.enabled) return send(Parked{h, Reply{maintenance_reply(m)}});
+  bool& flag = cmd.pop ? m.pop : m.push;
+  if (flag == *cmd.enabled) return send(Parked{h, Reply{maintenance_reply(m)}});
+  flag = *cmd.enabled;
+  if (!cmd.pop) m.push_since_us = m.push ? env.now_us() : 0;
+  KvOp put;
+  put.op = KvOpKind::put;
+  put.ns = kSystemNamespace;
+  put.key = kMaintenanceKey;
+  put.value = encode_maintenance(m);
+  put.forever = true;
+  KvScratch scratch;
+  kv.run({put}, env.now_us(), &scratch);
+  kv.commit(std::move(scratch), &open);
+  ++open.commands;
+  park_planned(h, Reply{maintenance_reply(m)});
+}
+
+void NodeImpl::record_trace(ReplyHandle h, const TraceRecordCmd& cmd) {
+  const PartitionState* p = store.partition(cmd.partition_id);
+  if (!p || !live_message(*p, cmd.txn_hash))
+    return send(Parked{h, error_reply(api::Errc::not_found, "Message not found")});
+  open.entry.effects.push_back(EffTrace{cmd.trace_id, cmd.partition_id, cmd.transaction_id,
+                                        cmd.event_type, cmd.data, cmd.group, cmd.worker_id,
+                                        cmd.names});
+  ++open.commands;
+  TraceReply reply;
+  reply.recorded = cmd.trace_id;
+  park_planned(h, Reply{std::move(reply)});
+}
+
+TraceView NodeImpl::trace_view(const TraceRow& row) {
+  const EffTrace& t = row.trace;
+  return TraceView{t.id,        t.pid,   t.transaction_id, t.event_type, t.data, t.group,
+                   t.worker_id, t.names, row.created_us,   {},           {},     {}};
+}
+
+// The trace's message: its queue and partition names and payload (empty when gone).
+void NodeImpl::locate(TraceView* v) {
+  const PartitionState* p = store.partition(v->partition_id);
+  if (!p) return;
+  v->partition = p->name;
+  if (const QueueState* q = store.queue(p->queue)) v->queue = q->name;
+  XXH128_hash_t hh = XXH3_128bits(v->transaction_id.data(), v->transaction_id.size());
+  auto o = live_message(*p, Hash128{hh.low64, hh.high64});
+  if (!o) return;
+  auto msgs = read(p->id, *o, 1);
+  if (msgs.ok() && !msgs.value().empty()) v->payload = std::move(msgs.value().front().payload);
+}
+
+TraceReply NodeImpl::traces(const TraceQueryCmd& cmd) {
+  TraceReply reply;
+  reply.kind = cmd.kind;
+  reply.limit = cmd.limit;
+  reply.offset = cmd.offset;
+  if (cmd.kind == TraceQueryKind::names) return trace_names(cmd, std::move(reply));
+  for (const TraceRow& row : store.traces()) {
+    const EffTrace& t = row.trace;
+    bool match = cmd.kind == TraceQueryKind::message
+                     ? t.pid == cmd.partition_id && t.transaction_id == cmd.transaction_id
+                     : std::find(t.names.begin(), t.names.end(), cmd.name) != t.names.end();
+    if (!match) continue;
+    ++reply.total;
+    if (cmd.kind == TraceQueryKind::by_name &&
+        (reply.total <= cmd.offset || reply.traces.size() >= cmd.limit))
+      continue;
+    reply.traces.push_back(trace_view(row));
+    if (cmd.kind == TraceQueryKind::by_name) locate(&reply.traces.back());
+  }
+  return reply;
+}
+
+TraceReply NodeImpl::trace_names(const TraceQueryCmd& cmd, TraceReply reply) {
+  std::map<std::string, TraceNameView> by_name;
+  std::map<std::string, std::set<std::pair<uint64_t, std::string>>> messages;
+  for (const TraceRow& row : store.traces()) {
+    for (const std::string& n : row.trace.names) {
+      TraceNameView& v = by_name[n];
+      v.name = n;
+      ++v.traces;
+      v.last_seen_us = std::max(v.last_seen_us, row.created_us);
+      messages[n].emplace(row.trace.pid.value, row.trace.transaction_id);
+    }
+  }
+  reply.total = by_name.size();
+  uint64_t i = 0;
+  for (auto& [name, v] : by_name) {
+    if (i++ < cmd.offset || reply.names.size() >= cmd.limit) continue;
+    v.messages = messages[name].size();
+    reply.names.push_back(std::move(v));
+  }
+  return reply;
+}
+
+// The first message of the partition with this transactionId that is not deleted.
+std::optional<Offset> NodeImpl::live_message(const PartitionState& p,
+                                             const Hash128& txn_hash) const {
+  return reads.live_message(p, txn_hash);
+}
+
+// Whether a delete of this message is planned but not applied yet (a second one answers
+// "not found", as it will once the first applies). Deletes are rare: a scan will do.
+bool NodeImpl::delete_planned(PartitionId pid, Offset o) const {
+  auto in = [&](const Entry& e) {
+    return std::any_of(e.effects.begin(), e.effects.end(), [&](const Effect& eff) {
+      const auto* d = std::get_if<EffMessageDelete>(&eff);
+      return d && d->pid == pid && d->offset == o;
+    });
+  };
+  if (in(open.entry)) return true;
+  for (const Entry& e : sealed)
+    if (in(e)) return true;
+  for (const auto& [index, f] : inflight)
+    if (in(f.entry)) return true;
+  return false;
+}
+
+void NodeImpl::delete_message(ReplyHandle h, const MessageDeleteCmd& cmd) {
+  MessageDeleteReply reply{false, cmd.partition_id, cmd.transaction_id};
+  const PartitionState* p = store.partition(cmd.partition_id);
+  std::optional<Offset> o = p ? live_message(*p, cmd.txn_hash) : std::nullopt;
+  if (!o || delete_planned(p->id, *o)) return send(Parked{h, Reply{std::move(reply)}});
+  open.entry.effects.push_back(EffMessageDelete{p->queue, p->id, *o});
+  ++open.commands;
+  reply.deleted = true;
+  park_planned(h, Reply{std::move(reply)});
+}
+
+// Counts an answer leaving the node thread, by kind (TrafficCounters).
+void NodeImpl::count_answer(const Reply& r) {
+  TrafficCounters& t = traffic;
+  if (const auto* e = std::get_if<ErrorReply>(&r.body)) {
+    ++t.errors[e->code];
+  } else if (const auto* push = std::get_if<PushReply>(&r.body)) {
+    if (push->refused) {
+      ++t.errors[push->refused->code];
+      return;
+    }
+    ++t.push_requests;
+    for (const PushResult& x : push->results) {
+      if (x.status == PushStatus::queued) ++t.push_queued;
+      if (x.status == PushStatus::duplicate) ++t.push_duplicates;
+      if (x.status == PushStatus::error) ++t.push_failed;
+    }
+  } else if (const auto* pop = std::get_if<PopReply>(&r.body)) {
+    ++(pop->messages.empty() ? t.pop_empty : t.pop_delivered);
+    t.pop_messages += pop->messages.size();
+  } else if (const auto* ack = std::get_if<AckReply>(&r.body)) {
+    for (const AckResult& a : ack->results) ++(a.success ? t.ack_success : t.ack_failed);
+  } else if (const auto* txn = std::get_if<TxnReply>(&r.body)) {
+    ++(txn->success ? t.txn_committed : t.txn_rolled_back);
+  } else if (const auto* del = std::get_if<MessageDeleteReply>(&r.body)) {
+    t.messages_deleted += del->deleted ? 1 : 0;
+  }
+}
+
+// Answered on any node (like /health): a follower reports its own view and no group lag.
+MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
+  MetricsReply m;
+  m.node_id = config.node_id;
+  m.role = v.role;
+  m.leader = v.leader;
+  m.term = v.term;
+  m.commit_index = v.commit;
+  m.applied_index = v.applied;
+  m.last_index = v.last_index;
+  m.writable = v.writable;
+  m.inflight_entries = inflight.size() + sealed.size();
+  m.entries_committed = stats.entries_committed;
+  m.syncs = stats.syncs;
+  m.checkpoints = stats.checkpoints;
+  m.lease_expiries = engine.stats().lease_expiries;
+  m.redeliveries = engine.stats().redeliveries;
+  m.dlq_moves = engine.stats().dlq_moves;
+  m.entries_read_back = stats.entries_read_back;
+  m.store_checkpoints = stats.store_checkpoints;
+  m.log_files_reclaimed = stats.log_files_reclaimed;
+  m.snapshots_sent = stats.snapshots_sent;
+  m.snapshots_installed = stats.snapshots_installed;
+  m.raft_messages_refused = stats.raft_messages_refused;
+  m.recovered_entries = stats.recovered_entries;
+  m.torn_tails_cut = stats.torn_tails_cut;
+  const DedupStats& dedup = planner.dedup().stats();
+  m.dedup_checks = dedup.checks;
+  m.dedup_duplicates = dedup.duplicates;
+  m.dedup_ring_candidates = dedup.candidates;
+  m.dedup_cold_scans = dedup.exact_scans;
+  m.dedup_ring_bytes = planner.dedup().ring_bytes();
+  m.traffic = traffic;
+  for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
+    QueueMetrics qm;
+    qm.queue = q.name;
+    qm.ns = q.options.ns;
+    qm.task = q.options.task;
+    qm.partitions = q.partition_count;
+    qm.messages = q.messages;
+    qm.depth = q.pending;
+    qm.dlq = q.dlq;
+    if (const QueueState* qs = store.queue(q.id))
+      for (const auto& named : qs->partitions)
+        qm.deleted += store.partition(named.second)->deleted.size();
+    m.queues.push_back(std::move(qm));
+  }
+  std::sort(m.queues.begin(), m.queues.end(),
+            [](const QueueMetrics& a, const QueueMetrics& b) { return a.queue < b.queue; });
+  m.groups_known = v.writable;
+  if (m.groups_known) {
+    for (const GroupView& g : engine.groups("", now_us).groups)
+      m.groups.push_back(
+          GroupLagMetrics{g.queue, g.group, g.total_lag, g.max_time_lag_s, g.partitions_with_lag});
+    std::sort(m.groups.begin(), m.groups.end(), [](const auto& a, const auto& b) {
+      return a.queue != b.queue ? a.queue < b.queue : a.group < b.group;
+    });
+  }
+  return m;
+}
+
+void NodeImpl::replay_dlq(ReplyHandle h, const DlqReplayCmd& named) {
+  DlqReplayReply reply;
+  DlqReplayCmd cmd = named;
+  if (cmd.dlq_id == 0 && !cmd.listed_id.is_nil())
+    cmd.dlq_id = reads.dlq_id_of(cmd.listed_id).value_or(0);
+  else if (cmd.dlq_id == 0)
+    cmd.dlq_id = reads.dlq_id_at(cmd.partition_id, cmd.txn_hash).value_or(0);
+  QueueId qid;
+  const DlqEntry* d = store.dlq_entry(cmd.dlq_id, &qid);
+  if (!d) {
+    reply.error = named.dlq_id != 0 ? "no dead letter " + std::to_string(named.dlq_id)
+                  : !named.listed_id.is_nil()
+                      ? "no dead letter with id " + uuid_to_string(named.listed_id)
+                      : "the message has no dead letter";
+    return send(Parked{h, Reply{std::move(reply)}});
+  }
+  PushItem item;
+  if (d->timer) {  // a dead timer's letter carries its message
+    item.queue = store.queue(qid)->name;
+    item.partition = d->timer->partition;
+    item.payload = d->timer->payload;
+    item.payload_sealed = looks_sealed(item.payload);
+  } else {
+    auto msgs = read(d->pid, d->offset, 1);
+    if (!msgs.ok() || msgs.value().empty()) {
+      reply.error = "the dead letter's message is gone";
+      return send(Parked{h, Reply{std::move(reply)}});
+    }
+    item.queue = msgs.value().front().queue;
+    item.partition = msgs.value().front().partition;
+    item.payload = std::move(msgs.value().front().payload);
+  }
+  item.transaction_id = "dlq:" + std::to_string(cmd.dlq_id);
+  XXH128_hash_t hh = XXH3_128bits(item.transaction_id.data(), item.transaction_id.size());
+  item.txn_hash = Hash128{hh.low64, hh.high64};
+  item.message_id = cmd.message_id;
+  std::vector<PushItem> items;
+  items.push_back(std::move(item));
+  PushReply pushed = planner.plan_push(std::move(items), env.now_us(), &open);
+  if (pushed.refused) return send(Parked{h, Reply{*pushed.refused}});  // the letter stays
+  reply.push = pushed.results.at(0);
+  open.entry.effects.push_back(EffDlqRemove{qid, cmd.dlq_id});
+  reply.success = true;
+  park_planned(h, Reply{std::move(reply)});
+}
+
+QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only) {
+  QueuesReply reply;
+  for (const auto& [id, q] : store.queues()) {
+    if (!only.empty() && q.name != only) continue;
+    if (!filter.ns.empty() && q.options.ns != filter.ns) continue;
+    if (!filter.task.empty() && q.options.task != filter.task) continue;
+    QueueView v;
+    v.name = q.name;
+    v.id = q.id;
+    v.options = q.options;
+    v.created_us = q.created_us;
+    v.partition_count = static_cast<uint32_t>(q.partitions.size());
+    for (const auto& [name, pid] : q.partitions) {
+      PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
+      v.messages += ps.total;
+      v.pending += ps.pending + ps.processing;
+      v.processing += ps.processing;
+      if (!only.empty()) v.partitions.push_back(std::move(ps));
+    }
+    if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
+    reply.queues.push_back(std::move(v));
+  }
+  return reply;
+}
+
+// -------------------------------------------------------------- reads
+Result<std::vector<PopMessage>> NodeImpl::read(PartitionId pid, Offset from, uint32_t max) {
+  return reads.read(pid, from, max);
+}
+
+}  // namespace queen

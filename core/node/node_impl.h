@@ -1,0 +1,604 @@
+// The node's state and the handlers over it, shared by the files that implement it (one
+// concern each): node_pipeline.cpp (entries from open to committed, answers, request ids,
+// the work after every event), node_raft.cpp (the replicated log and leadership),
+// node_checkpoints.cpp (store checkpoints and log reclamation), node_snapshots.cpp (snapshot
+// transfer), node_polls.cpp (long polls), node_handlers.cpp (one handler per command kind),
+// node_admin.cpp (administration, traces, metrics and reads) and node.cpp (the Node's
+// events). Internal to core/node: the Node (core/node/node.h) is the interface.
+#pragma once
+
+#include "core/node/node.h"
+
+#include <algorithm>
+#include <climits>
+#include <deque>
+#include <map>
+#include <set>
+
+#include <xxhash.h>
+
+#include "core/consume/engine.h"
+#include "core/kv/kv.h"
+#include "core/kv/locks.h"
+#include "core/kv/maintenance.h"
+#include "core/node/hard_state.h"
+#include "core/node/outcome.h"
+#include "core/node/snapshot.h"
+#include "core/node/store_reads.h"
+#include "core/planner/planner.h"
+#include "core/planner/retention.h"
+#include "core/qlog/log.h"
+#include "core/raft/raft.h"
+#include "core/seal/seal.h"
+#include "core/state/checkpoint.h"
+#include "core/state/store.h"
+#include "core/timers/timers.h"
+
+namespace queen {
+
+constexpr TimerId kFlushTimer = 1;
+constexpr TimerId kCheckpointTimer = 2;
+constexpr TimerId kWakeTimer = 3;
+constexpr TimerId kTimerTick = 4;
+constexpr TimerId kSweepTimer = 5;
+constexpr TimerId kRaftTick = 6;
+constexpr TimerId kCommitPersistTimer = 7;
+constexpr TimerId kStoreCheckpointTimer = 8;
+constexpr TimerId kRetentionTimer = 9;
+constexpr int64_t kClaimMarginMsMax = 250;
+// A store checkpoint waits for the log to grow by its own size, but at most this many
+// durable_every_ms intervals: a quiet node still checkpoints (and reclaims) now and then.
+constexpr int64_t kCheckpointIdleFactor = 30;
+// Deltas that weigh less than this in all never end their chain by their weight.
+constexpr uint64_t kChainDeltasLightBytes = 1u << 20;
+// Every checkpoint writes every row of the store's tables but the append rows (partitions,
+// cursors, request outcomes...), one at a time: each costs about as much to encode as this
+// many bytes of append rows, which go as runs of hashes.
+constexpr uint64_t kTableRowEncodeBytes = 1024;
+// A request outcome (a push's answer is a few runs of results) encodes in about a quarter of
+// that: 44 ns named by id in a delta, 58 ns in full, against 233 ns per KiB of append rows.
+constexpr uint64_t kOutcomeEncodeBytes = 256;
+// A snapshot chunk unanswered for this many Raft ticks is sent again; after this many
+// resends in a row the transfer is given up (Raft asks for a new one later).
+constexpr uint64_t kSnapshotResendTicks = 10;
+constexpr uint32_t kSnapshotResendsMax = 30;
+constexpr uint64_t kSnapshotWindow = 4;  // data chunks sent and not yet answered
+
+struct Parked {
+  ReplyHandle handle = 0;
+  Reply reply;
+};
+
+struct InFlight {
+  Entry entry;
+  WrittenEntry written;
+  uint32_t syncs_left = 0;
+};
+
+// The answer recorded for a request id, so a retry under it gets the first outcome.
+struct Outcome {
+  uint64_t index = 0;  // the entry that carries it
+  Reply reply;
+  int64_t at_ms = 0;
+};
+
+struct LongPoll {
+  ReplyHandle handle = 0;
+  PopCmd cmd;
+  int64_t stop_at_ms = 0;  // claims stop here: a margin before the caller's deadline
+};
+
+inline Reply error_reply(api::Errc code, std::string message, int retry_after_s = 0,
+                         uint64_t leader = 0) {
+  return Reply{ErrorReply{code, std::move(message), retry_after_s, leader}};
+}
+
+inline uint64_t env_random(void* env) {
+  return static_cast<Env*>(env)->random_u64();
+}
+
+// A running hash over the applied entries, so nodes can be compared entry by entry.
+inline uint64_t chain_hash(uint64_t chain, const Entry& e) {
+  Bytes b = encode_entry(e);
+  return XXH3_64bits_withSeed(b.data(), b.size(), chain);
+}
+
+// The encoded entries Raft replicates, by index: the tail of the log kept in memory within a
+// byte budget (entries already applied are dropped first). A follower that needs an entry
+// below what it holds cannot be caught up from here.
+class EntryCache final : public raft::LogView {
+ public:
+  explicit EntryCache(uint64_t bytes_max) : bytes_max_(bytes_max) {}
+
+  // Rebuilds an entry below what the cache holds from the log files (an applied one).
+  std::function<std::optional<raft::LogEntry>(uint64_t index)> fallback;
+
+  void put(LogIndex index, Term term, Bytes data) {
+    truncate_after(LogIndex(index.value - 1));
+    bytes_ += data.size();
+    entries_.emplace(index.value, raft::LogEntry{index, term, std::move(data)});
+  }
+  void truncate_after(LogIndex index) {
+    for (auto it = entries_.upper_bound(index.value); it != entries_.end();) {
+      bytes_ -= it->second.data.size();
+      it = entries_.erase(it);
+    }
+  }
+  void trim(uint64_t applied) {
+    while (bytes_ > bytes_max_ && !entries_.empty() && entries_.begin()->first <= applied) {
+      bytes_ -= entries_.begin()->second.data.size();
+      entries_.erase(entries_.begin());
+    }
+  }
+  std::vector<raft::LogEntry> entries(LogIndex from_exclusive, LogIndex to_inclusive,
+                                      uint64_t bytes_max) const override {
+    std::vector<raft::LogEntry> out;
+    uint64_t bytes = 0;
+    uint64_t want = from_exclusive.value + 1;
+    // Older than the cache: read back from the log files, one batch at a time.
+    while (fallback && want <= to_inclusive.value &&
+           (entries_.empty() || want < entries_.begin()->first)) {
+      auto e = fallback(want);
+      if (!e) return out;
+      if (!out.empty() && bytes + e->data.size() > bytes_max) return out;
+      bytes += e->data.size();
+      out.push_back(std::move(*e));
+      ++want;
+    }
+    if (!out.empty() && want <= to_inclusive.value && entries_.begin()->first != want) return out;
+    for (auto it = entries_.find(want); it != entries_.end() && it->first <= to_inclusive.value;
+         ++it, ++want) {
+      if (it->first != want) break;
+      if (!out.empty() && bytes + it->second.data.size() > bytes_max) break;
+      bytes += it->second.data.size();
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+ private:
+  uint64_t bytes_max_;
+  uint64_t bytes_ = 0;
+  std::map<uint64_t, raft::LogEntry> entries_;
+};
+
+// What a node of a cluster adds to a single node: Raft, the replicated tail, its hard state.
+struct Cluster {
+  explicit Cluster(uint64_t cache_bytes_max) : cache(cache_bytes_max) {}
+  EntryCache cache;
+  std::unique_ptr<raft::Raft> raft;
+  uint64_t commit = 0;   // the commit index Raft reported
+  uint64_t durable = 0;  // the own log is durable up to here
+  uint64_t written = 0;  // and written up to here
+  PersistedState persisted;
+  bool hs_file_exists[2] = {false, false};
+  std::set<uint64_t> hs_tokens;    // hard-state syncs in flight: messages wait for them
+  std::deque<raft::Message> held;  // messages waiting for the hard state to be durable
+  uint64_t lead_term = 0;          // the term this node leads in (0: not leading)
+  uint64_t lead_index = 0;         // its first entry of that term
+  bool writable = false;           // leads, and has applied an entry of its term
+  int64_t consume_from_ms = INT64_MAX;
+  bool persist_armed = false;
+  bool persist_again = false;  // a hard-state write waits for the one in flight
+};
+
+struct NodeImpl {
+  NodeImpl(Env& e, NodeConfig c)
+      : env(e),
+        config(c),
+        writer(e, c.segment_bytes, c.qlog_shards),
+        planner(e, store),
+        engine(e, store, config),
+        kv(store),
+        locks(kv),
+        timers(store),
+        reads(env, store) {}
+
+  Env& env;
+  NodeConfig config;
+  Store store;
+  LogWriter writer;
+  Planner planner;
+  Engine engine;
+  KvPlanner kv;
+  LockPlanner locks;
+  TimerPlanner timers;
+  StoreReads reads;
+  NodeStats stats;
+  TrafficCounters traffic;  // answers by kind, for /metrics/prometheus
+  bool serving = false;
+  bool stopped = false;
+
+  OpenEntry open;
+  std::deque<Entry> sealed;  // sealed, waiting for room in the pipeline
+  std::map<uint64_t, InFlight> inflight;
+  std::map<uint64_t, uint64_t> sync_tokens;  // token -> entry index
+  uint64_t next_token = 1;
+  uint64_t last_sealed = 0;
+  uint64_t last_written = 0;
+  uint64_t commit = 0;
+  int64_t last_entry_now_us = 0;
+
+  std::multimap<uint64_t, Parked> answers;  // sent once the entry at the key commits
+  std::vector<Parked> checkpoint_waiters;   // sent after the next checkpoint commits
+  std::set<ReplyHandle> cancelled;
+
+  std::map<RequestId, Outcome> outcomes;
+  std::deque<std::pair<int64_t, RequestId>> outcome_order;
+  RequestId current_request;  // of the command being handled
+
+  std::map<uint64_t, LongPoll> polls;
+  std::map<std::string, std::set<uint64_t>> polls_by_queue;
+  std::map<ReplyHandle, uint64_t> poll_of_handle;
+  std::set<std::pair<int64_t, uint64_t>> poll_deadlines;
+  uint64_t poll_seq = 0;
+
+  std::unique_ptr<Cluster> cluster;  // null on a single node
+  // Cluster: where entry i's records lie (at [i - 1]), to read it back for a follower.
+  struct EntryRecords {
+    RecordLocation record;
+    std::vector<RecordLocation> messages;
+  };
+  std::vector<EntryRecords> entry_records;
+  uint64_t applied_chain = 0;
+  std::set<uint64_t> dead_tokens;  // syncs of entries a truncation removed
+
+  // Store checkpoints: the durable ones the two newest need (their chains, oldest first;
+  // more while a snapshot is being sent) and the write in flight. Log files below the older
+  // of the two newest are reclaimed.
+  struct CheckpointFile {
+    LogIndex at;
+    LogIndex base;  // a delta's base; 0 for a full checkpoint
+    std::string file;
+    uint64_t size_bytes = 0;
+    std::vector<LogFileKey> refs;  // the log files its store points at (a snapshot ships them)
+    uint64_t log_bytes = 0;        // the log's growth since the checkpoint before it
+  };
+  std::deque<CheckpointFile> checkpoints;
+  uint64_t checkpoint_token = 0;  // 0: none in flight
+  CheckpointFile checkpoint_writing;
+  // (partition, base offset) of each append applied since the newest checkpoint was started:
+  // the rows the next delta checkpoint writes in full. Recovery replays entries without
+  // noting them, so the first checkpoint after a start is a full one.
+  std::vector<std::pair<PartitionId, Offset>> appended_since_checkpoint;
+  bool appends_noted = config.mutants.delta_after_recovery;
+  // Snapshots (core/node/snapshot.h). Leader: the transfers under way, by follower.
+  struct SnapshotSend {
+    SnapshotManifest manifest;
+    Bytes manifest_bytes;
+    uint64_t chunks = 0;    // data chunks (chunk 0, the manifest, not counted)
+    uint64_t acked = 0;     // the first chunk the follower has not answered
+    uint64_t sent_end = 0;  // chunks below this were sent
+    uint64_t rewound = 0;   // sent_end was last moved back to `acked` at this value of it
+    uint64_t sent_tick = 0;
+    uint32_t resends = 0;
+  };
+  std::map<uint64_t, SnapshotSend> snapshot_sends;
+  uint64_t raft_ticks = 0;
+  // Follower: the snapshot being received, staged under snap/.
+  struct SnapshotRecv {
+    uint64_t from = 0;
+    SnapshotManifest manifest;
+    uint64_t chunks = 0;
+    uint64_t next_seq = 1;
+    std::set<uint64_t> tokens;  // syncs in flight: the staged files, then the manifest
+    bool deciding = false;      // the manifest is being written
+    bool decided = false;       // it is durable: install once no sync is in flight
+  };
+  std::optional<SnapshotRecv> snapshot_recv;
+  bool restart_requested = false;  // installed: the Node restarts in place
+  uint64_t log_bytes_since_checkpoint = 0;
+  uint64_t last_full_checkpoint_bytes = 0;
+  uint64_t last_delta_bytes = 0;      // the newest delta's size, 0 before the first
+  uint64_t last_delta_log_bytes = 0;  // and the log's growth it covered
+  int64_t last_checkpoint_ms = 0;
+  Term applied_term;
+  bool require_next_entry = false;  // see load_store_checkpoint
+
+  bool flush_armed = false;
+  bool checkpoint_armed = false;
+  bool timer_tick_armed = false;
+  bool sweep_armed = false;
+  bool retention_armed = false;
+  RetentionScanner retention;
+  int64_t wake_at_ms = INT64_MAX;
+
+  // -------------------------------------------------------------- entries
+  void request_flush();
+
+  void seal();
+
+  int64_t stamp_now();
+
+  // Writes the entry to every log it touches and syncs them; it applies once durable (and,
+  // in a cluster, committed).
+  void write_entry(Entry e);
+
+  void write_sealed();
+
+  void on_flush();
+
+  void note_appends(const Entry& entry);
+
+  void commit_ready();
+
+  void send_answers();
+
+  void send(Parked p);
+
+  void park_at(uint64_t index, ReplyHandle h, Reply r);
+
+  // Parks the answer of a planned command at the entry that carries it, or at the last
+  // sealed entry when it planned nothing new (all duplicates, a no-op configure).
+  void park_planned(ReplyHandle h, Reply r);
+
+  // -------------------------------------------------------------- cluster (Raft)
+  // Leader: hands a sealed entry to Raft, which appends it at the next index.
+  bool propose(const Entry& e);
+
+  void process_ready();
+
+  // Writes Raft's hard state and the applied index (known committed) to the next slot. One
+  // write at a time: a second one waits, so a crash always leaves one durable slot.
+  void persist_state();
+
+  void on_state_synced(uint64_t token);
+
+  void send_message(raft::Message m);
+
+  // -------------------------------------------------------------- store checkpoints
+  // Loads the newest valid checkpoint into the store (before the log is replayed after it).
+  Status load_store_checkpoint(const std::vector<FileInfo>& files);
+
+  std::vector<LogFileKey> file_refs_now() const;
+
+  void arm_store_checkpoints();
+
+  void maybe_write_checkpoint();
+
+  // A guess at the work of checkpoint `c` in bytes, so that io may write a small one in place
+  // rather than in a copy of the process: a delta weighs as much as the newest delta did per
+  // byte of log (at least as much), a full one as the chain before it (its rows are there)
+  // and such a delta; each table row counts kTableRowEncodeBytes more and each request
+  // outcome kOutcomeEncodeBytes (rows made since the newest delta are in neither).
+  // UINT64_MAX when there is nothing to go by (no delta since the start).
+  uint64_t expected_checkpoint_bytes(const CheckpointFile& c) const;
+
+  // The size of the deltas after the full checkpoint at `root`, up to the newest.
+  uint64_t deltas_bytes(size_t root) const;
+
+  // The checkpoint the next one builds on, or 0 for a full one: a chain ends once its deltas
+  // weigh half as much as its full checkpoint and more than kChainDeltasLightBytes (a restart
+  // reads at most 1.5 times a full one, or 1 MiB more), or number config.checkpoint_deltas_max.
+  LogIndex delta_base() const;
+
+  void on_checkpoint_synced(bool ok);
+
+  // Where in `checkpoints` the chain of the one at `i` starts: its full checkpoint.
+  size_t chain_start(size_t i) const;
+
+  // Log files that hold nothing past `upto` and no payload the store (or the newest
+  // checkpoint, which a snapshot ships) points at. A leader keeps what a follower it heard
+  // from within QUEEN_RAFT_PURGE_HOLD_S still needs; one away longer gets a snapshot.
+  void reclaim_log_files(LogIndex upto);
+
+  void halt(const std::string& why);
+
+  // -------------------------------------------------------------- snapshots: leader
+  void start_snapshot_send(NodeId to, LogIndex at_least);
+
+  // The newest checkpoint (its chain) and the log files its store points at, cut after its entry.
+  Result<SnapshotManifest> build_manifest();
+
+  // Sends the chunks of the window not sent yet: the manifest alone until it is answered,
+  // then up to kSnapshotWindow unanswered data chunks (go-back-N: a resend starts over from
+  // the first unanswered one). False when the transfer had to be given up.
+  bool send_window(uint64_t to, SnapshotSend& s);
+
+  bool send_chunk(uint64_t to, SnapshotSend& s, uint64_t seq);
+
+  void abort_send(uint64_t to, const std::string& why);
+
+  void on_snapshot_ack(uint64_t from, const raft::Message& m);
+
+  void tick_snapshots();
+
+  // -------------------------------------------------------------- snapshots: follower
+  void answer_chunk(uint64_t to, const raft::Message& m, uint64_t next_seq);
+
+  // A message of a snapshot transfer (a chunk or its answer) for the snapshot at `index`.
+  void send_transfer(raft::MsgType type, uint64_t to, LogIndex index, Term term, Bytes data);
+
+  void on_snapshot_chunk(uint64_t from, const raft::Message& m);
+
+  void sync_staged();
+
+  // A staged snapshot that will not be installed: its files go, its syncs are ignored.
+  void discard_staged();
+
+  // Staged files synced: the manifest decides the install; once it is durable, install.
+  void on_staged_synced(uint64_t token, bool ok);
+
+  // Installs a decided snapshot once no sync of the old log is in flight; the Node then
+  // restarts in place from the files (start() finishes what this does not).
+  void maybe_install();
+
+  // Follower (or a new leader's first entry): writes what Raft appended to the own log.
+  void append_replicated(raft::LogEntry e);
+
+  // Raft overwrites the uncommitted suffix after `keep`: cut it from every log and answer
+  // what waited on it (it never took effect).
+  void truncate_log(uint64_t keep);
+
+  uint64_t leader_id() const;
+
+  Reply not_serving_reply() const;
+
+  // Answers not_leader (a retry) everything parked at an entry after `index`: never proposed, or
+  // cut.
+  void fail_answers_after(uint64_t index, const std::string& why);
+
+  void check_role();
+
+  // An entry of this leader's term has applied: everything before it is applied too, so the
+  // planner and the engine start from the committed store.
+  void become_writable();
+
+  void step_down();
+
+  bool consume_ok();
+
+  void persist_commit_later();
+
+  Status start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt);
+
+  // -------------------------------------------------------------- request ids
+  void expire_outcomes(int64_t now_ms);
+
+  void record_outcome(uint64_t index, const Reply& r);
+
+  // The outcomes the store holds (committed) replace what memory had: after a restart, or
+  // when this node starts to lead.
+  void load_outcomes();
+
+  // A retry under a request id already planned gets the first outcome, once it commits.
+  bool answer_known(ReplyHandle h, const RequestId& id, const Command& retried);
+
+  void after_plan();
+
+  // -------------------------------------------------------------- checkpoints
+  // The consumption engine's changed rows go into the open entry, and the pops and acks
+  // waiting for them are answered once it commits; true when there were rows.
+  bool take_checkpoint_into_open();
+
+  // The timer's checkpoint, for rows no entry sealed since took along (seal() takes them:
+  // under load they ride the next entry instead of waiting for the timer).
+  void on_checkpoint();
+
+  void answer_after_checkpoint(ReplyHandle h, Reply r);
+
+  // -------------------------------------------------------------- pops
+
+  void drop_poll(uint64_t seq);
+
+  void serve_polls(const std::string& queue);
+
+  void expire_polls(int64_t now_ms);
+
+  // -------------------------------------------------------------- after every event
+  void after_event();
+
+  // -------------------------------------------------------------- KV, locks, timers, txns
+  void handle_kv(ReplyHandle h, const KvCmd& cmd);
+
+  void handle_locks(ReplyHandle h, const LockCmd& cmd);
+
+  void handle_timers(ReplyHandle h, const TimerCmd& cmd);
+
+  void fire_timers();
+
+  // A fire refused (a clear payload for a queue encrypted since, and no key): the timer is
+  // retried after a backoff; the last allowed failure dead-letters it under __timer__.
+  void fire_failed(const TimerKey& key, TimerRow row, const std::string& error, int64_t now_us);
+
+  void sweep_kv();
+
+  void run_retention();
+
+  static TxnReply rollback(TxnReply r, std::string reason, std::string error);
+
+  // Every item the transaction pushes, in order: one operation's own list when only one
+  // operation pushes, else copied into `joined`.
+  static const std::vector<PushItem>& pushed_items(const TxnCmd& cmd,
+                                                   std::vector<PushItem>* joined);
+
+  // Checks every part of the call before changing anything, so a refusal leaves no trace;
+  // then plans all of it into the open entry: one entry, all or nothing on disk. Takes the
+  // pushed items out of `cmd` as it plans them.
+  void handle_txn(ReplyHandle h, TxnCmd& cmd);
+
+  // -------------------------------------------------------------- administration
+
+  // ---- maintenance ----
+
+  MaintenanceReply maintenance_reply(const Maintenance& m) const;
+
+  // A read answers the switches as applied; a switch is a KV write of their row.
+  void handle_maintenance(ReplyHandle h, const MaintenanceCmd& cmd);
+
+  // ---- traces ----
+
+  void record_trace(ReplyHandle h, const TraceRecordCmd& cmd);
+
+  static TraceView trace_view(const TraceRow& row);
+
+  // The trace's message: its queue and partition names and payload (empty when gone).
+  void locate(TraceView* v);
+
+  TraceReply traces(const TraceQueryCmd& cmd);
+
+  TraceReply trace_names(const TraceQueryCmd& cmd, TraceReply reply);
+
+  // The first message of the partition with this transactionId that is not deleted.
+  std::optional<Offset> live_message(const PartitionState& p, const Hash128& txn_hash) const;
+
+  // Whether a delete of this message is planned but not applied yet (a second one answers
+  // "not found", as it will once the first applies). Deletes are rare: a scan will do.
+  bool delete_planned(PartitionId pid, Offset o) const;
+
+  void delete_message(ReplyHandle h, const MessageDeleteCmd& cmd);
+
+  // Counts an answer leaving the node thread, by kind (TrafficCounters).
+  void count_answer(const Reply& r);
+
+  // Answered on any node (like /health): a follower reports its own view and no group lag.
+  MetricsReply metrics(const Node::RaftView& v, int64_t now_us);
+
+  void replay_dlq(ReplyHandle h, const DlqReplayCmd& named);
+
+  QueuesReply queues(const QueueListCmd& filter, const std::string& only);
+
+  // -------------------------------------------------------------- reads
+  Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max);
+
+  // -------------------------------------------------------------- one handler per kind
+  // The node dispatches a command with std::visit over these: a kind without its overload
+  // does not compile. After the traits' checks (node.cpp: on_command).
+  void handle(ReplyHandle h, CommandEnvelope& c, PushCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, PopCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, AckCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, ConfigureCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, HealthCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, DlqQueryCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, KvCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, LockCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, TimerCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, TimerQueryCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, TxnCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, LeaseExtendCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, GroupListCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, GroupDetailsCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, GroupDeleteCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, SeekCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, SubscriptionCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, DlqReplayCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, QueueListCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, QueueGetCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, QueueDeleteCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MessageGetCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MessageBrowseCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MetricsCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MessageDeleteCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, TraceRecordCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, TraceQueryCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MaintenanceCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, FetchCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, FetchOffsetsCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, PartitionsChangedCmd& x);
+  Node::RaftView raft_view() const;
+};
+
+void sync_done(NodeImpl& n, uint64_t token, bool ok);
+void timer_fired(NodeImpl& n, TimerId id);
+
+}  // namespace queen

@@ -1,0 +1,296 @@
+// The replicated log: proposals, Raft's ready work, leadership and the start of a cluster.
+#include "core/node/node_impl.h"
+
+namespace queen {
+
+// -------------------------------------------------------------- cluster (Raft)
+// Leader: hands a sealed entry to Raft, which appends it at the next index.
+bool NodeImpl::propose(const Entry& e) {
+  Cluster& c = *cluster;
+  Bytes data = encode_replicated(e);
+  c.cache.put(e.index, e.term, data);
+  auto idx = c.raft->propose(std::move(data));
+  if (!idx) {
+    c.cache.truncate_after(LogIndex(e.index.value - 1));
+    return false;
+  }
+  QUEEN_ASSERT(*idx == e.index, "the planner and Raft disagree on the next index");
+  return true;
+}
+
+void NodeImpl::process_ready() {
+  Cluster& c = *cluster;
+  for (;;) {
+    raft::Ready rd = c.raft->take_ready();
+    if (rd.empty()) break;
+    if (rd.hard_state) persist_state();
+    if (rd.truncate_after) truncate_log(rd.truncate_after->value);
+    for (auto& e : rd.append) append_replicated(std::move(e));
+    for (auto& m : rd.messages) send_message(std::move(m));
+    if (rd.commit) {
+      c.commit = rd.commit->value;
+      commit_ready();
+    }
+    if (stopped) return;
+    check_role();
+  }
+}
+
+// Writes Raft's hard state and the applied index (known committed) to the next slot. One
+// write at a time: a second one waits, so a crash always leaves one durable slot.
+void NodeImpl::persist_state() {
+  Cluster& c = *cluster;
+  if (!c.hs_tokens.empty()) {
+    c.persist_again = true;
+    return;
+  }
+  PersistedState& p = c.persisted;
+  ++p.seq;
+  p.term = c.raft->term();
+  p.vote = c.raft->vote();
+  p.commit = LogIndex(commit);
+  std::string file = hard_state_file(p.seq);
+  bool& exists = c.hs_file_exists[p.seq % 2];
+  if (exists && !env.truncate(file, 0).ok()) return halt("cannot rewrite " + file);
+  exists = true;
+  env.append(file, encode_hard_state(p));
+  c.hs_tokens.insert(next_token);
+  env.sync(file, next_token++);
+}
+
+void NodeImpl::on_state_synced(uint64_t token) {
+  Cluster& c = *cluster;
+  c.hs_tokens.erase(token);
+  if (c.persist_again) {
+    c.persist_again = false;
+    persist_state();
+    return;
+  }
+  while (!c.held.empty()) {
+    env.send(c.held.front().to.value, raft::encode_message(c.held.front()));
+    c.held.pop_front();
+  }
+}
+
+void NodeImpl::send_message(raft::Message m) {
+  Cluster& c = *cluster;
+  if (m.type == raft::MsgType::snapshot) return start_snapshot_send(m.to, m.index);
+  if (!c.hs_tokens.empty() || !c.held.empty()) {
+    c.held.push_back(std::move(m));
+    return;
+  }
+  env.send(m.to.value, raft::encode_message(m));
+}
+
+uint64_t NodeImpl::leader_id() const {
+  auto l = cluster->raft->leader();
+  return l ? l->value : 0;
+}
+
+Reply NodeImpl::not_serving_reply() const {
+  uint64_t leader = leader_id();
+  if (leader == 0)
+    return error_reply(api::Errc::no_leader, "no leader is known yet (an election is running)", 1);
+  if (leader == config.node_id)
+    return error_reply(api::Errc::not_leader, "the new leader is still settling", 1, leader);
+  return error_reply(api::Errc::not_leader, "this node is not the leader", 1, leader);
+}
+
+// Answers not_leader (a retry) everything parked at an entry after `index`: never proposed, or
+// cut.
+void NodeImpl::fail_answers_after(uint64_t index, const std::string& why) {
+  for (auto it = answers.upper_bound(index); it != answers.end();) {
+    Parked p{it->second.handle, error_reply(api::Errc::not_leader, why, 1, leader_id())};
+    it = answers.erase(it);
+    send(std::move(p));
+  }
+  std::erase_if(outcomes, [&](const auto& kv) { return kv.second.index > index; });
+}
+
+void NodeImpl::check_role() {
+  Cluster& c = *cluster;
+  bool leading = c.raft->role() == raft::Role::leader;
+  uint64_t term = c.raft->term().value;
+  if (c.lead_term != 0 && (!leading || c.lead_term != term)) step_down();
+  if (leading && c.lead_term == 0) {
+    c.lead_term = term;
+    c.lead_index = c.raft->last_index().value;
+  }
+  if (leading && !c.writable && commit >= c.lead_index) become_writable();
+}
+
+// An entry of this leader's term has applied: everything before it is applied too, so the
+// planner and the engine start from the committed store.
+void NodeImpl::become_writable() {
+  Cluster& c = *cluster;
+  c.writable = true;
+  planner.reset();
+  kv.reset();
+  timers.reset();
+  engine.reset();
+  engine.load(config.mutants.no_foreign_lease_grace ? 0 : config.max_clock_skew_ms * 1000);
+  load_outcomes();
+  open = OpenEntry{};
+  last_sealed = last_written = c.raft->last_index().value;
+  open.entry.index = LogIndex(last_sealed + 1);
+  // Timers that fired while this node did not lead found nothing to do: arm them afresh.
+  flush_armed = checkpoint_armed = timer_tick_armed = sweep_armed = retention_armed = false;
+  wake_at_ms = INT64_MAX;
+  c.consume_from_ms = env.now_ms() + config.checkpoint_ms + config.max_clock_skew_ms;
+  env.log(LogLevel::info, "leading in term " + std::to_string(c.lead_term) + " from entry " +
+                              std::to_string(c.lead_index));
+}
+
+void NodeImpl::step_down() {
+  Cluster& c = *cluster;
+  env.log(LogLevel::info, "stopped leading in term " + std::to_string(c.lead_term));
+  c.lead_term = 0;
+  c.writable = false;
+  c.consume_from_ms = INT64_MAX;
+  snapshot_sends.clear();
+  fail_answers_after(c.written, "the leader changed before this write was replicated");
+  // A pop parked at a written entry may still commit under the next leader, but its lease
+  // was timed by this one: answered late, it would hand out a lease already expired (and
+  // perhaps already re-granted). The client pops again; a committed claim just expires.
+  for (auto it = answers.begin(); it != answers.end();) {
+    if (!std::holds_alternative<PopReply>(it->second.reply.body)) {
+      ++it;
+      continue;
+    }
+    send(Parked{it->second.handle, error_reply(api::Errc::not_leader, "the leader changed", 1)});
+    it = answers.erase(it);
+  }
+  open = OpenEntry{};
+  sealed.clear();
+  for (auto& w : checkpoint_waiters) {
+    bool pop = std::holds_alternative<PopReply>(w.reply.body);
+    send(Parked{w.handle,
+                pop ? error_reply(api::Errc::not_leader, "the leader changed", 1, leader_id())
+                    : error_reply(api::Errc::outcome_unknown,
+                                  "the leader changed while this was being checkpointed", 1)});
+  }
+  checkpoint_waiters.clear();
+  while (!polls.empty()) {
+    ReplyHandle h = polls.begin()->second.handle;
+    drop_poll(polls.begin()->first);
+    send(Parked{h, error_reply(api::Errc::not_leader, "the leader changed", 1, leader_id())});
+  }
+  planner.reset();
+  kv.reset();
+  timers.reset();
+  engine.reset();
+}
+
+bool NodeImpl::consume_ok() {
+  Cluster& c = *cluster;
+  if (env.now_ms() < c.consume_from_ms) return false;
+  uint64_t ticks = c.raft->ticks_since_quorum();
+  return ticks != UINT64_MAX &&
+         static_cast<int64_t>(ticks) * config.raft_heartbeat_ms < config.leader_lease_ms;
+}
+
+void NodeImpl::persist_commit_later() {
+  Cluster& c = *cluster;
+  if (c.persist_armed) return;
+  c.persist_armed = true;
+  env.set_timer(kCommitPersistTimer, config.commit_persist_ms);
+}
+
+Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt) {
+  cluster = std::make_unique<Cluster>(config.raft_cache_bytes_max);
+  Cluster& c = *cluster;
+  auto hs = load_hard_state(env, files);
+  if (!hs.ok()) return hs.error();
+  c.persisted = hs.value();
+  for (const auto& f : files) {
+    if (f.name == "raft/hs.0") c.hs_file_exists[0] = true;
+    if (f.name == "raft/hs.1") c.hs_file_exists[1] = true;
+  }
+  raft::TermRuns runs;
+  // A checkpoint holds only applied entries, and those were committed.
+  opt.apply_upto = std::max(c.persisted.commit.value, store.applied().value);
+  opt.keep_recent_max = config.raft_recovered_cached_max;
+  // Entries the checkpoint holds stay in the log while a follower may need them: Raft sees
+  // them from index 1 when none is missing. Otherwise (reclaimed, or the node came from a
+  // snapshot) its log starts at the checkpoint, and only a snapshot reaches further back.
+  LogIndex base = store.applied();
+  Term base_term = applied_term;
+  bool rebased = false;
+  auto rebase = [&] {
+    if (runs.last() >= base) return;
+    runs.reset(base, base_term);
+    entry_records.assign(base.value, EntryRecords{});
+    rebased = true;
+  };
+  opt.on_below_store = [&](const Entry& e, const RecordLocation& at,
+                           const std::vector<RecordLocation>& messages) {
+    if (e.index != runs.last().next()) return;
+    runs.append(e.index, e.term);
+    entry_records.push_back(EntryRecords{at, messages});
+  };
+  opt.on_replayed = [&](const Entry& e, const RecordLocation& at,
+                        const std::vector<RecordLocation>& messages) {
+    rebase();
+    runs.append(e.index, e.term);
+    applied_term = e.term;
+    if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
+    entry_records.push_back(EntryRecords{at, messages});
+  };
+  std::vector<RecoveredEntry> recovered;
+  RecoveryStats rs;
+  auto st = recover(env, files, opt, &store, &writer, &rs, &recovered);
+  if (!st.ok()) return st;
+  rebase();
+  stats.recovered_entries = rs.entries_replayed;
+  stats.torn_tails_cut = rs.torn_tails_cut;
+  for (auto& r : recovered) {
+    auto loaded = load_frames(env, &r);
+    if (!loaded.ok()) return loaded;
+    if (!r.applied) {
+      runs.append(r.entry.index, r.entry.term);
+      entry_records.push_back(EntryRecords{r.record, r.locations});
+    }
+    c.cache.put(r.entry.index, r.entry.term, encode_replicated(r.entry));
+    last_entry_now_us = std::max(last_entry_now_us, r.entry.now_us);
+    if (r.applied) continue;
+    InFlight f;
+    f.written.locations = r.locations;
+    f.written.starts = r.starts;
+    f.entry = std::move(r.entry);
+    inflight.emplace(f.entry.index.value, std::move(f));
+  }
+  commit = last_sealed = store.applied().value;
+  c.written = c.durable = last_written = runs.last().value;
+  c.commit = commit;
+  raft::Config rc;
+  rc.id = NodeId(config.node_id);
+  for (uint64_t v : config.voters) rc.voters.push_back(NodeId(v));
+  rc.election_ticks = static_cast<uint32_t>(std::max<int64_t>(
+      2, config.raft_election_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
+  rc.inflight_max = config.raft_inflight_max;
+  rc.log_hold_ticks = static_cast<uint64_t>(std::max<int64_t>(
+      1, config.raft_purge_hold_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
+  rc.append_bytes_max = config.batch_bytes_max;
+  rc.mutant_commit_without_majority = config.mutants.commit_without_majority;
+  rc.mutant_vote_twice = config.mutants.vote_twice;
+  c.raft =
+      std::make_unique<raft::Raft>(rc, raft::HardState{c.persisted.term, c.persisted.vote},
+                                   std::move(runs), c.cache, LogIndex(commit), env_random, &env);
+  if (rebased) c.raft->compact(base);
+  c.cache.fallback = [this](uint64_t index) -> std::optional<raft::LogEntry> {
+    if (index <= cluster->raft->log_start().value || index > commit || index > entry_records.size())
+      return std::nullopt;
+    const EntryRecords& at = entry_records[index - 1];
+    auto data = read_replicated(env, at.record, at.messages);
+    auto term = cluster->raft->term_of(LogIndex(index));
+    if (!data.ok() || !term) return std::nullopt;
+    ++stats.entries_read_back;
+    return raft::LogEntry{LogIndex(index), *term, std::move(data.value())};
+  };
+  env.set_timer(kRaftTick, config.raft_heartbeat_ms);
+  persist_commit_later();
+  serving = true;
+  return ok_status();
+}
+
+}  // namespace queen
