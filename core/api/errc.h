@@ -24,6 +24,10 @@ enum class Errc : uint8_t {
   encryption_unavailable,  // a queue seals its payloads and this node cannot: nothing stored
 };
 constexpr Errc kErrcLast = Errc::encryption_unavailable;
+// For the binary walk (core/api/binary.h), found by argument-dependent lookup.
+constexpr Errc enum_last(Errc) {
+  return kErrcLast;
+}
 
 // The request was refused for what it says and changed nothing: sending it again as it is
 // cannot succeed. The others may succeed on a retry.

@@ -6,12 +6,9 @@
 
 #include "core/api/replies.h"
 
-namespace queen::walks {
+namespace queen {
 
 // The last value of each enum a walk meets, so a decoder can refuse a byte past it.
-constexpr api::Errc enum_last(api::Errc) {
-  return api::kErrcLast;
-}
 constexpr SubscriptionMode enum_last(SubscriptionMode) {
   return SubscriptionMode::from_time;
 }
@@ -428,4 +425,4 @@ void walk(C& c, MetricsReply&) {
   c.refuse();
 }
 
-}  // namespace queen::walks
+}  // namespace queen

@@ -13,8 +13,9 @@ namespace queen {
 
 // Empty when the reply's kind is not kept. A push answer keeps each run of results that
 // follow each other (next message id, next offset, same partition and status) as the first
-// one's status, message id, partition id and offset and a count (37 bytes a run); the names
-// come back from the retried command. The other kinds keep every field of their reply.
+// one's status, message id, partition id, offset and error and a count (41 bytes a run); the
+// names come back from the retried command. The other kinds keep every field of their reply.
+// Every form is a walk of core/api/binary.h.
 std::string encode_outcome(const Reply& reply);
 std::optional<Reply> decode_outcome(const std::string& bytes);
 // Fills the names a decoded push outcome left out from the command retried under its id.

@@ -244,8 +244,11 @@ struct Entry {
   bool operator==(const Entry&) const = default;
 };
 
-// One effect's binary form (a tag, then its fields), as in an entry record; the store
-// checkpoint reuses it for rows shaped like effects.
+// One effect's binary form (a tag, then its walk), as in an entry record; the store
+// checkpoint reuses it for rows shaped like effects. put_binary/get_binary are the same for
+// the binary walk (core/api/binary.h), which finds them by argument-dependent lookup.
+void put_binary(ByteWriter& w, const Effect* effect);
+void get_binary(ByteReader& r, Effect* out);
 void encode_effect(ByteWriter& w, const Effect& effect);
 bool decode_effect(ByteReader& r, Effect* out);
 

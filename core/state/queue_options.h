@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "core/common/bytes.h"
+
 namespace queen {
 
 struct QueueOptions {
@@ -58,5 +60,11 @@ struct QueueOptionsPatch {
     return base;
   }
 };
+
+// The binary form of queue options in log entries, checkpoints and forwarded replies, used by
+// the binary walk (core/api/binary.h) in place of a walk: the older layout byte for byte (a
+// flags byte, and fields added later written only when set), so older data folders read.
+void put_binary(ByteWriter& w, const QueueOptions* o);
+void get_binary(ByteReader& r, QueueOptions* o);
 
 }  // namespace queen

@@ -1,5 +1,9 @@
 // The store's checkpoint body (Store::encode / Store::decode). Rows shaped like effects are
-// written in their effect form; partitions, append rows and dead letters field by field.
+// written in their effect form and record locations by their walk (core/state/walk.h), both
+// through the binary walk (core/api/binary.h). Three layouts stay explicit code, kept byte
+// for byte for the checkpoints already on disk: a partition's rows in a delta (the old ones
+// named by count and first base), an append row's hashes (as many as its count, no count of
+// their own) and a dead letter's timer (its EffTimerPut form after a presence byte).
 // Derived indexes (queue names, a queue's partitions, expiries, due timers, outcome expiry,
 // file references) are not written: decode rebuilds them. A delta body (encode_delta) is the
 // same but for the partitions' old append rows and the base's request outcomes, which it
@@ -8,6 +12,9 @@
 
 #include <algorithm>
 #include <iterator>
+
+#include "core/api/binary.h"
+#include "core/state/walk.h"
 
 namespace queen {
 namespace {
@@ -19,27 +26,11 @@ void put_count(ByteWriter& w, uint64_t n) {
   w.u32(static_cast<uint32_t>(n));
 }
 
-void put_location(ByteWriter& w, const RecordLocation& at) {
-  w.u64(at.log.value);
-  w.u32(at.file_no);
-  w.u64(at.pos);
-  w.u32(at.len);
-}
-
-RecordLocation get_location(ByteReader& r) {
-  RecordLocation at;
-  at.log = LogId(r.u64());
-  at.file_no = r.u32();
-  at.pos = r.u64();
-  at.len = r.u32();
-  return at;
-}
-
 void put_row(ByteWriter& w, const AppendRow& row) {
   w.u64(row.base.value);
   w.u32(row.count);
   w.i64(row.created_us);
-  put_location(w, row.where);
+  put_walked(w, row.where);
   w.hashes(row.hashes.data(), row.hashes.size());
 }
 
@@ -48,7 +39,7 @@ AppendRow get_row(ByteReader& r) {
   row.base = Offset(r.u64());
   row.count = r.count(16);
   row.created_us = r.i64();
-  row.where = get_location(r);
+  get_walked(r, &row.where);
   row.hashes.resize(row.count);
   for (Hash128& h : row.hashes) h = r.hash();
   return row;
