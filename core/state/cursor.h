@@ -37,7 +37,9 @@ struct CursorRow {
   uint64_t consumed_total = 0;
   int64_t last_consumed_us = 0;
 
-  bool lease_live(int64_t now_us) const { return lease_expires_us != 0 && now_us < lease_expires_us; }
+  bool lease_live(int64_t now_us) const {
+    return lease_expires_us != 0 && now_us < lease_expires_us;
+  }
   const MsgState* state_of(Offset o) const;
   void set_state(Offset o, MsgState s);
   bool operator==(const CursorRow&) const = default;

@@ -197,7 +197,8 @@ TEST(Timers, DueTimerPushesItsMessageAndDeletesItself) {
   TimerReply r = h.call<TimerReply>(TimerCmd{{schedule("t1", 200, "fire-1")}});
   ASSERT_TRUE(r.results[0].ok);
   EXPECT_EQ(r.results[0].status, "scheduled");
-  EXPECT_TRUE(h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "reminders", "t1"}).found);
+  EXPECT_TRUE(
+      h.call<TimerQueryReply>(TimerQueryCmd{TimerQueryKind::peek, "reminders", "t1"}).found);
   h.env.advance_ms(300);
   EXPECT_TRUE(h.node().store().timers().empty());
   PopReply p = h.pop("reminders", "g", 10);

@@ -244,7 +244,8 @@ RC_GTEST_PROP(TransactionProperty, AllOrNothingAcrossCrashes, ()) {
       RC_ASSERT((outs == 1) == kv_has(h, in));            // output and KV together
       if (answered.contains(in)) RC_ASSERT(outs == 1);    // an answered commit stays
     }
-    for (const auto& [key, row] : h.node().store().kv()) max_version = std::max(max_version, row.version);
+    for (const auto& [key, row] : h.node().store().kv())
+      max_version = std::max(max_version, row.version);
     RC_ASSERT(h.node().store().kv_version() >= max_version);
   }
 }
