@@ -305,15 +305,14 @@ void Session::answer_front() {
   }
   std::string_view method_text(method.data(), method.size());
   std::string_view target_text(target.data(), target.size());
-  const Route* row = find_route(method_text, target_text.substr(0, target_text.find('?')));
-  if (row && row->grows == Growth::always && shared_->disk.full()) {
-    release_body(front);
-    return write_answer(storage_full(), "application/json");
-  }
   Routed routed = route(method_text, target_text, req.body(), shared_->options.settings, ids);
   Parsed& parsed = routed.parsed;
-  if (parsed.command && routed.route && routed.route->grows == Growth::by_command &&
-      shared_->disk.full() && grows_storage(parsed.command->command)) {
+  // A row that always grows storage is refused on a full disk whatever its body says; one
+  // that grows it by command, when the parsed command does.
+  Growth grows = routed.route ? routed.route->grows : Growth::none;
+  bool refused = grows == Growth::always || (grows == Growth::by_command && parsed.command &&
+                                             grows_storage(parsed.command->command));
+  if (refused && shared_->disk.full()) {
     release_body(front);
     return write_answer(storage_full(), "application/json");
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "server/api/common.h"
+
 namespace queen::server {
 namespace {
 
@@ -227,15 +229,9 @@ const Route* find(std::string_view method, std::string_view path, std::vector<st
   return nullptr;
 }
 
-Parsed answer_with(HttpAnswer answer) {
-  Parsed p;
-  p.answer = std::move(answer);
-  return p;
-}
-
 Parsed no_route(std::string_view method, std::string_view path) {
   std::string shown = valid_utf8(path) ? std::string(path) : "<path that is not UTF-8>";
-  return answer_with(
+  return answer_now(
       error_answer(404, "no_such_route", "no route for " + std::string(method) + " " + shown));
 }
 
@@ -261,15 +257,15 @@ Routed route(std::string_view method, std::string_view target, std::string_view 
   std::string_view path = target.substr(0, question);
   std::string_view raw_query =
       question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-  if (method == "OPTIONS") return {answer_with(HttpAnswer{204, "", 0}), nullptr};
+  if (method == "OPTIONS") return {answer_now(HttpAnswer{204, "", 0}), nullptr};
   auto query = parse_query(raw_query);
-  if (!query) return {answer_with(error_answer(400, "bad_request", "bad query string encoding"))};
+  if (!query) return {answer_now(error_answer(400, "bad_request", "bad query string encoding"))};
   std::vector<std::string> params;
   Match how;
   const Route* r = find(method, path, &params, &how);
   if (!r) return {no_route(method, path)};
   if (how == Match::bad_escape)
-    return {answer_with(error_answer(400, "bad_request", "bad percent-encoding in path")), r};
+    return {answer_now(error_answer(400, "bad_request", "bad percent-encoding in path")), r};
   RouteCall call{method, params, *query, question != std::string_view::npos, body, settings, ids};
   Routed out{r->parse(call), r};
   if (out.parsed.command && out.parsed.render == RenderAs::standard) out.parsed.render = r->render;
