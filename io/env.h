@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +29,8 @@
 
 namespace queen {
 
-struct Reply;  // core/api/replies.h
+struct Reply;            // core/api/replies.h
+struct CommandEnvelope;  // core/api/commands.h
 
 using ReplyHandle = uint64_t;
 using TimerId = uint32_t;
@@ -111,6 +114,20 @@ class Env {
   virtual void send(uint64_t to_node, Bytes message) {
     (void)to_node;
     (void)message;
+  }
+
+  // Forwarding (a follower, NodeConfig::forward_commands): `command` goes to node `to_node`,
+  // whose environment admits it and hands it to that node as a client command, `forwarded`
+  // set and its deadline `remaining_ms` after its arrival. The reply comes back as
+  // Node::on_forward_reply(forward_id, reply), or with nullopt once the stream to that node
+  // failed: at most once per forward id. The command is shared, not copied: it must not
+  // change while forwarded.
+  virtual void forward(uint64_t to_node, uint64_t forward_id,
+                       std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms) {
+    (void)to_node;
+    (void)forward_id;
+    (void)command;
+    (void)remaining_ms;
   }
 
   // Clients: the answer to the command that came with `handle`. Exactly one reply per handle.

@@ -179,6 +179,7 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
   }
   node->voters.clear();
   for (const auto& p : c.peers) node->voters.push_back(p.id);
+  node->forward_commands = c.client_offload;  // the node forwards; off: the edge does
   return std::optional<ClusterConfig>(std::move(c));
 }
 

@@ -72,8 +72,8 @@ real::ForwardHandler CommandForwarder::handler() {
 
 // ---- follower ----
 
-uint64_t CommandForwarder::forward(uint64_t leader, const CommandEnvelope& envelope,
-                                   int64_t remaining_ms, Done done) {
+void CommandForwarder::forward(uint64_t leader, std::shared_ptr<const CommandEnvelope> envelope,
+                               int64_t remaining_ms, Done done) {
   uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -81,14 +81,11 @@ uint64_t CommandForwarder::forward(uint64_t leader, const CommandEnvelope& envel
     waiting_[id] = Waiting{leader, std::move(done)};
   }
   ++forward_counters().sent;
-  ForwardedCommand command{envelope.request_id, remaining_ms, envelope.command};
-  driver_.send_forward(leader, id, frame(kCommandMessage, id, encode_command(command)));
-  return id;
-}
-
-void CommandForwarder::abandon(uint64_t id) {
-  std::lock_guard lock(mutex_);
-  waiting_.erase(id);
+  boost::asio::post(executor_, [self = shared_from_this(), leader, id, remaining_ms,
+                                envelope = std::move(envelope)] {
+    ForwardedCommand command{envelope->request_id, remaining_ms, envelope->command};
+    self->driver_.send_forward(leader, id, frame(kCommandMessage, id, encode_command(command)));
+  });
 }
 
 void CommandForwarder::on_lost(uint64_t peer) {

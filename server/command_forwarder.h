@@ -1,14 +1,13 @@
-// Forwarding of prepared commands between the nodes of a cluster (QUEEN_RAFT_CLIENT_OFFLOAD,
-// on by default). A follower's edge parses, validates and prepares a request as it would for
-// its own node; when its node answers "503 retry, the leader is N", only the prepared command
-// (core/api/command_codec.h) goes to N, over the QUEEN_RAFT_FWD_STREAMS streams of the raft
-// port, under the request id the edge gave it. N hands it to its node as if its own edge had
-// prepared it, and sends the typed reply back; the follower renders it.
+// The wire of forwarded commands between the nodes of a cluster (QUEEN_RAFT_CLIENT_OFFLOAD,
+// on by default). A follower's node decides what to forward, to whom and when to retry
+// (core/node/node_forward.cpp); this carries its prepared command (core/api/command_codec.h)
+// to the leader over the QUEEN_RAFT_FWD_STREAMS streams of the raft port. The leader hands
+// it to its node as if its own edge had prepared it, and sends the typed reply back.
 //
 // Contract:
-// - forward() calls `done` exactly once unless abandon() comes first: with the leader's reply,
-//   or with nullopt when the stream to the leader failed or the leader went away. It is called
-//   on the transport thread and must only hand the result off.
+// - forward() encodes off the caller's thread and calls `done` exactly once: with the
+//   leader's reply, or with nullopt when the stream to the leader failed or the leader went
+//   away. It is called on the transport thread and must only hand the result off.
 // - The leader admits a forwarded command as its edge admits a request: a permit of its size
 //   from the forwarding peer's fair share (server/admission.h), waited for at most
 //   QUEEN_RAFT_ADMIT_FWD_HOLD_MS (and at most half the command's remaining time), else 429;
@@ -57,10 +56,9 @@ class CommandForwarder final : public ReplyTarget,
   real::ForwardHandler handler();
 
   // Follower: sends `envelope` to `leader`, whose deadline will be `remaining_ms` from when it
-  // receives it. Returns the forward id, for abandon().
-  uint64_t forward(uint64_t leader, const CommandEnvelope& envelope, int64_t remaining_ms,
-                   Done done);
-  void abandon(uint64_t id);
+  // receives it.
+  void forward(uint64_t leader, std::shared_ptr<const CommandEnvelope> envelope,
+               int64_t remaining_ms, Done done);
 
   // Leader: the reply to a forwarded command, on the node thread.
   void on_reply(ReplyHandle handle, Reply reply) override;

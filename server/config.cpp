@@ -246,6 +246,7 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
   config.http_threads = std::clamp(config.http_threads, 1, 64);
   read_timeouts(lookup, &config);
+  config.node.forward_timeout_ms = config.stmt_timeout_ms;
   read_edge_limits(lookup, &config);
   read_subscription_mode(lookup, &config);
   return config;

@@ -12,7 +12,6 @@ struct ForwardCounters {
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> served{0};
   std::atomic<uint64_t> lost{0};
-  std::atomic<uint64_t> followed{0};  // sent again to a new leader while waiting at the old
 };
 
 ForwardCounters& forward_counters();

@@ -1,5 +1,7 @@
 // A connection's held requests that go on after the node answers: fetches that wait for
-// minBytes, and a follower's requests forwarded to the leader (server/http_session.h).
+// minBytes, and, with QUEEN_RAFT_CLIENT_OFFLOAD off, a follower's whole HTTP requests sent on
+// to the leader (server/http_session.h). With it on, the node forwards the prepared command
+// itself (core/node/node_forward.cpp) and this edge only waits for its answer.
 #include "server/http_session.h"
 
 namespace queen::server {
@@ -126,7 +128,6 @@ bool Session::forward_to(uint64_t leader) {
   if (to == fwd.nodes.end() || leader == fwd.self_id || f.attempts_left-- <= 0) return false;
   int64_t left_ms =
       std::chrono::duration_cast<milliseconds>(f.until - std::chrono::steady_clock::now()).count();
-  if (shared_->forwarder) return forward_command_to(leader, left_ms);
   if (left_ms <= 0) return false;
   forward_request(stream_.get_executor(), to->second, *f.request, left_ms,
                   [self = shared_from_this(), leader](std::optional<ForwardResponse> res) {
@@ -135,82 +136,17 @@ bool Session::forward_to(uint64_t leader) {
   return true;
 }
 
-// Client offload: only the prepared command goes to the leader. Its deadline there ends
-// kForwardReplyMarginMs before this node stops waiting, so its answer has time to come back.
-bool Session::forward_command_to(uint64_t leader, int64_t left_ms) {
-  auto& f = *forwarding_;
-  if (left_ms <= kForwardReplyMarginMs) return false;
-  std::weak_ptr<Session> weak = weak_from_this();
-  auto done = [weak, leader, executor = stream_.get_executor()](std::optional<Reply> reply) {
-    asio::post(executor, [weak, leader, reply = std::move(reply)]() mutable {
-      if (auto self = weak.lock()) self->on_forwarded_reply(std::move(reply), leader);
-    });
-  };
-  f.attempt = shared_->forwarder->forward(leader, f.envelope, left_ms - kForwardReplyMarginMs,
-                                          std::move(done));
-  forward_timer_.expires_after(milliseconds(left_ms));
-  forward_timer_.async_wait([self = shared_from_this(), attempt = f.attempt](auto ec) {
-    if (ec || !self->forwarding_ || self->forwarding_->attempt != attempt) return;
-    self->shared_->forwarder->abandon(attempt);
-    self->forwarding_->attempt = 0;
-    self->give_up();
-  });
-  follow_leader(f.attempt, leader);
-  return true;
-}
-
-// While the command waits at `leader`: once this node hears that another node leads (the
-// one it forwarded to was paused, partitioned or deposed), the command goes there at once
-// under the same request id, instead of waiting for the old leader's stream to time out. A
-// command the old leader planned but never committed is then applied once, by the new one.
-void Session::follow_leader(uint64_t attempt, uint64_t leader) {
-  follow_timer_.expires_after(milliseconds(shared_->options.forward->follow_leader_ms));
-  follow_timer_.async_wait([self = shared_from_this(), attempt, leader](auto ec) {
-    auto& f = self->forwarding_;
-    if (ec || self->closed_ || !f || f->attempt != attempt) return;
-    uint64_t now = self->shared_->driver.known_leader();
-    if (now == 0 || now == leader) return self->follow_leader(attempt, leader);
-    self->shared_->forwarder->abandon(attempt);
-    f->attempt = 0;
-    self->forward_timer_.cancel();
-    ++forward_counters().followed;
-    bool sent = now != self->shared_->options.forward->self_id && self->forward_to(now);
-    if (!sent && !self->resubmit_later()) self->give_up();
-  });
-}
-
-// The leader's reply to the prepared command, or nullopt when it went away.
-void Session::on_forwarded_reply(std::optional<Reply> reply, uint64_t leader) {
-  if (closed_ || !forwarding_ || forwarding_->attempt == 0) return;
-  forwarding_->attempt = 0;
-  forward_timer_.cancel();
-  follow_timer_.cancel();
-  if (reply) {
-    const auto* e = std::get_if<ErrorReply>(&reply->body);
-    if (!e || !retryable(*e)) {
-      forwarding_.reset();
-      return write_answer(render_reply(*reply, held_render_), "application/json");
-    }
-    forwarding_->last = render_reply(*reply, held_render_);
-    if (e->leader != 0 && e->leader != leader && forward_to(e->leader)) return;
-  }
-  // The leader is gone or lost its leadership: ask this node again under the same id.
-  if (!resubmit_later()) give_up();
-}
-
 // Starts forwarding state for a request this follower's edge serves (not one forwarded to
 // it: that is answered where it lands).
 void Session::hold_for_forwarding(const http::request<http::string_body>& req,
                                   const CommandEnvelope& envelope) {
   forwarding_.reset();
   const auto& fwd = shared_->options.forward;
-  if (!fwd || !req[kForwardedHeader].empty()) return;
+  if (!fwd || shared_->forwarder || !req[kForwardedHeader].empty()) return;
   auto f = std::make_shared<Forwarding>();
-  if (!shared_->forwarder) {  // the whole request goes to the leader
-    f->request = std::make_shared<ForwardRequest>(req);
-    f->request->set(kForwardedHeader, std::to_string(fwd->self_id));
-    f->request->set(kRequestIdHeader, uuid_to_string(envelope.request_id));
-  }
+  f->request = std::make_shared<ForwardRequest>(req);
+  f->request->set(kForwardedHeader, std::to_string(fwd->self_id));
+  f->request->set(kRequestIdHeader, uuid_to_string(envelope.request_id));
   f->envelope = envelope;
   int64_t left_ms = std::min<int64_t>(fwd->timeout_ms, envelope.deadline_ms - EdgeIds().now_ms());
   f->until = std::chrono::steady_clock::now() + milliseconds(std::max<int64_t>(0, left_ms));

@@ -46,6 +46,16 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
         context_.get_executor(), driver, router, shared_->admission, shared_->disk,
         CommandForwarder::Options{.admit_hold_ms = options_.admit_fwd_hold_ms,
                                   .first_id = ids.random_u64() >> 1});
+    std::weak_ptr<CommandForwarder> forwarder = shared_->forwarder;
+    driver.set_command_forwarder([forwarder, &driver](uint64_t to, uint64_t id,
+                                                      std::shared_ptr<const CommandEnvelope> c,
+                                                      int64_t remaining_ms) {
+      auto f = forwarder.lock();
+      if (!f) return driver.forward_reply(id, std::nullopt);
+      f->forward(to, std::move(c), remaining_ms, [&driver, id](std::optional<Reply> reply) {
+        driver.forward_reply(id, std::move(reply));
+      });
+    });
   }
 }
 

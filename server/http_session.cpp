@@ -321,6 +321,8 @@ void Session::answer_front() {
     if (auto* push = std::get_if<PushCmd>(&parsed.command->command); push && !subject.empty())
       for (PushItem& item : push->items) item.producer_sub = subject;
     adopt_forwarded_request_id(req, &*parsed.command);
+    // A request that already went through one node is answered here, never sent on again.
+    parsed.command->forwarded = !req[kForwardedHeader].empty();
     hold_for_forwarding(req, *parsed.command);
     hold_for_fetch_wait(*parsed.command);
   }

@@ -161,14 +161,14 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   // ---- forwarding (a cluster's follower) ----
 
-  // The held request while this follower's edge serves it through the leader. It keeps its
-  // request id: every leader it reaches, and this node if it comes to lead, gets the same id,
-  // so a retry after a leader change is answered from the first outcome, never applied twice.
+  // The held request while this follower's edge sends it on to the leader whole (client
+  // offload off). It keeps its request id: every leader it reaches, and this node if it comes
+  // to lead, gets the same id, so a retry after a leader change is answered from the first
+  // outcome, never applied twice.
   struct Forwarding {
     std::shared_ptr<ForwardRequest> request;  // as received, with the forwarding headers
     CommandEnvelope envelope;                 // as submitted to this node
     HttpAnswer last;                          // the answer to give when the retries run out
-    uint64_t attempt = 0;                     // the forward id of the command at a leader
     std::chrono::steady_clock::time_point until;
     int attempts_left = kForwardAttemptsMax;
   };
@@ -192,19 +192,6 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   // One attempt at `leader`; false when it cannot be made (unknown node, no time left).
   bool forward_to(uint64_t leader);
-
-  // Client offload: only the prepared command goes to the leader. Its deadline there ends
-  // kForwardReplyMarginMs before this node stops waiting, so its answer has time to come back.
-  bool forward_command_to(uint64_t leader, int64_t left_ms);
-
-  // While the command waits at `leader`: once this node hears that another node leads (the
-  // one it forwarded to was paused, partitioned or deposed), the command goes there at once
-  // under the same request id, instead of waiting for the old leader's stream to time out. A
-  // command the old leader planned but never committed is then applied once, by the new one.
-  void follow_leader(uint64_t attempt, uint64_t leader);
-
-  // The leader's reply to the prepared command, or nullopt when it went away.
-  void on_forwarded_reply(std::optional<Reply> reply, uint64_t leader);
 
   // Starts forwarding state for a request this follower's edge serves (not one forwarded to
   // it: that is answered where it lands).

@@ -86,15 +86,16 @@ std::optional<queen::real::TransportOptions> transport_options(
   return t;
 }
 
-// A graceful stop of a leader: leadership goes to the most caught-up voter, and the process
-// waits (at most kHandOverWaitMs) until another node has taken over.
-constexpr int64_t kHandOverWaitMs = 1000;
+// A graceful stop of a leader: the node waits for the acks it took to commit (at most
+// NodeConfig::hand_over_ack_wait_ms), then hands leadership to the most caught-up voter; the
+// process waits at most kHandOverWaitMs more until another node has taken over.
+constexpr int64_t kHandOverWaitMs = 3000;
 
-void hand_over(queen::real::NodeDriver& driver) {
+void hand_over(queen::real::NodeDriver& driver, int64_t ack_wait_ms) {
   bool started = false;
   driver.run_on_node([&](queen::Node& node) { started = node.hand_over(); });
   if (!started) return;
-  for (int64_t waited = 0; waited < kHandOverWaitMs; waited += 10) {
+  for (int64_t waited = 0; waited < ack_wait_ms + kHandOverWaitMs; waited += 10) {
     bool leading = true;
     driver.run_on_node(
         [&](queen::Node& node) { leading = std::string_view(node.raft_view().role) == "leader"; });
@@ -136,7 +137,7 @@ int main() {
   Status listening = http.listen();
   if (!listening) return fail(listening.error().message);
   http.run();
-  if (config.cluster) hand_over(driver);
+  if (config.cluster) hand_over(driver, config.node.hand_over_ack_wait_ms);
   driver.stop();
   real::log_line(LogLevel::info, "main", "stopped");
   return 0;

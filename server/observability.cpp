@@ -154,15 +154,21 @@ void render_latencies(Exposition& x) {
   histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync);
 }
 
-void render_forwarding(Exposition& x) {
+void render_forwarding(const MetricsReply& m, Exposition& x) {
   const ForwardCounters& c = forward_counters();
   x.family("queen_raft_forwarded_commands_total", "counter",
            "Prepared commands: forwarded to the leader (sent), served for a peer (served), "
-           "failed with their stream (lost), sent on to a new leader (followed).");
+           "failed with their stream (lost), sent again under the same request id after a "
+           "retry answer, a failed stream or a change of leader (retried), answered "
+           "outcome_unknown at their deadline (outcome_unknown).");
   x.sample("queen_raft_forwarded_commands_total", {{"event", "sent"}}, c.sent.load());
   x.sample("queen_raft_forwarded_commands_total", {{"event", "served"}}, c.served.load());
   x.sample("queen_raft_forwarded_commands_total", {{"event", "lost"}}, c.lost.load());
-  x.sample("queen_raft_forwarded_commands_total", {{"event", "followed"}}, c.followed.load());
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "retried"}}, m.forward_retries);
+  x.sample("queen_raft_forwarded_commands_total", {{"event", "outcome_unknown"}},
+           m.forward_unknown);
+  x.one("queen_raft_leadership_transfers_total", "counter",
+        "Graceful stops that handed leadership to another voter.", m.transfers);
 }
 
 void render_process(Exposition& x) {
@@ -320,7 +326,7 @@ HttpAnswer render_metrics(const MetricsReply& reply) {
   render_process(x);
   render_latencies(x);
   render_raft(reply, x);
-  render_forwarding(x);
+  render_forwarding(reply, x);
   render_traffic(reply, x);
   render_dedup(reply, x);
   render_queues(reply, x);

@@ -460,6 +460,7 @@ struct CommandEnvelope {
   int64_t deadline_ms =
       0;  // node-local wall clock (Env::now_ms) past which the answer is a timeout
   Command command;
+  bool forwarded = false;  // a follower sent it: answered where it lands, never forwarded on
 };
 
 }  // namespace queen

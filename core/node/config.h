@@ -19,6 +19,8 @@ struct Mutants {
   bool snapshot_without_log_files = false;  // a snapshot ships the checkpoint alone
   bool delta_after_recovery = false;        // the first checkpoint after a start is a delta, too
   bool unbounded_terms = false;  // peer messages past kTermMax / kLogIndexMax are accepted
+  bool forward_fresh_request_id = false;     // a follower's retry at a leader mints a new id
+  bool transfer_before_acks_commit = false;  // a graceful stop hands over at once
 };
 
 struct NodeConfig {
@@ -59,6 +61,23 @@ struct NodeConfig {
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
   uint64_t snapshot_chunk_bytes = 1u << 20;    // a snapshot travels in chunks of this size
+  // A follower forwards client commands to the leader itself (Env::forward) and answers them
+  // with the leader's reply, retrying under the same request id until their deadline
+  // (QUEEN_RAFT_CLIENT_OFFLOAD); off: it answers not_leader naming the leader.
+  bool forward_commands = false;
+  uint32_t forwards_max = 65536;  // commands a follower holds while forwarding them
+  // Work a leader holds for commands it took; past a cap a new command is answered
+  // overloaded (429, Retry-After) instead of queued without bound.
+  uint32_t sealed_entries_max = 1024;  // entries sealed, waiting for room in the pipeline
+  uint32_t answers_max = 1u << 20;     // answers parked until their entry commits
+  // Raft messages held while the hard state is being made durable; past it the newest is
+  // dropped (Raft sends again: appends at the next heartbeat, votes at the next election).
+  uint32_t held_messages_max = 4096;
+  int64_t forward_retry_ms = 100;      // the pause before a command is forwarded again
+  int64_t forward_timeout_ms = 30000;  // a command without a deadline waits this long
+  // A graceful stop of a leader (Node::hand_over) waits this long for the acks it took to
+  // commit before it hands leadership over.
+  int64_t hand_over_ack_wait_ms = 500;
   int64_t raft_purge_hold_ms = 600'000;        // QUEEN_RAFT_PURGE_HOLD_S: log kept for the absent
   int64_t commit_persist_ms = 1000;            // how often a moved commit index is persisted
   // Store checkpoints (core/state/checkpoint.h): at most one per durable_every_ms, and only

@@ -79,6 +79,9 @@ struct MetricsReply {
   uint64_t snapshots_sent = 0;
   uint64_t snapshots_installed = 0;  // counted across the in-place restarts they cause
   uint64_t raft_messages_refused = 0;  // malformed, out of bounds, or not from a member
+  uint64_t forward_retries = 0;        // a follower's commands sent again (a retry, a new leader)
+  uint64_t forward_unknown = 0;        // and answered outcome_unknown at their deadline
+  uint64_t transfers = 0;              // graceful stops that handed leadership over
   uint64_t recovered_entries = 0;    // replayed at start
   uint64_t torn_tails_cut = 0;       // at start
   // transactionId dedup (core/planner/dedup.h), on the node that plans: zero on a follower.

@@ -16,10 +16,18 @@ void Node::restart_if_installed() {
   NodeConfig config = impl_->config;
   NodeStats stats = impl_->stats;
   uint64_t next_token = impl_->next_token;
+  // Commands held for forwarding do not depend on the store: they go on after the restart.
+  auto forwards = std::move(impl_->forwards);
+  auto forward_attempts = std::move(impl_->forward_attempts);
+  uint64_t next_forward_id = impl_->next_forward_id;
   auto files = env.list_files();
   impl_ = std::make_unique<NodeImpl>(env, config);
   impl_->stats = stats;
   impl_->next_token = next_token;
+  impl_->forwards = std::move(forwards);
+  impl_->forward_attempts = std::move(forward_attempts);
+  impl_->next_forward_id = next_forward_id;
+  impl_->arm_forward_timer();
   Status st = files.ok() ? start(files.value()) : Status(files.error());
   if (!st.ok()) {
     impl_->stopped = true;
@@ -58,14 +66,19 @@ Status Node::start(const std::vector<FileInfo>& found) {
 }
 
 void Node::on_command(ReplyHandle h, CommandEnvelope c) {
-  NodeImpl& n = *impl_;
+  serve_command(*impl_, h, std::move(c));
+  impl_->after_event();
+}
+
+void serve_command(NodeImpl& n, ReplyHandle h, CommandEnvelope c) {
   if (n.stopped || !n.serving) {
     n.send(Parked{h, error_reply(api::Errc::not_leader, "the node is not serving yet", 1)});
     return;
   }
   const CommandTraits traits = traits_of(c.command);
+  if (n.forwards_it(c, traits)) return n.start_forward(h, std::move(c));
   if (n.cluster && !traits.any_node) {
-    if (!n.cluster->writable) {
+    if (!n.cluster->writable || n.handing_over) {
       n.send(Parked{h, n.not_serving_reply()});
       return;
     }
@@ -76,14 +89,15 @@ void Node::on_command(ReplyHandle h, CommandEnvelope c) {
       return;
     }
   }
-  bool logged = traits.logged;
-  if (logged && n.answer_known(h, c.request_id, c.command)) {
-    n.after_event();
+  if (!traits.any_node && n.queues_full()) {
+    n.send(Parked{h, error_reply(api::Errc::overloaded,
+                                 "the node holds too much unfinished work; retry shortly", 1)});
     return;
   }
+  bool logged = traits.logged;
+  if (logged && n.answer_known(h, c.request_id, c.command)) return;
   n.current_request = logged ? c.request_id : RequestId{};
   std::visit([&](auto& command) { n.handle(h, c, command); }, c.command);
-  n.after_event();
 }
 
 void Node::on_timer(TimerId id) {
@@ -108,6 +122,8 @@ void timer_fired(NodeImpl& n, TimerId id) {
       if (n.commit > n.cluster->persisted.commit.value) n.persist_state();
       n.persist_commit_later();
     }
+    if (id == kForwardTimer) n.forward_tick();
+    if (id == kHandOverTimer) n.hand_over_tick();
     if (!n.cluster->writable) {
       n.after_event();
       return;
@@ -150,7 +166,8 @@ void sync_done(NodeImpl& n, uint64_t token, bool ok) {
     return;
   }
   auto it = n.sync_tokens.find(token);
-  QUEEN_ASSERT(it != n.sync_tokens.end(), "completion of an unknown sync");
+  QUEEN_ASSERT(it != n.sync_tokens.end(), "completion of an unknown sync (token %llu)",
+               static_cast<unsigned long long>(token));
   uint64_t idx = it->second;
   n.sync_tokens.erase(it);
   if (!ok) {
@@ -160,7 +177,9 @@ void sync_done(NodeImpl& n, uint64_t token, bool ok) {
   }
   ++n.stats.syncs;
   auto fit = n.inflight.find(idx);
-  QUEEN_ASSERT(fit != n.inflight.end() && fit->second.syncs_left > 0, "sync of no entry");
+  QUEEN_ASSERT(fit != n.inflight.end() && fit->second.syncs_left > 0,
+               "sync of entry %llu, which is not in flight or has no sync left",
+               static_cast<unsigned long long>(idx));
   --fit->second.syncs_left;
   if (n.cluster) {
     Cluster& c = *n.cluster;
@@ -210,9 +229,22 @@ void Node::on_message(uint64_t from, const Bytes& message) {
 bool Node::hand_over() {
   NodeImpl& n = *impl_;
   if (!n.cluster || n.stopped || n.cluster->raft->role() != raft::Role::leader) return false;
-  auto to = n.cluster->raft->most_caught_up();
-  if (!to || !n.cluster->raft->transfer_leadership(*to)) return false;
-  n.env.log(LogLevel::info, "handing leadership to node " + std::to_string(to->value));
+  if (n.handing_over) return true;
+  if (n.config.mutants.transfer_before_acks_commit) {  // hands over at once, serving on
+    auto to = n.cluster->raft->most_caught_up();
+    if (!to || !n.cluster->raft->transfer_leadership(*to)) return false;
+    ++n.stats.transfers;
+    n.after_event();
+    return true;
+  }
+  n.handing_over = true;
+  n.hand_over_at_ms = n.env.now_ms() + n.config.hand_over_ack_wait_ms;
+  // What the consumption engine took goes into an entry now, not at the next checkpoint.
+  if (n.cluster->writable && n.take_checkpoint_into_open()) {
+    n.seal();
+    n.write_sealed();
+  }
+  n.hand_over_tick();
   n.after_event();
   return true;
 }
@@ -223,6 +255,7 @@ Node::RaftView Node::raft_view() const {
 
 void Node::on_cancel(ReplyHandle h) {
   NodeImpl& n = *impl_;
+  if (n.cancel_forward(h)) return;
   if (auto it = n.poll_of_handle.find(h); it != n.poll_of_handle.end()) {
     n.drop_poll(it->second);
     return;
@@ -231,6 +264,13 @@ void Node::on_cancel(ReplyHandle h) {
     if (w.handle == h) n.cancelled.insert(h);
   for (const auto& [idx, p] : n.answers)
     if (p.handle == h) n.cancelled.insert(h);
+}
+
+void Node::on_forward_reply(uint64_t forward_id, std::optional<Reply> reply) {
+  NodeImpl& n = *impl_;
+  if (n.stopped || !n.serving) return;
+  n.on_forward_reply(forward_id, std::move(reply));
+  n.after_event();
 }
 
 const Store& Node::store() const {

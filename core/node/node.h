@@ -41,7 +41,46 @@ struct NodeStats {
   // Peer messages dropped: not decodable, out of bounds (kTermMax, kLogIndexMax), or from a
   // node that is not a member.
   uint64_t raft_messages_refused = 0;
+  // A follower's forwarding: commands sent to a leader (every attempt), attempts after the
+  // first (a retry under the same request id, or following a new leader), and commands
+  // answered outcome_unknown (an attempt may have been applied; the deadline came first).
+  uint64_t forwarded = 0;
+  uint64_t forward_retries = 0;
+  uint64_t forward_unknown = 0;
+  uint64_t transfers = 0;  // graceful stops that handed leadership over
+
+  // Every counter with its name, once: sums and reports go through it.
+  template <class F>
+  void each(F&& f) {
+    f("entries_committed", entries_committed);
+    f("syncs", syncs);
+    f("lease_expiries", lease_expiries);
+    f("redeliveries", redeliveries);
+    f("dlq_moves", dlq_moves);
+    f("checkpoints", checkpoints);
+    f("recovered_entries", recovered_entries);
+    f("store_checkpoints", store_checkpoints);
+    f("log_files_reclaimed", log_files_reclaimed);
+    f("torn_tails_cut", torn_tails_cut);
+    f("entries_read_back", entries_read_back);
+    f("snapshots_sent", snapshots_sent);
+    f("snapshots_installed", snapshots_installed);
+    f("raft_messages_refused", raft_messages_refused);
+    f("forwarded", forwarded);
+    f("forward_retries", forward_retries);
+    f("forward_unknown", forward_unknown);
+    f("transfers", transfers);
+  }
+  NodeStats& operator+=(const NodeStats& other) {
+    std::vector<uint64_t> add;
+    NodeStats copy = other;
+    copy.each([&](const char*, uint64_t& v) { add.push_back(v); });
+    size_t i = 0;
+    each([&](const char*, uint64_t& v) { v += add[i++]; });
+    return *this;
+  }
 };
+static_assert(sizeof(NodeStats) == 18 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:
@@ -60,10 +99,15 @@ class Node {
   // The client behind `handle` went away (e.g. it closed a long poll): a held pop is
   // dropped and whatever it claimed is handed back. No reply is sent for it.
   void on_cancel(ReplyHandle handle);
+  // The leader's reply to a command this node forwarded (Env::forward); nullopt: the stream
+  // to it failed.
+  void on_forward_reply(uint64_t forward_id, std::optional<Reply> reply);
   // A message from another node of the cluster (see Env::send).
   void on_message(uint64_t from, const Bytes& message);
-  // A graceful stop: a leader hands leadership to its most caught-up voter (which starts an
-  // election at once); false when this node does not lead. Stops planning new work.
+  // A graceful stop: a leader stops taking commands, waits up to
+  // NodeConfig::hand_over_ack_wait_ms for what it took (acks) to commit, then hands
+  // leadership to its most caught-up voter (which starts an election at once). False when
+  // this node does not lead. raft_view() tells when another node took over.
   bool hand_over();
 
   // Read-only views for tests and the simulator's checker.

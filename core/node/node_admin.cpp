@@ -330,6 +330,9 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   m.snapshots_sent = stats.snapshots_sent;
   m.snapshots_installed = stats.snapshots_installed;
   m.raft_messages_refused = stats.raft_messages_refused;
+  m.forward_retries = stats.forward_retries;
+  m.forward_unknown = stats.forward_unknown;
+  m.transfers = stats.transfers;
   m.recovered_entries = stats.recovered_entries;
   m.torn_tails_cut = stats.torn_tails_cut;
   const DedupStats& dedup = planner.dedup().stats();

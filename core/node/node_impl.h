@@ -45,6 +45,15 @@ constexpr TimerId kRaftTick = 6;
 constexpr TimerId kCommitPersistTimer = 7;
 constexpr TimerId kStoreCheckpointTimer = 8;
 constexpr TimerId kRetentionTimer = 9;
+constexpr TimerId kForwardTimer = 10;
+constexpr TimerId kHandOverTimer = 11;
+// A follower forwards one command at most this many times (a retry, a new leader).
+constexpr uint32_t kForwardAttemptsMax = 300;
+// A forwarded command's deadline at the leader ends this long before the follower's, so its
+// answer has time to come back.
+constexpr int64_t kForwardReplyMarginMs = 100;
+// While a graceful stop waits for its acks to commit, it looks this often.
+constexpr int64_t kHandOverPollMs = 10;
 constexpr int64_t kClaimMarginMsMax = 250;
 // A store checkpoint waits for the log to grow by its own size, but at most this many
 // durable_every_ms intervals: a quiet node still checkpoints (and reclaims) now and then.
@@ -67,6 +76,17 @@ constexpr uint64_t kSnapshotWindow = 4;  // data chunks sent and not yet answere
 struct Parked {
   ReplyHandle handle = 0;
   Reply reply;
+};
+
+// A client command a follower forwards to the leader (core/node/node_forward.cpp).
+struct Forward {
+  ReplyHandle handle = 0;
+  std::shared_ptr<const CommandEnvelope> envelope;
+  uint64_t leader = 0;      // the node the attempt in flight waits at (0: none in flight)
+  uint64_t attempt = 0;     // that attempt's forward id
+  uint32_t attempts = 0;    // made so far
+  int64_t retry_at_ms = 0;  // none in flight: the next attempt goes then
+  Reply last;               // the last "retry" answer, given when no attempt can be made
 };
 
 struct InFlight {
@@ -232,6 +252,15 @@ struct NodeImpl {
   std::map<ReplyHandle, uint64_t> poll_of_handle;
   std::set<std::pair<int64_t, uint64_t>> poll_deadlines;
   uint64_t poll_seq = 0;
+
+  // A follower's forwarded commands, by client handle, and their attempts by forward id.
+  std::map<ReplyHandle, Forward> forwards;
+  std::map<uint64_t, ReplyHandle> forward_attempts;
+  uint64_t next_forward_id = 0;  // random at start: a reply meant for an earlier run misses
+  bool forward_armed = false;
+  // A graceful stop under way (Node::hand_over): commands are refused until it hands over.
+  bool handing_over = false;
+  int64_t hand_over_at_ms = 0;  // hands over then at the latest
 
   std::unique_ptr<Cluster> cluster;  // null on a single node
   // Cluster: where entry i's records lie (at [i - 1]), to read it back for a follower.
@@ -452,6 +481,30 @@ struct NodeImpl {
 
   Status start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt);
 
+  // -------------------------------------------------------------- forwarding (a follower)
+  // Whether this node forwards `c` rather than serving it (a follower, not a peer's command).
+  bool forwards_it(const CommandEnvelope& c, const CommandTraits& traits) const;
+  void start_forward(ReplyHandle h, CommandEnvelope c);
+  // The next attempt of `f`: to the leader, here once this node leads, or later.
+  void try_forward(Forward& f);
+  void on_forward_reply(uint64_t id, std::optional<Reply> reply);
+  void forward_tick();
+  void arm_forward_timer();
+  // The deadline came before a definite answer.
+  void give_up_forward(Forward& f);
+  void end_forward(ReplyHandle h, std::optional<Reply> reply);
+  bool cancel_forward(ReplyHandle h);
+
+  // Whether the sealed entries or the parked answers are at their caps (config *_max).
+  bool queues_full() const {
+    return sealed.size() >= config.sealed_entries_max ||
+           answers.size() + checkpoint_waiters.size() >= config.answers_max;
+  }
+
+  // -------------------------------------------------------------- graceful stop
+  void hand_over_tick();
+  bool acks_in_flight() const;
+
   // -------------------------------------------------------------- request ids
   void expire_outcomes(int64_t now_ms);
 
@@ -599,6 +652,8 @@ struct NodeImpl {
 };
 
 void sync_done(NodeImpl& n, uint64_t token, bool ok);
+// A client command (Node::on_command, or one a follower held and now serves as the leader).
+void serve_command(NodeImpl& n, ReplyHandle h, CommandEnvelope c);
 void timer_fired(NodeImpl& n, TimerId id);
 
 }  // namespace queen

@@ -8,13 +8,19 @@ namespace queen {
 bool NodeImpl::propose(const Entry& e) {
   Cluster& c = *cluster;
   Bytes data = encode_replicated(e);
+  QUEEN_DEBUG_ASSERT(decode_replicated(data.data(), data.size()).ok() &&
+                         decode_replicated(data.data(), data.size()).value() == e,
+                     "entry %llu does not decode to what was encoded",
+                     static_cast<unsigned long long>(e.index.value));
   c.cache.put(e.index, e.term, data);
   auto idx = c.raft->propose(std::move(data));
   if (!idx) {
     c.cache.truncate_after(LogIndex(e.index.value - 1));
     return false;
   }
-  QUEEN_ASSERT(*idx == e.index, "the planner and Raft disagree on the next index");
+  QUEEN_ASSERT(*idx == e.index, "the planner planned entry %llu, Raft appended %llu",
+               static_cast<unsigned long long>(e.index.value),
+               static_cast<unsigned long long>(idx->value));
   return true;
 }
 
@@ -76,6 +82,7 @@ void NodeImpl::send_message(raft::Message m) {
   Cluster& c = *cluster;
   if (m.type == raft::MsgType::snapshot) return start_snapshot_send(m.to, m.index);
   if (!c.hs_tokens.empty() || !c.held.empty()) {
+    if (c.held.size() >= config.held_messages_max) return;  // Raft sends it again
     c.held.push_back(std::move(m));
     return;
   }
@@ -291,6 +298,32 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   persist_commit_later();
   serving = true;
   return ok_status();
+}
+
+// -------------------------------------------------------------- graceful stop
+// Whether something this leader took is still on its way to a commit: planned or waiting
+// entries, answers parked at them, consumption rows not checkpointed yet.
+bool NodeImpl::acks_in_flight() const {
+  return !answers.empty() || !checkpoint_waiters.empty() || engine.dirty() || !open.empty() ||
+         !sealed.empty();
+}
+
+// A graceful stop waits (at most until hand_over_at_ms) for what it took to commit, then
+// hands leadership over; it tries again each poll while no voter can take it.
+void NodeImpl::hand_over_tick() {
+  if (!handing_over || stopped || cluster->raft->role() != raft::Role::leader) return;
+  if (cluster->raft->transferring()) return;
+  if (acks_in_flight() && env.now_ms() < hand_over_at_ms) {
+    env.set_timer(kHandOverTimer, kHandOverPollMs);
+    return;
+  }
+  auto to = cluster->raft->most_caught_up();
+  if (!to || !cluster->raft->transfer_leadership(*to)) {
+    env.set_timer(kHandOverTimer, kHandOverPollMs);
+    return;
+  }
+  ++stats.transfers;
+  env.log(LogLevel::info, "handing leadership to node " + std::to_string(to->value));
 }
 
 }  // namespace queen

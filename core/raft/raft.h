@@ -182,6 +182,7 @@ class Raft {
   bool transfer_leadership(NodeId to);
   // Leader: the follower with the longest durable log (the best successor), if any.
   std::optional<NodeId> most_caught_up() const;
+  bool transferring() const { return transfer_to_.has_value(); }
   Ready take_ready();
 
   Role role() const { return role_; }

@@ -59,6 +59,7 @@ Status NodeDriver::start() {
     Status listening = transport_->start();
     if (!listening) return listening;
     env_->set_peer_sender([this](uint64_t to, Bytes m) { transport_->send(to, std::move(m)); });
+    if (command_forwarder_) env_->set_command_forwarder(command_forwarder_);
   }
   work_.emplace(asio::make_work_guard(context_));
   thread_ = std::thread([this] { context_.run(); });
@@ -94,6 +95,12 @@ bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
 
 void NodeDriver::send_forward(uint64_t to, uint64_t key, Bytes message) {
   if (transport_) transport_->send_forward(to, key, std::move(message));
+}
+
+void NodeDriver::forward_reply(uint64_t forward_id, std::optional<Reply> reply) {
+  asio::post(context_, [this, forward_id, reply = std::move(reply)]() mutable {
+    node_->on_forward_reply(forward_id, std::move(reply));
+  });
 }
 
 void NodeDriver::cancel(ReplyHandle handle) {

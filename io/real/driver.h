@@ -54,6 +54,14 @@ class NodeDriver {
 
   // Before start(), in a cluster: where commands and replies forwarded by peers go.
   void set_forward_handler(ForwardHandler handler) { forward_handler_ = std::move(handler); }
+  // Before start(), in a cluster: where the node's forwarded commands go (Env::forward). The
+  // forwarder answers each through forward_reply().
+  void set_command_forwarder(RealEnv::CommandForwarder forwarder) {
+    command_forwarder_ = std::move(forwarder);
+  }
+  // From any thread: the leader's reply to a command the node forwarded (nullopt: the stream
+  // failed), posted to the node thread.
+  void forward_reply(uint64_t forward_id, std::optional<Reply> reply);
   Status start();
   // From any thread, in a cluster: sends a forwarded command or reply to peer `to`.
   void send_forward(uint64_t to, uint64_t key, Bytes message);
@@ -78,6 +86,7 @@ class NodeDriver {
   std::unique_ptr<Node> node_;
   std::unique_ptr<Transport> transport_;
   ForwardHandler forward_handler_;
+  RealEnv::CommandForwarder command_forwarder_;
   std::thread thread_;
   std::atomic<size_t> commands_queued_{0};
   std::atomic<uint64_t> known_leader_{0};

@@ -70,6 +70,18 @@ class RealEnv final : public Env {
   void set_peer_sender(std::function<void(uint64_t, Bytes)> sender) {
     peer_sender_ = std::move(sender);
   }
+  // Forwarded commands go to the edge's forwarder (server/command_forwarder.h) once one is set.
+  using CommandForwarder =
+      std::function<void(uint64_t to, uint64_t forward_id,
+                         std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms)>;
+  void forward(uint64_t to_node, uint64_t forward_id,
+               std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms) override {
+    if (command_forwarder_)
+      command_forwarder_(to_node, forward_id, std::move(command), remaining_ms);
+  }
+  void set_command_forwarder(CommandForwarder forwarder) {
+    command_forwarder_ = std::move(forwarder);
+  }
   [[noreturn]] void fatal(std::string_view reason) override;
   void log(LogLevel level, std::string_view message) override;
 
@@ -91,6 +103,7 @@ class RealEnv final : public Env {
   Node* node_ = nullptr;
   std::map<TimerId, TimerSlot> timers_;
   std::function<void(uint64_t, Bytes)> peer_sender_;
+  CommandForwarder command_forwarder_;
   std::unique_ptr<PayloadCipher> cipher_;  // null: no QUEEN_ENCRYPTION_KEY
 };
 

@@ -97,9 +97,9 @@ class TestCluster {
     return -1;
   }
 
-  ReplyHandle send(int i, Command c, RequestId request = {}) {
+  ReplyHandle send(int i, Command c, RequestId request = {}, int64_t timeout_ms = 30000) {
     ReplyHandle h = ++next_handle_;
-    nodes_[i]->on_command(h, CommandEnvelope{request, envs_[i]->now / 1000 + 30000, c});
+    nodes_[i]->on_command(h, CommandEnvelope{request, envs_[i]->now / 1000 + timeout_ms, c});
     return h;
   }
 
@@ -156,7 +156,7 @@ class TestCluster {
  private:
   void deliver() {
     for (int round = 0; round < 100; ++round) {
-      bool any = false;
+      bool any = carry_forwards();
       for (size_t from = 0; from < envs_.size(); ++from) {
         auto out = std::move(envs_[from]->outbox);
         envs_[from]->outbox.clear();
@@ -172,6 +172,46 @@ class TestCluster {
     }
   }
 
+  bool cut(int a, int b) const { return isolated_.count(a) != 0 || isolated_.count(b) != 0; }
+
+  // Forwarded commands travel to their leader as commands of its own, and its replies back;
+  // a stream that cannot carry one (a node down or cut off) fails, as a broken stream does.
+  bool carry_forwards() {
+    bool any = false;
+    for (size_t from = 0; from < envs_.size(); ++from) {
+      auto out = std::move(envs_[from]->forwarded);
+      envs_[from]->forwarded.clear();
+      for (auto& f : out) {
+        int to = static_cast<int>(f.to) - 1;
+        any = true;
+        if (!up(to) || cut(static_cast<int>(from), to)) {
+          if (up(static_cast<int>(from))) nodes_[from]->on_forward_reply(f.id, std::nullopt);
+          continue;
+        }
+        ReplyHandle h = ++next_handle_;
+        serving_[h] = {static_cast<int>(from), to, f.id};
+        CommandEnvelope e = *f.command;
+        e.forwarded = true;
+        e.deadline_ms = envs_[to]->now / 1000 + f.remaining_ms;
+        nodes_[to]->on_command(h, std::move(e));
+      }
+    }
+    for (auto it = serving_.begin(); it != serving_.end();) {
+      auto [from, to, id] = it->second;
+      std::optional<Reply> r = up(to) ? take(to, it->first) : std::nullopt;
+      bool broken = !up(to) || cut(from, to);
+      if (!r && !broken) {
+        ++it;
+        continue;
+      }
+      if (up(from)) nodes_[from]->on_forward_reply(id, broken ? std::nullopt : std::move(r));
+      it = serving_.erase(it);
+      any = true;
+    }
+    return any;
+  }
+
+  std::map<ReplyHandle, std::tuple<int, int, uint64_t>> serving_;  // (from, to, forward id)
   NodeConfig cfg_;
   std::vector<std::unique_ptr<MemEnv>> envs_;
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -207,6 +247,88 @@ TEST(Cluster, FollowerAnswers503RetryNamingTheLeader) {
   EXPECT_EQ(e->code, api::Errc::not_leader);
   EXPECT_EQ(e->leader, static_cast<uint64_t>(l) + 1);
   EXPECT_GE(e->retry_after_s, 1);
+}
+
+// ---- a follower's forwarding (NodeConfig::forward_commands, core/node/node_forward.cpp) ----
+
+void forwarding(NodeConfig& c) {
+  c.forward_commands = true;
+}
+
+TEST(Forwarding, AFollowerAnswersWithTheLeadersReply) {
+  TestCluster c(3, forwarding);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int f = (c.leader() + 1) % 3;
+  auto r = c.push(f, "a");
+  ASSERT_NE(as<PushReply>(r), nullptr);
+  EXPECT_EQ(as<PushReply>(r)->results.at(0).offset, Offset(0));
+  EXPECT_EQ(c.node(f).stats().forwarded, 1u);
+  ASSERT_TRUE(c.run_until(500, [&] { return c.converged(); }));
+  EXPECT_EQ(c.payloads(f), std::vector<std::string>{"\"a\""});
+}
+
+// The leader took the command and was cut off before it answered: the follower sends it to
+// the next leader under the same request id, and the command is applied once.
+TEST(Forwarding, AfterTheLeaderIsCutOffTheRetryKeepsTheRequestIdAndAppliesOnce) {
+  TestCluster c(3, forwarding);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  RequestId id{make_uuid_v7(1, 2, 3)};
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // written everywhere, not durable
+  ReplyHandle h = c.send(f, c.push_cmd("a"), id);
+  c.run_ms(1);  // the leader has planned it and sent it to both followers
+  c.isolate(l);
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = false;
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(5000, [&] { return (r = c.take(f, h)).has_value(); }));
+  ASSERT_NE(as<PushReply>(r), nullptr);
+  EXPECT_GE(c.node(f).stats().forward_retries, 1u);  // at the next leader, or served here
+  c.heal();
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.converged(); }));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.payloads(i), std::vector<std::string>{"\"a\""});
+}
+
+// A follower cut off after it forwarded a write cannot learn its fate: at the deadline it
+// answers outcome_unknown, not a retry that would invite a second copy.
+TEST(Forwarding, AFollowerThatCannotLearnTheOutcomeAnswersOutcomeUnknownAtTheDeadline) {
+  TestCluster c(3, forwarding);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int f = (c.leader() + 1) % 3;
+  ReplyHandle h = c.send(f, c.push_cmd("a"), RequestId{make_uuid_v7(1, 2, 3)}, 600);
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // nothing commits: no answer
+  c.run_ms(1);
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(2000, [&] { return (r = c.take(f, h)).has_value(); }));
+  const auto* e = as<ErrorReply>(r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code, api::Errc::outcome_unknown);
+  EXPECT_EQ(c.node(f).stats().forward_unknown, 1u);
+}
+
+// A client gone while its command was forwarded gets no answer, and the follower holds
+// nothing for it.
+TEST(Forwarding, ACancelledCommandIsNeverAnswered) {
+  TestCluster c(3, forwarding);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  c.isolate(l);  // no leader answers for a while
+  ReplyHandle h = c.send(f, c.push_cmd("a"));
+  c.run_ms(5);
+  c.node(f).on_cancel(h);
+  c.heal();
+  c.run_ms(3000);
+  EXPECT_FALSE(c.take(f, h).has_value());
+}
+
+// A command held while no leader is known is served by this node once it leads.
+TEST(Forwarding, ACommandHeldWithoutALeaderIsAnsweredOnceOneIsElected) {
+  TestCluster c(3, forwarding);
+  ReplyHandle h = c.send(0, c.push_cmd("a"));  // before any election
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(5000, [&] { return (r = c.take(0, h)).has_value(); }));
+  ASSERT_NE(as<PushReply>(r), nullptr);
 }
 
 TEST(Cluster, PushIsAnsweredOnlyOnceAMajorityHasItDurable) {

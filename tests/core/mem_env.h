@@ -85,6 +85,18 @@ class MemEnv : public Env {
   void reply(ReplyHandle h, Reply r) override { replies[h] = std::move(r); }
   std::vector<std::pair<uint64_t, Bytes>> outbox;  // messages to peers, delivered by the test
   void send(uint64_t to, Bytes m) override { outbox.emplace_back(to, std::move(m)); }
+  // Commands a follower forwards (Env::forward), carried by the test.
+  struct Forwarded {
+    uint64_t to = 0;
+    uint64_t id = 0;
+    std::shared_ptr<const CommandEnvelope> command;
+    int64_t remaining_ms = 0;
+  };
+  std::vector<Forwarded> forwarded;
+  void forward(uint64_t to, uint64_t id, std::shared_ptr<const CommandEnvelope> command,
+               int64_t remaining_ms) override {
+    forwarded.push_back(Forwarded{to, id, std::move(command), remaining_ms});
+  }
   void fatal(std::string_view) override { fatal_called = true; }
   void log(LogLevel, std::string_view m) override { logs.emplace_back(m); }
   // Payload sealing (core/seal/seal.h); unset, the Env's default (no key) answers.
