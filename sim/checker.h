@@ -63,6 +63,11 @@ class Checker {
   void ack_answered(ReplyHandle h, const AckCmd& cmd, const AckContext& ctx, const Reply& reply,
                     bool lost);
   void configure_answered(const ConfigureCmd& cmd, const Reply& reply);
+  // A replay of this dead letter was sent: it may be gone from the DLQ at the end (its
+  // message pushed again is reported as a push).
+  void dlq_replay_submitted(const DlqRecord& letter) {
+    dlq_replayed_.insert({letter.group, letter.partition_id.value, letter.offset.value});
+  }
   // A worker's transaction (ack its input + push one output + a KV marker). `resend`: the same
   // request (request id and body) sent again. Answers are reported lost or not: the node sent
   // a success only once the transaction committed.
@@ -165,6 +170,8 @@ class Checker {
 
   GroupPartition& gp(const std::string& group, PartitionId pid) { return gps_[{group, pid.value}]; }
   void fail(const char* invariant, std::string detail);
+  // The queues the clients use (the operator's own is made and deleted again).
+  static uint64_t clients_queues(const Store& store);
   void check_push_result(uint64_t attempt, const PushItem& item, const PushResult& r, uint32_t i);
   void check_request_outcome(const RequestId& rid, const PushReply& r);
   void final_worker(const Node& n, const std::map<Uuid, std::pair<PartitionId, Offset>>& found);
@@ -212,6 +219,7 @@ class Checker {
   std::map<std::pair<uint64_t, uint64_t>, Uuid> offset_owner_;      // (pid, offset) → message id
   std::map<std::pair<std::string, std::string>, uint64_t> pid_of_;  // (queue, partition) → pid
   std::map<GpKey, GroupPartition> gps_;
+  std::set<std::tuple<std::string, uint64_t, uint64_t>> dlq_replayed_;  // (group, pid, offset)
   std::map<ReplyHandle, PopInfo> pops_;  // outstanding
   std::map<std::string, GroupPops> group_pops_;
   std::map<ReplyHandle, AckInfo> acks_;

@@ -26,6 +26,10 @@ constexpr const char* kWorkerInput = "qa";
 constexpr const char* kWorkerOutput = "wout";
 constexpr const char* kWorkerNs = "wk";
 constexpr const char* kWorkerTimers = "wtimer";
+// The operator's own objects (sim/workload_ops.cpp): a queue it makes and deletes again, and
+// a group it seeks and deletes. Recovery may lose neither's deletion nor keep its cursors.
+constexpr const char* kOpsQueue = "ops-tmp";
+constexpr const char* kOpsGroup = "ops-seek";
 
 inline unsigned long long ull(uint64_t v) {
   return static_cast<unsigned long long>(v);

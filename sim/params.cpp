@@ -78,6 +78,8 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.snapshot_without_log_files = mutant == Mutant::snapshot_without_log_files;
   c.mutants.delta_after_recovery = mutant == Mutant::delta_after_recovery;
   c.mutants.unbounded_terms = mutant == Mutant::unbounded_terms;
+  c.mutants.forward_fresh_request_id = mutant == Mutant::forward_fresh_request_id;
+  c.mutants.transfer_before_acks_commit = mutant == Mutant::transfer_before_acks_commit;
   c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
   return c;
 }
@@ -116,74 +118,66 @@ void choose_cluster(Rng& rng, RunParams* p) {
     p->node.snapshot_chunk_bytes = static_cast<uint64_t>(rng.range(512, 16384));
     p->node.raft_purge_hold_ms = rng.range(500, 2500);  // shorter than the outages
   }
+  // Graceful stops of the leader (SIGTERM): it hands leadership over, then exits.
+  if (rng.per_mille(700) || p->mutant == Mutant::transfer_before_acks_commit)
+    p->faults.graceful_stop_per_100k_events = static_cast<uint32_t>(rng.range(200, 1500));
+}
+
+}  // namespace
+
+namespace {
+
+// Every mutant: its name on the command line and the invariant (DESIGN.md number) that must
+// catch its planted bug.
+struct MutantRow {
+  Mutant mutant;
+  const char* name;
+  const char* invariant;
+};
+constexpr MutantRow kMutants[] = {
+    {Mutant::none, "none", ""},
+    {Mutant::answer_before_fsync, "answer-before-fsync", "1"},    // an answered push lost
+    {Mutant::skip_lease_check, "skip-lease-check", "5"},          // an ack on a lease not live
+    {Mutant::replay_partial_entry, "replay-partial-entry", "6"},  // half an entry recovered
+    // nodes apply different entries at one index
+    {Mutant::commit_without_majority, "commit-without-majority", "2"},
+    {Mutant::vote_twice, "vote-twice", "2"},  // two leaders in one term
+    // a lease of the old leader handed out again by the new one's clock
+    {Mutant::no_foreign_lease_grace, "no-foreign-lease-grace", "5"},
+    // a restored follower's store points at messages it cannot read
+    {Mutant::snapshot_without_log_files, "snapshot-without-log-files", "6"},
+    // rows replayed at recovery missing from the next delta: pushes lost
+    {Mutant::delta_after_recovery, "delta-after-recovery", "1"},
+    // a forged top term wraps: no leader is elected again
+    {Mutant::unbounded_terms, "unbounded-terms", "8"},
+    // a retry of a forwarded command applied twice, or answered as not applied
+    {Mutant::forward_fresh_request_id, "forward-fresh-request-id", "3"},
+    // a graceful stop fails the acks it took instead of committing them
+    {Mutant::transfer_before_acks_commit, "transfer-before-acks-commit", "7"},
+};
+
+const MutantRow* mutant_row(Mutant m) {
+  for (const MutantRow& r : kMutants)
+    if (r.mutant == m) return &r;
+  return nullptr;
 }
 
 }  // namespace
 
 std::optional<Mutant> parse_mutant(std::string_view name) {
-  if (name == "none") return Mutant::none;
-  if (name == "answer-before-fsync") return Mutant::answer_before_fsync;
-  if (name == "skip-lease-check") return Mutant::skip_lease_check;
-  if (name == "unbounded-terms") return Mutant::unbounded_terms;
-  if (name == "replay-partial-entry") return Mutant::replay_partial_entry;
-  if (name == "commit-without-majority") return Mutant::commit_without_majority;
-  if (name == "vote-twice") return Mutant::vote_twice;
-  if (name == "no-foreign-lease-grace") return Mutant::no_foreign_lease_grace;
-  if (name == "snapshot-without-log-files") return Mutant::snapshot_without_log_files;
-  if (name == "delta-after-recovery") return Mutant::delta_after_recovery;
+  for (const MutantRow& r : kMutants)
+    if (name == r.name) return r.mutant;
   return std::nullopt;
 }
 
 const char* mutant_name(Mutant m) {
-  switch (m) {
-    case Mutant::none:
-      return "none";
-    case Mutant::answer_before_fsync:
-      return "answer-before-fsync";
-    case Mutant::skip_lease_check:
-      return "skip-lease-check";
-    case Mutant::replay_partial_entry:
-      return "replay-partial-entry";
-    case Mutant::commit_without_majority:
-      return "commit-without-majority";
-    case Mutant::vote_twice:
-      return "vote-twice";
-    case Mutant::no_foreign_lease_grace:
-      return "no-foreign-lease-grace";
-    case Mutant::snapshot_without_log_files:
-      return "snapshot-without-log-files";
-    case Mutant::delta_after_recovery:
-      return "delta-after-recovery";
-    case Mutant::unbounded_terms:
-      return "unbounded-terms";
-  }
-  return "?";
+  const MutantRow* r = mutant_row(m);
+  return r ? r->name : "?";
 }
 
 const char* mutant_invariant(Mutant m) {
-  switch (m) {
-    case Mutant::none:
-      return "";
-    case Mutant::answer_before_fsync:
-      return "1";  // an answered push lost by a crash
-    case Mutant::skip_lease_check:
-      return "5";  // an ack on a lease that is not live
-    case Mutant::replay_partial_entry:
-      return "6";  // half an entry after recovery
-    case Mutant::commit_without_majority:
-      return "2";  // nodes apply different entries at one index
-    case Mutant::vote_twice:
-      return "2";  // two leaders in one term
-    case Mutant::no_foreign_lease_grace:
-      return "5";  // a lease of the old leader handed out again by the new one's clock
-    case Mutant::snapshot_without_log_files:
-      return "6";  // a restored follower's store points at messages it cannot read
-    case Mutant::delta_after_recovery:
-      return "1";  // rows replayed at recovery missing from the next delta: pushes lost
-    case Mutant::unbounded_terms:
-      return "8";  // a forged top term wraps: no leader is elected again
-  }
-  return "";
+  const MutantRow* r = mutant_row(m);
+  return r ? r->invariant : "";
 }
 
 RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {

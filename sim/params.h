@@ -28,7 +28,9 @@ enum class Mutant {
   no_foreign_lease_grace,
   snapshot_without_log_files,
   delta_after_recovery,
-  unbounded_terms,  // peer messages with out-of-bounds terms and indexes are accepted
+  unbounded_terms,              // peer messages with out-of-bounds terms and indexes are accepted
+  forward_fresh_request_id,     // a follower's retry at the leader mints a new request id
+  transfer_before_acks_commit,  // a graceful stop hands over before its acks commit
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);
@@ -53,6 +55,8 @@ struct FaultParams {
   uint32_t long_outage_per_mille = 0;
   int64_t long_outage_ms_min = 3000;
   int64_t long_outage_ms_max = 8000;
+  // Cluster: the leader stops gracefully (Node::hand_over, then its process exits).
+  uint32_t graceful_stop_per_100k_events = 0;
   DiskFaultRates disk;
   ClockModel clock;
 };
@@ -85,6 +89,8 @@ struct WorkloadParams {
   // its output to queue wout (transactionId derived from the input's) and puts a KV marker.
   int workers = 0;
   uint32_t worker_sleep_past_lease_per_mille = 50;  // the transaction comes after the lease
+  uint32_t any_node_per_mille = 300;     // cluster: a request goes to a node chosen at random
+  uint32_t cancel_poll_per_mille = 100;  // a long poll whose consumer closes the connection
 };
 
 struct RunParams {

@@ -30,6 +30,7 @@ class Run {
     g_current_world = &world_;
     world_.before_crash = [this](int n, const Node& node) { checker_.before_crash(n, node); };
     world_.after_start = [this](int n, const Node& node) { checker_.after_start(n, node); };
+    workload_.disruptions = [this] { return disruptions(); };
   }
 
   RunOutcome go() {
@@ -59,6 +60,7 @@ class Run {
     for (int n = 0; n < p_.nodes; ++n) {
       if (!p_.node_clocks.empty()) s.clock = p_.node_clocks[n];
       s.config.node_id = static_cast<uint64_t>(n) + 1;
+      s.config.forward_commands = cluster();  // clients talk to any node
       s.config.voters.clear();
       if (p_.nodes > 1)
         for (int v = 1; v <= p_.nodes; ++v) s.config.voters.push_back(static_cast<uint64_t>(v));
@@ -79,6 +81,38 @@ class Run {
   }
 
   bool cluster() const { return p_.nodes > 1; }
+
+  // Faults that may fail a request whatever the node does (a graceful stop is not one).
+  uint64_t disruptions() {
+    Counters& c = world_.counters();
+    return c["crashes"] + c["node_pauses"] + partitions_;
+  }
+
+  // A graceful stop of the leader, as on SIGTERM: it hands leadership over (Node::hand_over),
+  // and its process exits once another node leads or the stop's time is up.
+  void graceful_stop() {
+    const FaultParams& f = p_.faults;
+    if (graceful_ >= 0) {
+      const Node* node = world_.node(graceful_);
+      bool over = node == nullptr || std::string_view(node->raft_view().role) != "leader" ||
+                  world_.now_us() >= graceful_until_us_;
+      if (!over) return;
+      if (node != nullptr) world_.crash_node(graceful_, "graceful stop: exits", true);
+      workload_.graceful_stop_ended();
+      graceful_ = -1;
+      return;
+    }
+    if (f.graceful_stop_per_100k_events == 0 ||
+        !faults_rng_.per_100k(f.graceful_stop_per_100k_events))
+      return;
+    int leader = writable_leader();
+    if (leader < 0 || !world_.node(leader)->hand_over()) return;
+    graceful_ = leader;
+    graceful_until_us_ = world_.now_us() + (p_.node.hand_over_ack_wait_ms + 3000) * 1000;
+    world_.count("graceful_stops");
+    world_.note(strf("n%d graceful stop: hands leadership over", leader));
+    workload_.graceful_stop_began(leader);
+  }
 
   // Raft's safety, observed after every event: at most one leader per term (election
   // safety), and nodes that applied the same number of entries applied the same entries
@@ -127,6 +161,7 @@ class Run {
     const FaultParams& f = p_.faults;
     bool pushed = workload_.take_push_answered();
     if (cluster()) inject_net_faults();
+    if (cluster()) graceful_stop();
     // In a cluster the victim is any node; a crash after a push answer hits the one answering.
     int victim = cluster() ? static_cast<int>(faults_rng_.range(0, p_.nodes - 1)) : kNode;
     if (pushed) victim = workload_.target();
@@ -161,8 +196,10 @@ class Run {
       world_.network().heal();
       world_.note("net: healed");
       partitioned_until_us_ = 0;
+      ++partitions_;
     }
     if (partitioned_until_us_ == 0 && faults_rng_.per_100k(p_.partition_per_100k_events)) {
+      ++partitions_;
       int n = static_cast<int>(faults_rng_.range(0, p_.nodes - 1));
       bool one_way = faults_rng_.per_mille(300);
       if (one_way) {
@@ -178,6 +215,11 @@ class Run {
 
   void heal() {
     world_.note("heal: faults off");
+    if (graceful_ >= 0) {  // a stop under way ends now: its process exits and restarts
+      if (world_.up(graceful_)) world_.crash_node(graceful_, "graceful stop: exits", true);
+      workload_.graceful_stop_ended();
+      graceful_ = -1;
+    }
     world_.set_client_faults(
         ClientNetFaults{0, p_.faults.client_delay_us_min, p_.faults.client_delay_us_max});
     DiskFaultRates d = p_.faults.disk;
@@ -295,6 +337,10 @@ class Run {
       s.log_files_reclaimed += t.log_files_reclaimed;
       s.snapshots_sent += t.snapshots_sent;
       s.snapshots_installed += t.snapshots_installed;
+      s.forwarded += t.forwarded;
+      s.forward_retries += t.forward_retries;
+      s.forward_unknown += t.forward_unknown;
+      s.transfers += t.transfers;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -310,6 +356,10 @@ class Run {
     if (cluster()) {
       out.counters["snapshots_sent"] = s.snapshots_sent;
       out.counters["snapshots_installed"] = s.snapshots_installed;
+      out.counters["forwarded"] = s.forwarded;
+      out.counters["forward_retries"] = s.forward_retries;
+      out.counters["outcome_unknown"] = s.forward_unknown;
+      out.counters["transfers"] = s.transfers;
     }
     out.counters["pushes_answered"] = checker_.pushes_answered();
     out.counters["pops_answered"] = checker_.pops_answered();
@@ -325,6 +375,9 @@ class Run {
   Rng outage_rng_;  // long outages: a stream of its own, so other faults keep their draws
   int64_t heal_us_ = 0;
   int64_t partitioned_until_us_ = 0;
+  uint64_t partitions_ = 0;                              // cuts and heals so far
+  int graceful_ = -1;                                    // the node stopping gracefully
+  int64_t graceful_until_us_ = 0;                        // and when its process exits at the latest
   std::map<uint64_t, int> leaders_;                      // term → the node that led it
   std::map<uint64_t, std::pair<uint64_t, int>> chains_;  // applied → (chain, first node)
   uint64_t writable_term_ = 0;

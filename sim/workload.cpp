@@ -4,6 +4,7 @@
 
 #include "io/sim/describe.h"
 #include "io/sim/trace.h"
+#include "sim/checker_names.h"
 
 namespace queen::sim {
 namespace {
@@ -27,7 +28,10 @@ Workload::Workload(SimWorld& world, Checker& checker, const RunParams& params)
       checker_(checker),
       params_(params),
       rng_(world.stream("clients.admin")),
-      id_rng_(world.stream("clients.ids")) {
+      id_rng_(world.stream("clients.ids")),
+      route_rng_(world.stream("clients.route")),
+      cancel_rng_(world.stream("clients.cancel")),
+      ops_rng_(world.stream("clients.ops")) {
   for (int q = 0; q < params.work.queues; ++q) queues_.push_back(strf("q%c", 'a' + q));
   for (int p = 0; p < params.work.producers; ++p) {
     Producer pr;
@@ -107,6 +111,13 @@ Uuid Workload::mint_id() {
 
 std::optional<ReplyHandle> Workload::submit(Kind kind, int client, CommandEnvelope env,
                                             int64_t timeout_us) {
+  // In a cluster a client talks to any node now and then: a follower forwards its command.
+  int nodes = world_.node_count();
+  if (nodes > 1 && route_rng_.per_mille(params_.work.any_node_per_mille)) {
+    int before = target_;
+    target_ = static_cast<int>(route_rng_.below(static_cast<uint64_t>(nodes)));
+    if (target_ != before) world_.count("client_target_changes");
+  }
   std::optional<ReplyHandle> h = world_.submit(target_, env, this);
   if (!h) {
     world_.count("client_refused");
@@ -118,6 +129,8 @@ std::optional<ReplyHandle> Workload::submit(Kind kind, int client, CommandEnvelo
   r.client = client;
   r.envelope = std::move(env);
   r.submitted_us = world_.now_us();
+  r.timeout_us = timeout_us;
+  r.node = target_;
   ReplyHandle handle = *h;
   world_.at(
       world_.now_us() + timeout_us + kReplyGraceUs,
@@ -171,6 +184,9 @@ void Workload::retry_later(Kind kind, int client) {
       world_.after(delay_us, strf("worker%d-retry-txn", client),
                    [this, client] { send_txn(client); });
       break;
+    case Kind::ops:
+      world_.after(delay_us, "ops-retry", [this] { operate(); });
+      break;
   }
 }
 
@@ -178,6 +194,11 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
   auto it = requests_.find(h);
   if (it == requests_.end()) return;
   Request& r = it->second;
+  if (r.cancelling) {  // answered before the node heard of the close: it never arrives
+    checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
+                          checker_.lease_clock_us(r.node), /*lost=*/true);
+    return end_cancelled(h);
+  }
   r.answer_seq = world_.seq();
   switch (r.kind) {
     case Kind::configure:
@@ -194,6 +215,7 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       break;
     case Kind::ack:
       checker_.ack_answered(h, std::get<AckCmd>(r.envelope.command), r.ack, reply, lost);
+      check_graceful_ack(h, r, reply);
       break;
     case Kind::worker_pop:
       checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), reply,
@@ -203,8 +225,28 @@ void Workload::on_reply_sent(ReplyHandle h, const Reply& reply, bool lost) {
       checker_.txn_answered(h, r.push_attempt, std::get<TxnCmd>(r.envelope.command), reply,
                             r.envelope.request_id, lost);
       break;
+    case Kind::ops:
+      op_answered(r, reply, lost);
+      break;
   }
   if (r.abandoned) requests_.erase(it);  // the client has moved on; lost or not, no one waits
+}
+
+void Workload::graceful_stop_began(int node) {
+  graceful_node_ = node;
+  graceful_mark_ = disruptions ? disruptions() : 0;
+}
+
+// Only the stopping leader answers an ack outcome_unknown early: a follower does so for a
+// command it forwarded only at the command's deadline.
+void Workload::check_graceful_ack(ReplyHandle h, const Request& r, const Reply& reply) {
+  if (graceful_node_ < 0 || !unknown_outcome(reply)) return;
+  if (disruptions && disruptions() != graceful_mark_) return;
+  if (world_.now_us() >= r.submitted_us + r.timeout_us - kGiveUpMarginUs) return;
+  world_.violation(checking::kInv7,
+                   strf("ack h%llu answered outcome_unknown during the graceful stop of n%d, "
+                        "with no other fault: it handed over before the acks it took committed",
+                        static_cast<unsigned long long>(h), graceful_node_));
 }
 
 // Clients follow the cluster's hints, as real ones do: a 503 naming the leader sends them
@@ -236,6 +278,7 @@ void Workload::on_reply(ReplyHandle h, const Reply& reply) {
           for (int p = 0; p < static_cast<int>(producers_.size()); ++p) produce(p);
           for (int c = 0; c < static_cast<int>(consumers_.size()); ++c) consume(c);
           for (int w = 0; w < static_cast<int>(workers_.size()); ++w) work(w);
+          operate();
         }
       } else {
         retry_later(Kind::configure, r.client);
@@ -255,6 +298,9 @@ void Workload::on_reply(ReplyHandle h, const Reply& reply) {
       break;
     case Kind::txn:
       txn_done(r.client, reply);
+      break;
+    case Kind::ops:
+      op_done(r, reply);
       break;
   }
 }
@@ -358,6 +404,8 @@ void Workload::push_done(int p, const Reply& reply) {
     }
   } else {
     world_.count("push_errors");
+    // Applied or not: a client that cannot tell retries as after a lost answer.
+    if (unknown_outcome(reply)) producers_[p].last_lost = true;
     retry_later(Kind::push, p);
     return;
   }
@@ -387,6 +435,32 @@ void Workload::consume(int c) {
     return;
   }
   checker_.pop_submitted(*h, cmd, clock_us);
+  if (cmd.wait && !liveness_ && cancel_rng_.per_mille(params_.work.cancel_poll_per_mille)) {
+    ReplyHandle handle = *h;
+    world_.after(cancel_rng_.range(1'000, timeout_ms * 1000), strf("consumer%d-closes", c),
+                 [this, handle] { close_poll(handle); });
+  }
+}
+
+// The consumer closes the connection of its long poll. The node must not answer it once it
+// has heard of the close; an answer it sent before never reaches the consumer.
+void Workload::close_poll(ReplyHandle h) {
+  auto it = requests_.find(h);
+  if (it == requests_.end() || it->second.abandoned || it->second.cancelling) return;
+  it->second.cancelling = true;
+  world_.count("client_cancels");
+  world_.cancel(h, [this, h] { end_cancelled(h); });
+}
+
+void Workload::end_cancelled(ReplyHandle h) {
+  auto it = requests_.find(h);
+  if (it == requests_.end()) return;
+  Request r = std::move(it->second);
+  requests_.erase(it);
+  PopReply none;
+  checker_.pop_answered(h, std::get<PopCmd>(r.envelope.command), Reply{none},
+                        checker_.lease_clock_us(r.node), /*lost=*/true);
+  if (!r.abandoned) retry_later(r.kind, r.client);
 }
 
 void Workload::got_batch(int c, const Reply& reply) {
@@ -624,6 +698,7 @@ void Workload::txn_done(int w, const Reply& reply) {
   const auto* r = std::get_if<TxnReply>(&reply.body);
   if (r == nullptr) {
     world_.count("txn_errors");
+    if (unknown_outcome(reply)) workers_[w].last_lost = true;
     retry_later(Kind::txn, w);
     return;
   }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ namespace queen::sim {
 class Workload final : public ClientSink {
  public:
   static constexpr int64_t kReplyGraceUs = 1'000'000;  // past the deadline before a retry
+  // A follower gives a forwarded command up this close to its deadline at the latest.
+  static constexpr int64_t kGiveUpMarginUs = 500'000;
 
   Workload(SimWorld& world, Checker& checker, const RunParams& params);
 
@@ -49,11 +52,18 @@ class Workload final : public ClientSink {
   std::string pending_summary() const;
   int target() const { return target_; }
 
+  // A graceful stop of the leader `node` is under way: it must answer every ack it took with
+  // its outcome, not outcome_unknown, unless another fault (crash, pause, partition: counted
+  // by `disruptions`) came in between (invariant 7). Acks it took from followers count too.
+  void graceful_stop_began(int node);
+  void graceful_stop_ended() { graceful_node_ = -1; }
+  std::function<uint64_t()> disruptions;
+
   void on_reply_sent(ReplyHandle handle, const Reply& reply, bool lost) override;
   void on_reply(ReplyHandle handle, const Reply& reply) override;
 
  private:
-  enum class Kind { configure, push, pop, ack, worker_pop, txn };
+  enum class Kind { configure, push, pop, ack, worker_pop, txn, ops };
   struct Request {
     Kind kind = Kind::push;
     int client = 0;
@@ -61,8 +71,11 @@ class Workload final : public ClientSink {
     uint64_t push_attempt = 0;
     AckContext ack;
     int64_t submitted_us = 0;
+    int64_t timeout_us = 0;
     bool abandoned = false;  // the client timed out and moved on
     uint64_t answer_seq = 0;
+    bool cancelling = false;  // a long poll whose consumer closed the connection
+    int node = 0;             // the node it was sent to
   };
   struct Producer {
     Rng rng;
@@ -103,9 +116,18 @@ class Workload final : public ClientSink {
   // consumers
   void consume(int c);
   void got_batch(int c, const Reply& reply);
+  void close_poll(ReplyHandle h);
+  void end_cancelled(ReplyHandle h);
   void plan_acks(int c);
   void send_ack(int c);
   void ack_done(int c, const Reply& reply, uint64_t answer_seq);
+
+  // the operator (sim/workload_ops.cpp)
+  void operate();
+  void send_op(Command cmd);
+  void replay(const DlqRecord& letter);
+  void op_answered(const Request& r, const Reply& reply, bool lost);
+  void op_done(const Request& r, const Reply& reply);
 
   // workers
   void work(int w);
@@ -116,10 +138,15 @@ class Workload final : public ClientSink {
   std::optional<ReplyHandle> submit(Kind kind, int client, CommandEnvelope envelope,
                                     int64_t timeout_us);
   void timed_out(ReplyHandle h);
+  void check_graceful_ack(ReplyHandle h, const Request& r, const Reply& reply);
   void retry_later(Kind kind, int client);
   CommandEnvelope envelope(Command command, int64_t timeout_ms);
   Uuid mint_id();
   void next_target(uint64_t leader_hint);
+  static bool unknown_outcome(const Reply& reply) {
+    const auto* e = std::get_if<ErrorReply>(&reply.body);
+    return e != nullptr && e->code == api::Errc::outcome_unknown;
+  }
   int64_t backoff_us(Rng& rng) { return rng.range(20'000, 300'000); }
   const std::string& queue_name(int q) const { return queues_[q]; }
 
@@ -128,6 +155,12 @@ class Workload final : public ClientSink {
   const RunParams& params_;
   Rng rng_;     // the admin's behaviour
   Rng id_rng_;  // ids minted at the edge
+  Rng route_rng_;   // which node a client talks to
+  Rng cancel_rng_;  // which long polls their consumer closes, and when
+  Rng ops_rng_;     // the operator's behaviour
+  uint64_t ops_sent_ = 0;
+  PushCmd replay_push_;  // the push a DLQ replay being sent makes, for the checker
+  DlqRecord replay_letter_;
   std::vector<std::string> queues_;
   std::vector<Producer> producers_;
   std::vector<Consumer> consumers_;
@@ -140,6 +173,8 @@ class Workload final : public ClientSink {
   int64_t strict_after_us_ = INT64_MAX;
   bool push_answered_ = false;
   int target_ = 0;  // the node the clients send to
+  int graceful_node_ = -1;
+  uint64_t graceful_mark_ = 0;  // disruptions() when the graceful stop began
 };
 
 }  // namespace queen::sim

@@ -13,7 +13,19 @@ SimNetwork::SimNetwork(SimWorld& world, NetFaultRates rates, Deliver deliver)
       rates_(rates),
       deliver_(std::move(deliver)),
       rng_(world.stream("net")),
-      forge_rng_(world.stream("net-forge")) {}
+      forge_rng_(world.stream("net-forge")),
+      stream_rng_(world.stream("net-streams")) {}
+
+bool SimNetwork::stream_breaks(int from, int to) {
+  if (cut_.count({from, to}) != 0) return true;
+  return rates_.drop_per_mille > 0 && stream_rng_.per_mille(rates_.drop_per_mille);
+}
+
+int64_t SimNetwork::stream_delay_us(int from, int to) {
+  int64_t delay_us = stream_rng_.range(rates_.delay_us_min, rates_.delay_us_max);
+  if (clogged_.count({from, to}) != 0) delay_us += rates_.clog_delay_us;
+  return delay_us;
+}
 
 Bytes SimNetwork::forged(const Bytes& message) {
   raft::Message m;

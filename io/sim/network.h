@@ -54,6 +54,11 @@ class SimNetwork {
   void clog(int from, int to) { clogged_.insert({from, to}); }
   void heal();
   size_t in_flight() const { return in_flight_; }
+  // A forwarded command or reply (a stream between two nodes, not a Raft message): whether
+  // the stream breaks under it (a cut link, or a drop), and its delay otherwise. A stream
+  // of their own, so Raft's messages keep their draws.
+  bool stream_breaks(int from, int to);
+  int64_t stream_delay_us(int from, int to);
 
  private:
   void schedule(int from, int to, Bytes message);
@@ -67,6 +72,7 @@ class SimNetwork {
   Deliver deliver_;
   Rng rng_;
   Rng forge_rng_;  // a stream of its own: seeds without the forger draw as before
+  Rng stream_rng_;  // forwarded commands and replies
   std::set<std::pair<int, int>> cut_;
   std::set<std::pair<int, int>> clogged_;
   size_t in_flight_ = 0;

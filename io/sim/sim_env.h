@@ -27,6 +27,8 @@ class SimEnv final : public Env {
   Status rename(const std::string& from, const std::string& to) override;
   Result<std::vector<FileInfo>> list_files() override;
   void send(uint64_t to_node, Bytes message) override;
+  void forward(uint64_t to_node, uint64_t forward_id,
+               std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms) override;
   void reply(ReplyHandle handle, Reply reply) override;
   void fatal(std::string_view reason) override;
   void log(LogLevel level, std::string_view message) override;

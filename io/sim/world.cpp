@@ -25,19 +25,7 @@ struct SimWorld::NodeSlot {
 namespace {
 
 void add_stats(NodeStats* into, const NodeStats& s) {
-  into->entries_committed += s.entries_committed;
-  into->syncs += s.syncs;
-  into->lease_expiries += s.lease_expiries;
-  into->redeliveries += s.redeliveries;
-  into->dlq_moves += s.dlq_moves;
-  into->checkpoints += s.checkpoints;
-  into->recovered_entries += s.recovered_entries;
-  into->torn_tails_cut += s.torn_tails_cut;
-  into->entries_read_back += s.entries_read_back;
-  into->store_checkpoints += s.store_checkpoints;
-  into->log_files_reclaimed += s.log_files_reclaimed;
-  into->snapshots_sent += s.snapshots_sent;
-  into->snapshots_installed += s.snapshots_installed;
+  *into += s;
 }
 
 }  // namespace
@@ -223,7 +211,22 @@ void SimWorld::crash_node(int node, std::string_view reason, bool restart,
   slot.timers.clear();
   slot.paused_until_us = 0;
   for (auto it = pending_.begin(); it != pending_.end();) {
-    it = it->second.node == node ? pending_.erase(it) : std::next(it);
+    if (it->second.node != node) {
+      ++it;
+      continue;
+    }
+    // A command forwarded to the crashed node: the stream to the node that sent it breaks.
+    const Pending& p = it->second;
+    if (p.sink == nullptr && up(p.from_node) &&
+        nodes_[p.from_node]->incarnation == p.from_incarnation) {
+      int from = p.from_node;
+      uint64_t id = p.forward_id;
+      after(
+          network_->stream_delay_us(node, from), "fwd stream broken by a crash",
+          [this, from, id] { nodes_[from]->node->on_forward_reply(id, std::nullopt); },
+          EventTarget{from, p.from_incarnation});
+    }
+    it = pending_.erase(it);
   }
   CrashReport r = slot.disk->crash();
   count("crashes");
@@ -260,9 +263,9 @@ std::optional<ReplyHandle> SimWorld::submit(int node, CommandEnvelope command, C
   if (!up(node)) return std::nullopt;
   QUEEN_ASSERT(pending_.size() < kPendingRepliesMax, "SimWorld: too many pending replies");
   ReplyHandle h = next_handle_++;
-  pending_[h] = Pending{sink, node};
   int64_t delay_us =
       client_net_rng_.range(client_faults_.delay_us_min, client_faults_.delay_us_max);
+  pending_[h] = Pending{.sink = sink, .node = node, .arrives_us = now_us_ + delay_us};
   std::string label =
       strf("cmd h%llu %s", static_cast<unsigned long long>(h), describe(command.command).c_str());
   auto shared = std::make_shared<CommandEnvelope>(std::move(command));
@@ -271,6 +274,26 @@ std::optional<ReplyHandle> SimWorld::submit(int node, CommandEnvelope command, C
       [this, node, h, shared] { nodes_[node]->node->on_command(h, std::move(*shared)); },
       EventTarget{node, nodes_[node]->incarnation});
   return h;
+}
+
+void SimWorld::cancel(ReplyHandle handle, Action done) {
+  auto it = pending_.find(handle);
+  if (it == pending_.end() || it->second.sink == nullptr) return;
+  int node = it->second.node;
+  int64_t delay_us =
+      client_net_rng_.range(client_faults_.delay_us_min, client_faults_.delay_us_max);
+  int64_t at_us = std::max(now_us_ + delay_us, it->second.arrives_us + 1);
+  at(
+      at_us, strf("cancel h%llu", static_cast<unsigned long long>(handle)),
+      [this, node, handle, done = std::move(done)] {
+        auto p = pending_.find(handle);
+        if (p == pending_.end() || p->second.node != node) return;  // answered first
+        pending_.erase(p);
+        count("cancels");
+        nodes_[node]->node->on_cancel(handle);
+        done();
+      },
+      EventTarget{node, nodes_[node]->incarnation});
 }
 
 // ---- checking ----
@@ -288,6 +311,98 @@ void SimWorld::env_send(int n, uint64_t to_node, Bytes message) {
   int to = static_cast<int>(to_node) - 1;  // node k has id k + 1
   if (to < 0 || to >= node_count() || to == n) return;
   network_->send(n, to, std::move(message));
+}
+
+void SimWorld::env_forward(int n, uint64_t to_node, uint64_t forward_id,
+                           std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms) {
+  if (!env_live(n)) return;
+  int to = static_cast<int>(to_node) - 1;
+  uint64_t inc = nodes_[n]->incarnation;
+  auto broken = [this, n, forward_id] {
+    nodes_[n]->node->on_forward_reply(forward_id, std::nullopt);
+  };
+  if (to < 0 || to >= node_count() || to == n) {
+    after(0, "fwd to nowhere", broken, EventTarget{n, inc});
+    return;
+  }
+  std::string label =
+      strf("fwd %d->%d #%llu %s", n, to, static_cast<unsigned long long>(forward_id),
+           describe(command->command).c_str());
+  carry(
+      n, to, std::move(label),
+      [this, n, inc, to, forward_id, command, remaining_ms] {
+        forward_arrived(n, inc, to, forward_id, *command, remaining_ms);
+      },
+      broken, EventTarget{n, inc});
+}
+
+// What travels on a stream between two nodes (see carry()).
+struct SimWorld::Carried {
+  int to = 0;
+  uint64_t to_incarnation = 0;
+  std::string label;
+  Action arrive;
+  Action broken;
+  EventTarget broken_at;
+};
+
+void SimWorld::carry(int from, int to, std::string label, Action arrive, Action broken,
+                     EventTarget broken_at) {
+  int64_t delay_us = network_->stream_delay_us(from, to);
+  if (network_->stream_breaks(from, to)) {  // noticed once the stream times out
+    count("forward_streams_broken");
+    after(delay_us * 4, label + " BROKEN", std::move(broken), broken_at);
+    return;
+  }
+  auto c = std::make_shared<Carried>(
+      Carried{to, nodes_[to]->incarnation, label, std::move(arrive), std::move(broken), broken_at});
+  at(now_us_ + delay_us, std::move(label), [this, c] { land(c); });
+}
+
+void SimWorld::land(const std::shared_ptr<Carried>& c) {
+  bool same = up(c->to) && nodes_[c->to]->incarnation == c->to_incarnation;
+  if (same && paused(c->to)) {
+    at(resume_us(c->to), c->label, [this, c] { land(c); });
+    return;
+  }
+  if (same) return c->arrive();
+  int b = c->broken_at.node;
+  if (up(b) && nodes_[b]->incarnation == c->broken_at.incarnation) c->broken();
+}
+
+void SimWorld::forward_arrived(int from, uint64_t from_incarnation, int to, uint64_t forward_id,
+                               const CommandEnvelope& command, int64_t remaining_ms) {
+  QUEEN_ASSERT(pending_.size() < kPendingRepliesMax, "SimWorld: too many pending replies");
+  ReplyHandle h = next_handle_++;
+  pending_[h] = Pending{.sink = nullptr,
+                        .node = to,
+                        .arrives_us = now_us_,
+                        .from_node = from,
+                        .from_incarnation = from_incarnation,
+                        .forward_id = forward_id};
+  CommandEnvelope e = command;
+  e.forwarded = true;
+  e.deadline_ms = node_now_us(to) / 1000 + remaining_ms;
+  trace_.add(strf("  n%d takes fwd #%llu from n%d as h%llu", to,
+                  static_cast<unsigned long long>(forward_id), from,
+                  static_cast<unsigned long long>(h)));
+  nodes_[to]->node->on_command(h, std::move(e));
+}
+
+// The reply to a forwarded command goes back on the stream it came by.
+void SimWorld::forward_reply(int n, ReplyHandle handle, const Pending& p, Reply reply) {
+  trace_.add(
+      strf("  n%d reply h%llu (fwd #%llu of n%d) %s", n, static_cast<unsigned long long>(handle),
+           static_cast<unsigned long long>(p.forward_id), p.from_node, describe(reply).c_str()));
+  int from = p.from_node;
+  uint64_t id = p.forward_id;
+  if (!up(from) || nodes_[from]->incarnation != p.from_incarnation) return;
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  carry(
+      n, from, strf("fwd reply %d->%d #%llu", n, from, static_cast<unsigned long long>(id)),
+      [this, from, id, shared] { nodes_[from]->node->on_forward_reply(id, *shared); },
+      [this, from, id] { nodes_[from]->node->on_forward_reply(id, std::nullopt); },
+      EventTarget{from, p.from_incarnation});
 }
 
 bool SimWorld::env_live(int n) const {
@@ -386,6 +501,11 @@ void SimWorld::env_reply(int n, ReplyHandle handle, Reply reply) {
     return;
   }
   ClientSink* sink = it->second.sink;
+  if (sink == nullptr) {
+    Pending p = it->second;
+    pending_.erase(it);
+    return forward_reply(n, handle, p, std::move(reply));
+  }
   pending_.erase(it);
   bool lost = client_faults_.reply_loss_per_mille > 0 &&
               client_net_rng_.per_mille(client_faults_.reply_loss_per_mille);
@@ -444,6 +564,10 @@ Result<std::vector<FileInfo>> SimEnv::list_files() {
 }
 void SimEnv::send(uint64_t to_node, Bytes message) {
   world_.env_send(node_, to_node, std::move(message));
+}
+void SimEnv::forward(uint64_t to_node, uint64_t forward_id,
+                     std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms) {
+  world_.env_forward(node_, to_node, forward_id, std::move(command), remaining_ms);
 }
 void SimEnv::reply(ReplyHandle handle, Reply reply) {
   world_.env_reply(node_, handle, std::move(reply));

@@ -145,6 +145,10 @@ class SimWorld {
   // Hands a command to the node; nullopt when the node is down (connection refused).
   std::optional<ReplyHandle> submit(int node, CommandEnvelope command, ClientSink* sink);
   size_t pending_replies() const { return pending_.size(); }
+  // The client closes the connection of `handle`: after a client-network delay (never before
+  // its command arrived) the node hears of it (Node::on_cancel) and `done` runs, unless the
+  // reply went out first. From then on a reply to it is a violation.
+  void cancel(ReplyHandle handle, Action done);
   // The node a request waits at (-1: answered, or its node crashed).
   int pending_at(ReplyHandle handle) const {
     auto it = pending_.find(handle);
@@ -175,8 +179,12 @@ class SimWorld {
     }
   };
   struct Pending {
-    ClientSink* sink;
+    ClientSink* sink;  // null: a command another node forwarded
     int node;
+    int64_t arrives_us = 0;  // when its command reaches the node
+    int from_node = -1;      // a forwarded command: the node waiting for its reply
+    uint64_t from_incarnation = 0;
+    uint64_t forward_id = 0;
   };
   struct NodeSlot;
 
@@ -197,6 +205,18 @@ class SimWorld {
   void env_reply(int n, ReplyHandle handle, Reply reply);
   void env_fatal(int n, std::string_view reason);
   void env_send(int n, uint64_t to_node, Bytes message);
+  void env_forward(int n, uint64_t to_node, uint64_t forward_id,
+                   std::shared_ptr<const CommandEnvelope> command, int64_t remaining_ms);
+  // A forwarded command or its reply on the stream between two nodes: `arrive` runs at `to`
+  // after the stream's delay (later while `to` is paused) unless the stream breaks (a cut
+  // link, a drop, or `to` restarted), in which case `broken` runs at `broken_at`.
+  void carry(int from, int to, std::string label, Action arrive, Action broken,
+             EventTarget broken_at);
+  struct Carried;
+  void land(const std::shared_ptr<Carried>& c);
+  void forward_arrived(int from, uint64_t from_incarnation, int to, uint64_t forward_id,
+                       const CommandEnvelope& command, int64_t remaining_ms);
+  void forward_reply(int n, ReplyHandle handle, const Pending& p, Reply reply);
   void env_log(int n, LogLevel level, std::string_view message);
   bool env_live(int n) const;
 

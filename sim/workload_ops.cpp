@@ -1,0 +1,184 @@
+// The operator: one simulated client that sends the command kinds the producers, consumers
+// and workers do not (standalone KV, locks, timers and timer reads, seeks, group and queue
+// deletes, queue configures, lease extends, DLQ reads and replays), so each meets crashes, leader
+// changes and forwarding. It works on objects of its own (KV namespace "ops", locks "ops-lock-N",
+// timers far in the future, group "ops-seek", queue "ops-tmp"), except a DLQ replay, which pushes a
+// dead letter's message again: the checker learns of it as of a push, and that its letter may be
+// gone.
+#include <xxhash.h>
+
+#include "io/sim/describe.h"
+#include "sim/checker_names.h"
+#include "sim/workload.h"
+
+namespace queen::sim {
+
+namespace {
+
+constexpr const char* kOpsNs = "ops";
+constexpr int64_t kOpsTimeoutMs = 3000;
+constexpr int64_t kFarTimerDelayMs = 3'600'000;  // never fires within a run
+constexpr int kOpsKeys = 4;
+
+Hash128 txn_hash(const std::string& txn) {
+  XXH128_hash_t h = XXH3_128bits(txn.data(), txn.size());
+  return Hash128{h.low64, h.high64};
+}
+
+}  // namespace
+
+void Workload::operate() {
+  if (stopped_ || liveness_) return;  // a replay adds work: none once faults are over
+  Rng& rng = ops_rng_;
+  ++ops_sent_;
+  std::string key = strf("%d", static_cast<int>(rng.below(kOpsKeys)));
+  Command cmd;
+  switch (rng.below(9)) {
+    case 0: {
+      KvOp op;
+      op.ns = kOpsNs;
+      op.key = "k" + key;
+      constexpr KvOpKind kOps[] = {KvOpKind::get, KvOpKind::put, KvOpKind::del, KvOpKind::incr};
+      op.op = kOps[rng.below(4)];
+      if (op.op == KvOpKind::put) {
+        op.value = strf("%llu", static_cast<unsigned long long>(ops_sent_));
+        op.forever = true;
+      }
+      if (op.op == KvOpKind::incr) {
+        op.key = "n" + key;  // a counter: a put's text is not a number
+        op.forever = true;
+      }
+      cmd = KvCmd{{op}};
+      break;
+    }
+    case 1: {
+      LockOp op;
+      op.op = rng.per_mille(500) ? LockOpKind::acquire : LockOpKind::release;
+      op.name = "ops-lock-" + key;
+      op.owner = "ops";
+      op.ttl_s = 5;
+      cmd = LockCmd{{op}};
+      break;
+    }
+    case 2: {
+      TimerOp op;
+      op.op = rng.per_mille(500) ? TimerOpKind::schedule : TimerOpKind::cancel;
+      op.queue = queue_name(0);
+      op.timer_key = "ops-t" + key;
+      op.delay_ms = kFarTimerDelayMs;
+      op.txn = "ops-timer-" + key;
+      op.txn_hash = txn_hash(op.txn);
+      op.message_id = mint_id();
+      cmd = TimerCmd{{op}};
+      break;
+    }
+    case 3: {
+      TimerQueryCmd q;
+      q.kind = rng.per_mille(500) ? TimerQueryKind::peek : TimerQueryKind::list;
+      q.queue = queue_name(0);
+      q.timer_key = "ops-t" + key;
+      cmd = q;
+      break;
+    }
+    case 4: {
+      SeekCmd s;
+      s.group = checking::kOpsGroup;
+      s.queue = queue_name(static_cast<int>(rng.below(queues_.size())));
+      s.to_end = rng.per_mille(500);
+      s.timestamp_us = world_.node_now_us(target_) - rng.range(0, 2'000'000);
+      cmd = s;
+      break;
+    }
+    case 5:
+      cmd = rng.per_mille(500) ? Command{GroupDeleteCmd{checking::kOpsGroup, "", true}}
+                               : Command{LeaseExtendCmd{LeaseId{mint_id()}, 30}};
+      break;
+    case 6:  // a queue of its own, made and deleted again (it never holds a message)
+      cmd = rng.per_mille(500) ? Command{ConfigureCmd{checking::kOpsQueue, {}, false}}
+                               : Command{QueueDeleteCmd{checking::kOpsQueue}};
+      break;
+    default: {
+      DlqQueryCmd q;
+      q.queue = queue_name(static_cast<int>(rng.below(2)));  // qa or qb
+      q.limit = 5;
+      cmd = q;
+      break;
+    }
+  }
+  send_op(std::move(cmd));
+}
+
+void Workload::send_op(Command cmd) {
+  std::optional<ReplyHandle> h =
+      submit(Kind::ops, 0, envelope(std::move(cmd), kOpsTimeoutMs), kOpsTimeoutMs * 1000);
+  if (!h) return retry_later(Kind::ops, 0);
+  Request& r = requests_.at(*h);
+  if (const auto* replay = std::get_if<DlqReplayCmd>(&r.envelope.command)) {
+    r.push_attempt = next_attempt_++;
+    checker_.push_submitted(r.push_attempt, replay_push_);
+    checker_.dlq_replay_submitted(replay_letter_);
+  }
+}
+
+// A replay of the first letter the DLQ read listed: its message is pushed again (a new
+// message id, transactionId "dlq:<id>"), and its letter removed.
+void Workload::replay(const DlqRecord& letter) {
+  DlqReplayCmd cmd;
+  cmd.dlq_id = letter.id;
+  cmd.message_id = mint_id();
+  PushItem item;
+  item.queue = letter.queue;
+  item.partition = letter.partition;
+  item.payload = letter.payload;
+  item.transaction_id = "dlq:" + std::to_string(letter.id);
+  item.txn_hash = txn_hash(item.transaction_id);
+  item.message_id = cmd.message_id;
+  replay_push_ = PushCmd{};
+  replay_push_.items.push_back(std::move(item));
+  replay_letter_ = letter;
+  send_op(std::move(cmd));
+}
+
+void Workload::op_answered(const Request& r, const Reply& reply, bool lost) {
+  const auto* replay = std::get_if<DlqReplayCmd>(&r.envelope.command);
+  if (replay == nullptr) return;
+  const PushCmd& cmd = replay_push_;  // the operator sends one request at a time
+  const auto* rr = std::get_if<DlqReplayReply>(&reply.body);
+  if (rr != nullptr && rr->success) {
+    PushReply pushed;
+    pushed.results.push_back(rr->push);
+    checker_.push_answered(r.push_attempt, cmd, Reply{pushed}, nullptr, lost);
+  } else {
+    checker_.push_answered(r.push_attempt, cmd, reply, nullptr, /*lost=*/true);
+  }
+}
+
+void Workload::op_done(const Request& r, const Reply& reply) {
+  std::visit(
+      [&](const auto& c) {
+        using C = std::decay_t<decltype(c)>;
+        if (std::holds_alternative<ErrorReply>(reply.body)) return world_.count("ops_errors");
+        if constexpr (std::is_same_v<C, KvCmd>) world_.count("kv_ops");
+        if constexpr (std::is_same_v<C, LockCmd>) world_.count("lock_ops");
+        if constexpr (std::is_same_v<C, TimerCmd> || std::is_same_v<C, TimerQueryCmd>)
+          world_.count("timer_ops");
+        if constexpr (std::is_same_v<C, SeekCmd>) world_.count("seeks");
+        if constexpr (std::is_same_v<C, GroupDeleteCmd>) world_.count("group_deletes");
+        if constexpr (std::is_same_v<C, LeaseExtendCmd>) world_.count("lease_extends");
+        if constexpr (std::is_same_v<C, QueueDeleteCmd>) world_.count("queue_deletes");
+        if constexpr (std::is_same_v<C, DlqReplayCmd>) {
+          const auto* rr = std::get_if<DlqReplayReply>(&reply.body);
+          if (rr != nullptr && rr->success) world_.count("dlq_replays");
+        }
+      },
+      r.envelope.command);
+  const auto* dlq = std::get_if<DlqReply>(&reply.body);
+  if (dlq != nullptr && !dlq->records.empty() && ops_rng_.per_mille(700)) {
+    world_.count("dlq_reads");
+    return replay(dlq->records.front());
+  }
+  int64_t think_us = ops_rng_.range(10'000, 200'000);
+  world_.after(think_us, "ops-next", [this] { operate(); });
+}
+
+}  // namespace queen::sim
