@@ -23,7 +23,7 @@ seeds=${QUEEN_SIM_CI_SEEDS:-1-300}
 mutant_seeds=${QUEEN_SIM_MUTANT_SEEDS:-1-60}
 # A correct node never reads bytes it has not synced, so read corruption has nothing to hit.
 required_faults="crashes restarts torn_writes dropped_writes fsync_errors fatal_exits lost_replies
-  node_pauses lease_expiries redeliveries dlq_moves"
+  node_pauses lease_expiries redeliveries dlq_moves whole_file_writes_cut"
 # Every path a command takes (sim/workload_ops.cpp and the clients): none may go unexercised.
 required_paths="cancels kv_ops lock_ops timer_ops seeks group_deletes queue_deletes lease_extends
   dlq_replays"

@@ -21,6 +21,8 @@ class SimEnv final : public Env {
   void set_timer(TimerId id, int64_t delay_ms) override;
   void append(const std::string& file, Bytes data) override;
   void sync(const std::string& file, uint64_t token) override;
+  void write_whole_file(const std::string& file, const FileProducer& produce, uint64_t token,
+                        uint64_t expected_bytes) override;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
   Status truncate(const std::string& file, uint64_t size_bytes) override;
   Status remove(const std::string& file) override;

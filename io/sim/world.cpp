@@ -20,6 +20,7 @@ struct SimWorld::NodeSlot {
   int64_t paused_until_us = 0;
   std::map<TimerId, uint64_t> timers;  // id → generation of the live deadline
   NodeStats stats_before;              // summed over past incarnations
+  uint64_t whole_files_writing = 0;    // whole-file writes not yet at their sync
 };
 
 namespace {
@@ -35,6 +36,7 @@ SimWorld::SimWorld(uint64_t seed, ClientNetFaults faults)
       client_faults_(faults),
       client_net_rng_(stream("client.net")),
       restart_rng_(stream("restart")),
+      whole_file_rng_(stream("disk.whole-files")),
       network_(std::make_unique<SimNetwork>(
           *this, NetFaultRates{}, [this](int from, int to, const Bytes& message) {
             nodes_[to]->node->on_message(static_cast<uint64_t>(from) + 1, message);
@@ -230,6 +232,8 @@ void SimWorld::crash_node(int node, std::string_view reason, bool restart,
   }
   CrashReport r = slot.disk->crash();
   count("crashes");
+  count("whole_file_writes_cut", slot.whole_files_writing);  // a copy killed mid-file
+  slot.whole_files_writing = 0;
   count("torn_writes", r.torn_writes);
   count("dropped_writes", r.writes_dropped);
   count("kept_unsynced_files", r.files_kept);
@@ -435,6 +439,40 @@ void SimWorld::env_append(int n, const std::string& file, Bytes data) {
   nodes_[n]->disk->append(file, data);
 }
 
+void SimWorld::env_write_whole(int n, const std::string& file, const Env::FileProducer& produce,
+                               uint64_t token) {
+  if (!env_live(n)) return;
+  auto bytes = std::make_shared<Bytes>();
+  BufferSink sink(bytes.get());
+  produce(sink);
+  count("whole_file_writes");
+  ++nodes_[n]->whole_files_writing;
+  uint64_t pieces = whole_file_rng_.range(1, 4);
+  size_t piece_bytes = (bytes->size() + pieces - 1) / pieces;
+  EventTarget target{n, nodes_[n]->incarnation};
+  int64_t at_us = now_us_;
+  for (uint64_t i = 0; i < pieces; ++i) {
+    at_us += whole_file_rng_.range(100, 3000);
+    size_t from = std::min(bytes->size(), i * piece_bytes);
+    size_t to = std::min(bytes->size(), from + piece_bytes);
+    at(
+        at_us,
+        strf("whole-file piece %llu/%llu %s", static_cast<unsigned long long>(i + 1),
+             static_cast<unsigned long long>(pieces), file.c_str()),
+        [this, n, file, bytes, from, to] {
+          env_append(n, file, Bytes(bytes->begin() + from, bytes->begin() + to));
+        },
+        target);
+  }
+  at(
+      at_us, strf("whole-file sync %s", file.c_str()),
+      [this, n, file, token] {
+        --nodes_[n]->whole_files_writing;
+        env_sync(n, file, token);
+      },
+      target);
+}
+
 void SimWorld::env_sync(int n, const std::string& file, uint64_t token) {
   if (!env_live(n)) return;
   NodeSlot& slot = *nodes_[n];
@@ -546,6 +584,11 @@ void SimEnv::append(const std::string& file, Bytes data) {
 }
 void SimEnv::sync(const std::string& file, uint64_t token) {
   world_.env_sync(node_, file, token);
+}
+void SimEnv::write_whole_file(const std::string& file, const FileProducer& produce, uint64_t token,
+                              uint64_t expected_bytes) {
+  (void)expected_bytes;
+  world_.env_write_whole(node_, file, produce, token);
 }
 Result<Bytes> SimEnv::read(const std::string& file, uint64_t pos, uint64_t len) {
   return world_.env_read(node_, file, pos, len);

@@ -197,6 +197,11 @@ class SimWorld {
   void env_set_timer(int n, TimerId id, int64_t delay_ms);
   void env_append(int n, const std::string& file, Bytes data);
   void env_sync(int n, const std::string& file, uint64_t token);
+  // A whole file written as io/real's forked copy writes it (Env::write_whole_file): its
+  // bytes are the node's state at the call, and reach the disk in pieces, each an event of
+  // its own, before the sync. A crash in between leaves part of it, unsynced.
+  void env_write_whole(int n, const std::string& file, const Env::FileProducer& produce,
+                       uint64_t token);
   Result<Bytes> env_read(int n, const std::string& file, uint64_t pos, uint64_t len);
   Status env_truncate(int n, const std::string& file, uint64_t size_bytes);
   Status env_remove(int n, const std::string& file);
@@ -232,6 +237,7 @@ class SimWorld {
   ClientNetFaults client_faults_;
   Rng client_net_rng_;
   Rng restart_rng_;
+  Rng whole_file_rng_;  // the pieces of whole-file writes and their pace
   Trace trace_;
   Counters counters_;
   std::vector<Violation> violations_;
