@@ -6,6 +6,10 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <set>
+#include <string_view>
+
+#include <unistd.h>  // environ
 
 #include "core/qlog/log.h"
 #include "io/real/log.h"
@@ -258,6 +262,46 @@ EnvLookup process_env() {
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   };
+}
+
+std::vector<std::string> process_env_names() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  return names;
+}
+
+EnvLookup recording(EnvLookup inner, std::map<std::string, std::string>* read) {
+  return [inner = std::move(inner), read](const std::string& name) {
+    std::optional<std::string> v = inner(name);
+    if (v) (*read)[name] = *v;
+    return v;
+  };
+}
+
+namespace {
+
+// A value that must not reach a log: tokens, secrets, keys and passwords.
+bool secret(const std::string& name) {
+  for (const char* word : {"TOKEN", "SECRET", "KEY", "PASSWORD"})
+    if (name.find(word) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+ConfigReport config_report(const std::map<std::string, std::string>& read,
+                           const std::vector<std::string>& set_names) {
+  ConfigReport r;
+  for (const auto& [name, value] : read)
+    r.read.push_back(name + "=" + (secret(name) && !value.empty() ? "****" : value));
+  std::set<std::string> unknown;
+  for (const std::string& name : set_names)
+    if (name.rfind("QUEEN_", 0) == 0 && read.count(name) == 0) unknown.insert(name);
+  r.unknown.assign(unknown.begin(), unknown.end());
+  return r;
 }
 
 }  // namespace queen::server

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/api/replies.h"
 #include "core/common/result.h"
@@ -65,6 +67,19 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 
 Result<ServerConfig> load_config(const EnvLookup& lookup);
 EnvLookup process_env();
+// The names of the process's environment variables.
+std::vector<std::string> process_env_names();
+
+// Configuration honesty: `inner`, noting into `read` every variable looked up that is set
+// (name → value). What a start read, and which QUEEN_* variables it was given that no
+// setting reads (a misspelling, or a 2.x setting this broker does not have), are logged.
+EnvLookup recording(EnvLookup inner, std::map<std::string, std::string>* read);
+struct ConfigReport {
+  std::vector<std::string> read;     // "NAME=value", secrets masked, by name
+  std::vector<std::string> unknown;  // QUEEN_* names set and never read, by name
+};
+ConfigReport config_report(const std::map<std::string, std::string>& read,
+                           const std::vector<std::string>& set_names);
 
 // Boolean syntax of every flag: true/false, 1/0, yes/no, on/off (any case).
 std::optional<bool> parse_bool(const std::string& text);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,15 +109,30 @@ void hand_over(queen::real::NodeDriver& driver, int64_t ack_wait_ms) {
   queen::real::log_line(queen::LogLevel::warn, "main", "no voter took over leadership in time");
 }
 
+// Every variable the start read, with its value (secrets masked), and a warning for each
+// QUEEN_* variable set that no setting reads.
+void log_configuration(const queen::server::ConfigReport& report) {
+  using queen::LogLevel;
+  for (const std::string& line : report.read) queen::real::log_line(LogLevel::info, "config", line);
+  for (const std::string& name : report.unknown) {
+    queen::real::log_line(LogLevel::warn, "config",
+                          name +
+                              " is set but no setting reads it (misspelled, or not a "
+                              "setting of this broker): ignored");
+  }
+}
+
 }  // namespace
 
 int main() {
   using namespace queen;
-  auto loaded = server::load_config(server::process_env());
+  std::map<std::string, std::string> read;
+  auto loaded = server::load_config(server::recording(server::process_env(), &read));
   if (!loaded) return fail("configuration: " + loaded.error().message);
   const server::ServerConfig& config = loaded.value();
   raise_open_files_limit();
   real::log_configure({.level_min = config.log_level, .json = config.log_json});
+  log_configuration(server::config_report(read, server::process_env_names()));
   real::log_line(LogLevel::info, "main",
                  std::string("queen ") + server::kVersion + ", data folder " + config.data_dir);
 

@@ -228,6 +228,28 @@ TEST(SecurityConfig, EncryptionKeyIsOptionalAndMustBe64HexDigits) {
   }
 }
 
+// At start the node logs every variable it read, secrets masked, and names each QUEEN_*
+// variable it was given that no setting reads.
+TEST(SecurityConfig, TheStartReportsWhatItReadMasksSecretsAndNamesUnknownVariables) {
+  std::map<std::string, std::string> env = {{"QUEEN_ENCRYPTION_KEY", kKeyHex},
+                                            {"QUEEN_STMT_TIMEOUT_MS", "7000"},
+                                            {"QUEEN_STMT_TIMOUT_MS", "9000"},
+                                            {"JWT_ENABLED", "off"}};
+  std::map<std::string, std::string> read;
+  ASSERT_TRUE(server::load_config(server::recording(lookup_of(env), &read)).ok());
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  names.push_back("PATH");
+  server::ConfigReport r = server::config_report(read, names);
+  std::string all;
+  for (const std::string& line : r.read) all += line + "\n";
+  EXPECT_NE(all.find("QUEEN_STMT_TIMEOUT_MS=7000\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("JWT_ENABLED=off\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("QUEEN_ENCRYPTION_KEY=****\n"), std::string::npos) << all;
+  EXPECT_EQ(all.find(kKeyHex), std::string::npos) << "the key must not be logged";
+  EXPECT_EQ(r.unknown, std::vector<std::string>{"QUEEN_STMT_TIMOUT_MS"});
+}
+
 TEST(SecurityConfig, JwtSettingsAreCheckedAtStart) {
   auto bad_bool = server::load_config(lookup_of({{"JWT_ENABLED", "maybe"}}));
   ASSERT_FALSE(bad_bool.ok());
