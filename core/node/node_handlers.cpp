@@ -47,28 +47,26 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, TimerQueryCmd& x) {
 }
 
 // -------------------------------------------------------------- KV, locks, timers, txns
+// A KV or lock call that changed nothing is answered now; one that did commits its scratch
+// into the open entry and is answered once that entry commits.
+void NodeImpl::commit_kv_or_answer(ReplyHandle h, KvScratch scratch, Reply r, bool changed) {
+  if (!changed || scratch.effects.empty()) return send(Parked{h, std::move(r)});
+  kv.commit(std::move(scratch), &open);
+  ++open.commands;
+  park_planned(h, std::move(r));
+}
+
 void NodeImpl::handle_kv(ReplyHandle h, const KvCmd& cmd) {
   KvScratch scratch;
   KvReply r = kv.run(cmd.ops, env.now_us(), &scratch);
-  if (!r.ok || scratch.effects.empty()) {
-    send(Parked{h, Reply{std::move(r)}});
-    return;
-  }
-  kv.commit(std::move(scratch), &open);
-  ++open.commands;
-  park_planned(h, Reply{std::move(r)});
+  bool ok = r.ok;
+  commit_kv_or_answer(h, std::move(scratch), Reply{std::move(r)}, ok);
 }
 
 void NodeImpl::handle_locks(ReplyHandle h, const LockCmd& cmd) {
   KvScratch scratch;
   LockReply r = locks.run(cmd, env.now_us(), &scratch);
-  if (scratch.effects.empty()) {
-    send(Parked{h, Reply{std::move(r)}});
-    return;
-  }
-  kv.commit(std::move(scratch), &open);
-  ++open.commands;
-  park_planned(h, Reply{std::move(r)});
+  commit_kv_or_answer(h, std::move(scratch), Reply{std::move(r)}, true);
 }
 
 void NodeImpl::handle_timers(ReplyHandle h, const TimerCmd& cmd) {

@@ -544,6 +544,8 @@ struct NodeImpl {
   // -------------------------------------------------------------- KV, locks, timers, txns
   void handle_kv(ReplyHandle h, const KvCmd& cmd);
 
+  void commit_kv_or_answer(ReplyHandle h, KvScratch scratch, Reply r, bool changed);
+
   void handle_locks(ReplyHandle h, const LockCmd& cmd);
 
   void handle_timers(ReplyHandle h, const TimerCmd& cmd);
