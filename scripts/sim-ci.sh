@@ -127,10 +127,10 @@ clusters() {
   for m in commit-without-majority vote-twice no-foreign-lease-grace snapshot-without-log-files \
     unbounded-terms forward-fresh-request-id transfer-before-acks-commit; do
     mseeds=$mutant_seeds
-    # A lease overlap needs a leader change, skewed clocks and a lease in flight at once: about
-    # rarer since clients also talk to followers (seed 1489 is the first past 400);
-    # --stop-at-first ends at the first.
-    [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1001-2000}
+    # A lease overlap needs a leader change, clocks apart and a lease in flight at once: its
+    # runs put the clocks at both ends of the bound, but it shows in about 1 seed in 150
+    # (seeds 4 and 98 of 1-300); --stop-at-first ends at the first.
+    [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1-300}
     check_mutant 3 "$m" "$mseeds"
   done
 }

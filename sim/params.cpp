@@ -87,6 +87,7 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
 // A cluster's own faults, drawn after everything else so single-node seeds keep their worlds.
 // Clocks: each node its own offset and drift, any two within QUEEN_RAFT_MAX_CLOCK_SKEW_MS.
 void choose_cluster(Rng& rng, RunParams* p) {
+  p->node.forward_commands = true;  // clients talk to any node
   // Every clock within half the skew bound of simulated time: any two within the bound.
   int64_t half_us = p->node.max_clock_skew_ms * 1000 / 2;
   bool skewed = rng.per_mille(700);
@@ -98,6 +99,16 @@ void choose_cluster(Rng& rng, RunParams* p) {
       c.drift_ppm = rng.range(-100, 100);
     }
     p->node_clocks.push_back(c);
+  }
+  // The lease mutant shows only when a new leader's clock runs ahead of the old one's: its
+  // runs put the clocks at both ends of the bound (no draws: other seeds keep their worlds).
+  if (p->mutant == Mutant::no_foreign_lease_grace) {
+    for (int n = 0; n < p->nodes; ++n)
+      p->node_clocks[n].offset_us = n % 2 == 0 ? half_us : -half_us;
+    // Clients follow the leader's hints (followers do not forward), so pops reach a new
+    // leader as soon as it serves: as the mutant was first caught.
+    p->work.any_node_per_mille = 0;
+    p->node.forward_commands = false;
   }
   p->net.delay_us_min = rng.range(50, 500);
   p->net.delay_us_max = p->net.delay_us_min + rng.range(100, 20'000);
@@ -121,6 +132,7 @@ void choose_cluster(Rng& rng, RunParams* p) {
   // Graceful stops of the leader (SIGTERM): it hands leadership over, then exits.
   if (rng.per_mille(700) || p->mutant == Mutant::transfer_before_acks_commit)
     p->faults.graceful_stop_per_100k_events = static_cast<uint32_t>(rng.range(200, 1500));
+  if (p->mutant == Mutant::no_foreign_lease_grace) p->faults.graceful_stop_per_100k_events = 0;
 }
 
 }  // namespace

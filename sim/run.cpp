@@ -60,7 +60,6 @@ class Run {
     for (int n = 0; n < p_.nodes; ++n) {
       if (!p_.node_clocks.empty()) s.clock = p_.node_clocks[n];
       s.config.node_id = static_cast<uint64_t>(n) + 1;
-      s.config.forward_commands = cluster();  // clients talk to any node
       s.config.voters.clear();
       if (p_.nodes > 1)
         for (int v = 1; v <= p_.nodes; ++v) s.config.voters.push_back(static_cast<uint64_t>(v));
