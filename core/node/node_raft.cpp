@@ -8,8 +8,10 @@ namespace queen {
 bool NodeImpl::propose(const Entry& e) {
   Cluster& c = *cluster;
   Bytes data = encode_replicated(e);
+  // Paired check: what a follower decodes encodes to the very bytes sent.
   QUEEN_DEBUG_ASSERT(decode_replicated(data.data(), data.size()).ok() &&
-                         decode_replicated(data.data(), data.size()).value() == e,
+                         encode_replicated(decode_replicated(data.data(), data.size()).value()) ==
+                             data,
                      "entry %llu does not decode to what was encoded",
                      static_cast<unsigned long long>(e.index.value));
   c.cache.put(e.index, e.term, data);
