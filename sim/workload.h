@@ -125,6 +125,7 @@ class Workload final : public ClientSink {
   // the operator (sim/workload_ops.cpp)
   void operate();
   void send_op(Command cmd);
+  Command read_command(const std::string& key);
   void replay(const DlqRecord& letter);
   void op_answered(const Request& r, const Reply& reply, bool lost);
   void op_done(const Request& r, const Reply& reply);

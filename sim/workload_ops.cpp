@@ -1,12 +1,14 @@
 // The operator: one simulated client that sends the command kinds the producers, consumers
 // and workers do not (standalone KV, locks, timers and timer reads, seeks, group and queue
-// deletes, queue configures, lease extends, DLQ reads and replays), so each meets crashes, leader
+// deletes, queue configures, lease extends, reads of the applied state, DLQ reads and
+// replays), so each meets crashes, leader
 // changes and forwarding. It works on objects of its own (KV namespace "ops", locks "ops-lock-N",
 // timers far in the future, group "ops-seek", queue "ops-tmp"), except a DLQ replay, which pushes a
 // dead letter's message again: the checker learns of it as of a push, and that its letter may be
 // gone.
 #include <xxhash.h>
 
+#include "core/node/metrics.h"
 #include "io/sim/describe.h"
 #include "sim/checker_names.h"
 #include "sim/workload.h"
@@ -33,7 +35,7 @@ void Workload::operate() {
   ++ops_sent_;
   std::string key = strf("%d", static_cast<int>(rng.below(kOpsKeys)));
   Command cmd;
-  switch (rng.below(9)) {
+  switch (rng.below(10)) {
     case 0: {
       KvOp op;
       op.ns = kOpsNs;
@@ -97,6 +99,9 @@ void Workload::operate() {
       cmd = rng.per_mille(500) ? Command{ConfigureCmd{checking::kOpsQueue, {}, false}}
                                : Command{QueueDeleteCmd{checking::kOpsQueue}};
       break;
+    case 7:  // a read of the applied state, served by the leader or by any node
+      cmd = read_command(key);
+      break;
     default: {
       DlqQueryCmd q;
       q.queue = queue_name(static_cast<int>(rng.below(2)));  // qa or qb
@@ -106,6 +111,38 @@ void Workload::operate() {
     }
   }
   send_op(std::move(cmd));
+}
+
+// One of the reads a dashboard or a client makes: listings, details, browsing, fetches by
+// offset (any node), metrics and health.
+Command Workload::read_command(const std::string& key) {
+  Rng& rng = ops_rng_;
+  std::string queue = queue_name(static_cast<int>(rng.below(queues_.size())));
+  switch (rng.below(8)) {
+    case 0:
+      return QueueListCmd{};
+    case 1:
+      return QueueGetCmd{queue};
+    case 2:
+      return GroupListCmd{};
+    case 3:
+      return GroupDetailsCmd{checking::kGroups[rng.below(2)]};
+    case 4: {
+      MessageBrowseCmd b;
+      b.queue = queue;
+      b.limit = 20;
+      return b;
+    }
+    case 5: {
+      FetchCmd f;
+      f.entries.push_back(FetchEntry{queue, "p" + key, Offset(rng.below(20)), 4096});
+      return f;
+    }
+    case 6:
+      return MetricsCmd{};
+    default:
+      return HealthCmd{};
+  }
 }
 
 void Workload::send_op(Command cmd) {
@@ -166,6 +203,10 @@ void Workload::op_done(const Request& r, const Reply& reply) {
         if constexpr (std::is_same_v<C, GroupDeleteCmd>) world_.count("group_deletes");
         if constexpr (std::is_same_v<C, LeaseExtendCmd>) world_.count("lease_extends");
         if constexpr (std::is_same_v<C, QueueDeleteCmd>) world_.count("queue_deletes");
+        bool listing = std::is_same_v<C, QueueListCmd> || std::is_same_v<C, QueueGetCmd> ||
+                       std::is_same_v<C, GroupListCmd> || std::is_same_v<C, GroupDetailsCmd> ||
+                       std::is_same_v<C, MessageBrowseCmd>;
+        if (listing || command_traits_of::traits(c).any_node) world_.count("reads");
         if constexpr (std::is_same_v<C, DlqReplayCmd>) {
           const auto* rr = std::get_if<DlqReplayReply>(&reply.body);
           if (rr != nullptr && rr->success) world_.count("dlq_replays");
