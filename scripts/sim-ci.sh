@@ -129,7 +129,7 @@ clusters() {
     mseeds=$mutant_seeds
     # A lease overlap needs a leader change, clocks apart and a lease in flight at once: its
     # runs put the clocks at both ends of the bound, but it shows in about 1 seed in 150
-    # (seeds 4 and 98 of 1-300); --stop-at-first ends at the first.
+    # (seed 98 is the first in 1-300); --stop-at-first ends at the first.
     [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1-300}
     check_mutant 3 "$m" "$mseeds"
   done
