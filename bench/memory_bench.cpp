@@ -13,6 +13,7 @@
 
 #include "core/node/node.h"
 #include "core/state/store.h"
+#include "io/carry_out.h"
 
 namespace {
 
@@ -41,10 +42,10 @@ class NullEnv : public Env {
   void log(LogLevel, std::string_view) override {}
   void drain() {
     for (int i = 0; i < 4; ++i) {
-      node->on_timer(1);  // flush
+      carry_out(*this, *node, node->on_timer(1));  // flush
       auto s = std::move(syncs);
       syncs.clear();
-      for (auto [t, ok] : s) node->on_sync_done(t, ok);
+      for (auto [t, ok] : s) carry_out(*this, *node, node->on_sync_done(t, ok));
     }
   }
   uint64_t seq = 0;
@@ -64,7 +65,9 @@ int main(int argc, char** argv) {
   NullEnv env;
   Node node(env, NodeConfig{});
   env.node = &node;
-  if (!node.start({}).ok()) return 1;
+  auto started = node.start({});
+  if (!started.ok()) return 1;
+  carry_out(env, node, std::move(started.value()));
   const uint64_t batch = 100;
   size_t before = heap_bytes();
   for (uint64_t i = 0; i < messages; i += batch) {
@@ -78,7 +81,8 @@ int main(int argc, char** argv) {
       it.payload = "{}";
       cmd.items.push_back(std::move(it));
     }
-    node.on_command(i + 1, CommandEnvelope{{}, env.now / 1000 + 30000, std::move(cmd)});
+    carry_out(env, node,
+              node.on_command(i + 1, CommandEnvelope{{}, env.now / 1000 + 30000, std::move(cmd)}));
     env.drain();
     env.now += 1000;
   }
@@ -93,7 +97,9 @@ int main(int argc, char** argv) {
     it.txn_hash = Hash128{h.low64, h.high64};
     it.payload = "{}";
     cmd.items.push_back(std::move(it));
-    node.on_command(messages + p + 1, CommandEnvelope{{}, env.now / 1000 + 30000, std::move(cmd)});
+    carry_out(env, node,
+              node.on_command(messages + p + 1,
+                              CommandEnvelope{{}, env.now / 1000 + 30000, std::move(cmd)}));
     if (p % 1000 == 999) env.drain();
   }
   env.drain();

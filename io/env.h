@@ -1,10 +1,15 @@
-// The environment interface: everything a node asks of the world. core/ reaches time,
-// randomness, disk, the network and its clients only through this class; io/real/ drives
-// it over the system (threads, files, fdatasync, clocks) and io/sim/ over virtual time with
-// seeded faults. Completions come back to the node as events (see core/node/node.h).
+// The environment interface: the world a node lives in. io/real/ drives it over the system
+// (threads, files, fdatasync, clocks) and io/sim/ over virtual time with seeded faults.
+// The node itself only asks it what it reads: now_us(), random_u64(), read() of durable
+// bytes, file_size(), the payload seal, log(), and at start (the start-up scan, also after
+// a snapshot install) list_files(), truncate(), remove() and rename(). Everything it does
+// (appends, syncs, whole files, removals, timers, messages, forwards, replies, a fatal stop)
+// it returns from each event as a record (io/outputs.h) that the driver carries out through
+// these same calls (io/carry_out.h). Completions come back to the node as events (see
+// core/node/node.h).
 //
 // Contract:
-// - Calls are made on the node's one thread and return at once; none blocks on a device,
+// - Calls are made on the node's thread and return at once; none blocks on a device,
 //   except read() of bytes that an earlier sync() made durable, and the start-up scan.
 // - append() and sync() on one file take effect in call order. A sync(token) completes with
 //   Node::on_sync_done(token, ok) only after every append() to that file issued before it is

@@ -93,9 +93,7 @@ std::optional<queen::real::TransportOptions> transport_options(
 constexpr int64_t kHandOverWaitMs = 3000;
 
 void hand_over(queen::real::NodeDriver& driver, int64_t ack_wait_ms) {
-  bool started = false;
-  driver.run_on_node([&](queen::Node& node) { started = node.hand_over(); });
-  if (!started) return;
+  if (!driver.hand_over()) return;
   for (int64_t waited = 0; waited < ack_wait_ms + kHandOverWaitMs; waited += 10) {
     bool leading = true;
     driver.run_on_node(

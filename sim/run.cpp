@@ -105,7 +105,7 @@ class Run {
         !faults_rng_.per_100k(f.graceful_stop_per_100k_events))
       return;
     int leader = writable_leader();
-    if (leader < 0 || !world_.node(leader)->hand_over()) return;
+    if (leader < 0 || !world_.hand_over(leader)) return;
     graceful_ = leader;
     graceful_until_us_ = world_.now_us() + (p_.node.hand_over_ack_wait_ms + 3000) * 1000;
     world_.count("graceful_stops");

@@ -61,7 +61,7 @@ struct NodeConfig {
   uint32_t raft_recovered_cached_max = 4096;   // applied entries cached again at start
   uint32_t raft_inflight_max = 64;             // append messages unanswered per follower
   uint64_t snapshot_chunk_bytes = 1u << 20;    // a snapshot travels in chunks of this size
-  // A follower forwards client commands to the leader itself (Env::forward) and answers them
+  // A follower forwards client commands to the leader itself (output::Forward) and answers them
   // with the leader's reply, retrying under the same request id until their deadline
   // (QUEEN_RAFT_CLIENT_OFFLOAD); off: it answers not_leader naming the leader.
   bool forward_commands = false;

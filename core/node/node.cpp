@@ -9,10 +9,22 @@ Node::~Node() = default;
 
 // A follower installed a snapshot: it starts again from its files, as after a restart, with
 // its counters and its sync tokens going on (completions of old syncs are not expected: it
-// installs only once none is in flight).
-void Node::restart_if_installed() {
-  if (!impl_->restart_requested) return;
+// installs only once none is in flight). What the event that decided it returned has been
+// carried out: the old log's files are as it left them.
+Outputs Node::restart_in_place() {
+  if (!impl_->restart_requested || impl_->stopped) return finish_event();
   Env& env = impl_->env;
+  auto listed = env.list_files();
+  Status installed = listed.ok()
+                         ? finish_install(env, impl_->snapshot_recv->manifest, listed.value())
+                         : Status(listed.error());
+  if (!installed.ok()) {
+    impl_->halt("cannot install the snapshot: " + installed.error().message);
+    return finish_event();
+  }
+  env.log(LogLevel::info, "installed a snapshot at entry " +
+                              std::to_string(impl_->snapshot_recv->manifest.index.value));
+  ++impl_->stats.snapshots_installed;
   NodeConfig config = impl_->config;
   NodeStats stats = impl_->stats;
   uint64_t next_token = impl_->next_token;
@@ -28,31 +40,45 @@ void Node::restart_if_installed() {
   impl_->forward_attempts = std::move(forward_attempts);
   impl_->next_forward_id = next_forward_id;
   impl_->arm_forward_timer();
-  Status st = files.ok() ? start(files.value()) : Status(files.error());
-  if (!st.ok()) {
-    impl_->stopped = true;
-    env.fatal("restart after installing a snapshot failed: " + st.error().message);
-  }
+  auto started = files.ok() ? start(files.value()) : Result<Outputs>(files.error());
+  if (started.ok()) return std::move(started.value());
+  impl_->halt("restart after installing a snapshot failed: " + started.error().message);
+  return finish_event();
 }
 
-Status Node::start(const std::vector<FileInfo>& found) {
+// The end of every event: a store checkpoint the timer asked for is written from the state
+// the event left (its producer reads it when carried out, see io/outputs.h), and the event's
+// work goes to the caller.
+Outputs Node::finish_event() {
+  NodeImpl& n = *impl_;
+  if (n.checkpoint_due && !n.restart_requested) {
+    n.checkpoint_due = false;
+    n.maybe_write_checkpoint();
+  }
+  Outputs done = std::move(n.out);
+  n.out = Outputs{};
+  return done;
+}
+
+Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
   NodeImpl& n = *impl_;
   auto settled = settle_snapshot(n.env, found);
   if (!settled.ok()) return settled.error();
   const std::vector<FileInfo>& files = settled.value();
   RecoveryOptions opt;
   opt.replay_partial_entry = n.config.mutants.replay_partial_entry;
-  if (auto st = n.load_store_checkpoint(files); !st.ok()) return st;
+  if (auto st = n.load_store_checkpoint(files); !st.ok()) return st.error();
   opt.require_next_entry = n.require_next_entry;
   n.arm_store_checkpoints();
   if (n.config.voters.size() > 1) {
     auto st = n.start_cluster(files, opt);
-    if (st.ok()) n.after_event();
-    return st;
+    if (!st.ok()) return st.error();
+    n.after_event();
+    return finish_event();
   }
   RecoveryStats rs;
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
-  if (!st.ok()) return st;
+  if (!st.ok()) return st.error();
   n.stats.recovered_entries = rs.entries_replayed;
   n.stats.torn_tails_cut = rs.torn_tails_cut;
   n.commit = n.last_sealed = n.last_written = n.store.applied().value;
@@ -62,12 +88,13 @@ Status Node::start(const std::vector<FileInfo>& found) {
   n.load_outcomes();
   n.serving = true;
   n.after_event();
-  return ok_status();
+  return finish_event();
 }
 
-void Node::on_command(ReplyHandle h, CommandEnvelope c) {
+Outputs Node::on_command(ReplyHandle h, CommandEnvelope c) {
   serve_command(*impl_, h, std::move(c));
   impl_->after_event();
+  return finish_event();
 }
 
 void serve_command(NodeImpl& n, ReplyHandle h, CommandEnvelope c) {
@@ -100,22 +127,22 @@ void serve_command(NodeImpl& n, ReplyHandle h, CommandEnvelope c) {
   std::visit([&](auto& command) { n.handle(h, c, command); }, c.command);
 }
 
-void Node::on_timer(TimerId id) {
+Outputs Node::on_timer(TimerId id) {
   timer_fired(*impl_, id);
-  restart_if_installed();
+  return finish_event();
 }
 
 void timer_fired(NodeImpl& n, TimerId id) {
   if (n.stopped || !n.serving) return;
   if (id == kStoreCheckpointTimer) {
-    n.maybe_write_checkpoint();
+    n.checkpoint_due = true;
     n.arm_store_checkpoints();
   }
   if (n.cluster) {
     if (id == kRaftTick) {
       n.cluster->raft->tick();
       n.tick_snapshots();
-      n.env.set_timer(kRaftTick, n.config.raft_heartbeat_ms);
+      n.out.set_timer(kRaftTick, n.config.raft_heartbeat_ms);
     }
     if (id == kCommitPersistTimer) {
       n.cluster->persist_armed = false;
@@ -138,9 +165,9 @@ void timer_fired(NodeImpl& n, TimerId id) {
   n.after_event();
 }
 
-void Node::on_sync_done(uint64_t token, bool ok) {
+Outputs Node::on_sync_done(uint64_t token, bool ok) {
   sync_done(*impl_, token, ok);
-  restart_if_installed();
+  return finish_event();
 }
 
 void sync_done(NodeImpl& n, uint64_t token, bool ok) {
@@ -171,9 +198,7 @@ void sync_done(NodeImpl& n, uint64_t token, bool ok) {
   uint64_t idx = it->second;
   n.sync_tokens.erase(it);
   if (!ok) {
-    n.stopped = true;
-    n.env.fatal("fsync failed for entry " + std::to_string(idx) + ": stopping to recover");
-    return;
+    return n.halt("fsync failed for entry " + std::to_string(idx) + ": stopping to recover");
   }
   ++n.stats.syncs;
   auto fit = n.inflight.find(idx);
@@ -193,9 +218,9 @@ void sync_done(NodeImpl& n, uint64_t token, bool ok) {
   n.after_event();
 }
 
-void Node::on_message(uint64_t from, const Bytes& message) {
+Outputs Node::on_message(uint64_t from, const Bytes& message) {
   NodeImpl& n = *impl_;
-  if (n.stopped || !n.serving || !n.cluster) return;
+  if (n.stopped || !n.serving || !n.cluster) return finish_event();
   raft::Message m;
   const auto& voters = n.config.voters;
   bool member =
@@ -210,7 +235,7 @@ void Node::on_message(uint64_t from, const Bytes& message) {
                                     (member ? " (malformed or out of bounds)" : " (not a member)") +
                                     "; " + std::to_string(refused) + " refused so far");
     }
-    return;
+    return finish_event();
   }
   if (m.type == raft::MsgType::snapshot_chunk) {
     n.on_snapshot_chunk(from, m);
@@ -223,19 +248,23 @@ void Node::on_message(uint64_t from, const Bytes& message) {
     n.cluster->raft->step(m);
   }
   n.after_event();
-  restart_if_installed();
+  return finish_event();
 }
 
-bool Node::hand_over() {
+Outputs Node::hand_over(bool* leading) {
   NodeImpl& n = *impl_;
-  if (!n.cluster || n.stopped || n.cluster->raft->role() != raft::Role::leader) return false;
-  if (n.handing_over) return true;
+  bool leads = n.cluster && !n.stopped && n.cluster->raft->role() == raft::Role::leader;
+  if (leading != nullptr) *leading = leads;
+  if (!leads || n.handing_over) return finish_event();
   if (n.config.mutants.transfer_before_acks_commit) {  // hands over at once, serving on
     auto to = n.cluster->raft->most_caught_up();
-    if (!to || !n.cluster->raft->transfer_leadership(*to)) return false;
+    if (!to || !n.cluster->raft->transfer_leadership(*to)) {
+      if (leading != nullptr) *leading = false;
+      return finish_event();
+    }
     ++n.stats.transfers;
     n.after_event();
-    return true;
+    return finish_event();
   }
   n.handing_over = true;
   n.hand_over_at_ms = n.env.now_ms() + n.config.hand_over_ack_wait_ms;
@@ -246,31 +275,33 @@ bool Node::hand_over() {
   }
   n.hand_over_tick();
   n.after_event();
-  return true;
+  return finish_event();
 }
 
 Node::RaftView Node::raft_view() const {
   return impl_->raft_view();
 }
 
-void Node::on_cancel(ReplyHandle h) {
+Outputs Node::on_cancel(ReplyHandle h) {
   NodeImpl& n = *impl_;
-  if (n.cancel_forward(h)) return;
+  if (n.cancel_forward(h)) return finish_event();
   if (auto it = n.poll_of_handle.find(h); it != n.poll_of_handle.end()) {
     n.drop_poll(it->second);
-    return;
+    return finish_event();
   }
   for (const auto& w : n.checkpoint_waiters)
     if (w.handle == h) n.cancelled.insert(h);
   for (const auto& [idx, p] : n.answers)
     if (p.handle == h) n.cancelled.insert(h);
+  return finish_event();
 }
 
-void Node::on_forward_reply(uint64_t forward_id, std::optional<Reply> reply) {
+Outputs Node::on_forward_reply(uint64_t forward_id, std::optional<Reply> reply) {
   NodeImpl& n = *impl_;
-  if (n.stopped || !n.serving) return;
+  if (n.stopped || !n.serving) return finish_event();
   n.on_forward_reply(forward_id, std::move(reply));
   n.after_event();
+  return finish_event();
 }
 
 const Store& Node::store() const {

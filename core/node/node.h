@@ -1,10 +1,14 @@
 // The node: an event-driven state machine that owns one broker's state (queues, partitions,
-// cursors, leases) and its log. It is handed events and reacts by calling the Env.
+// cursors, leases) and its log. It is handed events and returns the work they call for.
 //
 // Events in: start (after the environment lists the data folder), a client command with a
-// reply handle, a timer, a completed sync, a cancelled client. Out: appends and syncs of log
-// files, timers, replies. A single node is a cluster of one: an entry commits once every log
-// it touches has synced; the replicator seam is where Raft plugs in.
+// reply handle, a timer, a completed sync, a cancelled client, a peer's message, a forwarded
+// command's reply. Out, from each: a record of outputs (io/outputs.h: appends and syncs of
+// log files, checkpoint files, timers, messages, forwards, replies) that the caller carries
+// out (io/carry_out.h) before the next event. The node asks the Env only what it reads: the
+// clock, randomness, durable bytes of its files, and (at start) the data folder. A single
+// node is a cluster of one: an entry commits once every log it touches has synced; the
+// replicator seam is where Raft plugs in.
 //
 // Guarantees (checked by the simulator, see DESIGN.md): a push is answered only once its
 // entry is durable; per partition offsets are gapless; pops and acks are answered only once
@@ -18,6 +22,7 @@
 #include "core/api/replies.h"
 #include "core/node/config.h"
 #include "io/env.h"
+#include "io/outputs.h"
 
 namespace queen {
 
@@ -90,25 +95,28 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   // Recovery from the files found in the data folder; reports progress through Env::log.
-  // Returns an error when the data cannot be trusted (the node must not serve).
-  Status start(const std::vector<FileInfo>& files);
+  // An error when the data cannot be trusted (the node must not serve).
+  Result<Outputs> start(const std::vector<FileInfo>& files);
 
-  void on_command(ReplyHandle handle, CommandEnvelope command);
-  void on_timer(TimerId id);
-  void on_sync_done(uint64_t token, bool ok);
+  Outputs on_command(ReplyHandle handle, CommandEnvelope command);
+  Outputs on_timer(TimerId id);
+  Outputs on_sync_done(uint64_t token, bool ok);
   // The client behind `handle` went away (e.g. it closed a long poll): a held pop is
   // dropped and whatever it claimed is handed back. No reply is sent for it.
-  void on_cancel(ReplyHandle handle);
-  // The leader's reply to a command this node forwarded (Env::forward); nullopt: the stream
-  // to it failed.
-  void on_forward_reply(uint64_t forward_id, std::optional<Reply> reply);
-  // A message from another node of the cluster (see Env::send).
-  void on_message(uint64_t from, const Bytes& message);
+  Outputs on_cancel(ReplyHandle handle);
+  // The leader's reply to a command this node forwarded (output::Forward); nullopt: the
+  // stream to it failed.
+  Outputs on_forward_reply(uint64_t forward_id, std::optional<Reply> reply);
+  // A message from another node of the cluster (see output::Send).
+  Outputs on_message(uint64_t from, const Bytes& message);
   // A graceful stop: a leader stops taking commands, waits up to
   // NodeConfig::hand_over_ack_wait_ms for what it took (acks) to commit, then hands
-  // leadership to its most caught-up voter (which starts an election at once). False when
-  // this node does not lead. raft_view() tells when another node took over.
-  bool hand_over();
+  // leadership to its most caught-up voter (which starts an election at once). `leading`:
+  // false when this node does not lead. raft_view() tells when another node took over.
+  Outputs hand_over(bool* leading = nullptr);
+  // After outputs that asked for it (Outputs::restart) were carried out: a follower that
+  // installed a snapshot starts again from its files, as after a restart.
+  Outputs restart_in_place();
 
   // Read-only views for tests and the simulator's checker.
   const Store& store() const;
@@ -131,7 +139,8 @@ class Node {
   RaftView raft_view() const;
 
  private:
-  void restart_if_installed();
+  // What the event left to do: a checkpoint write (last, see io/outputs.h), the outputs.
+  Outputs finish_event();
   std::unique_ptr<NodeImpl> impl_;
 };
 

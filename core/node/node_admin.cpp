@@ -108,7 +108,7 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, HealthCmd&) {
                 v.applied,
                 store.queues().size(),
                 store.partitions().size()};
-  env.reply(h, Reply{r});
+  out.reply(h, Reply{r});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MetricsCmd&) {
@@ -116,7 +116,7 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MetricsCmd&) {
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, DlqQueryCmd& x) {
-  env.reply(h, Reply{reads.dlq(x)});
+  out.reply(h, Reply{reads.dlq(x)});
 }
 
 Node::RaftView NodeImpl::raft_view() const {

@@ -32,13 +32,13 @@ Status NodeImpl::load_store_checkpoint(const std::vector<FileInfo>& files) {
 }
 
 std::vector<LogFileKey> NodeImpl::file_refs_now() const {
-  std::vector<LogFileKey> out;
-  for (const auto& [file, n] : store.file_refs()) out.push_back(file);
-  return out;
+  std::vector<LogFileKey> refs;
+  for (const auto& [file, n] : store.file_refs()) refs.push_back(file);
+  return refs;
 }
 
 void NodeImpl::arm_store_checkpoints() {
-  env.set_timer(kStoreCheckpointTimer, config.durable_every_ms);
+  out.set_timer(kStoreCheckpointTimer, config.durable_every_ms);
 }
 
 void NodeImpl::maybe_write_checkpoint() {
@@ -60,7 +60,7 @@ void NodeImpl::maybe_write_checkpoint() {
   checkpoint_token = next_token++;
   // The store is encoded from its state now, possibly in a copy of the process (io/env.h),
   // which also sorts the appends a delta writes.
-  env.write_whole_file(
+  out.write_whole_file(
       checkpoint_writing.file,
       [this, term = applied_term, chain = applied_chain, base,
        appended = std::move(appended_since_checkpoint)](ByteSink& sink) {
@@ -137,8 +137,7 @@ void NodeImpl::on_checkpoint_synced(bool ok) {
   // damaged.
   LogIndex root = checkpoints[chain_start(checkpoints.size() - 2)].at;
   while (checkpoints.front().at < root) {
-    if (!env.remove(checkpoints.front().file).ok())
-      return halt("cannot remove store checkpoint " + checkpoints.front().file);
+    out.remove(checkpoints.front().file);
     checkpoints.pop_front();
   }
   reclaim_log_files(checkpoints[checkpoints.size() - 2].at);
@@ -159,8 +158,7 @@ void NodeImpl::reclaim_log_files(LogIndex upto) {
   if (cluster) upto = std::min(upto, cluster->raft->slowest_held_match());
   auto files = writer.reclaimable(upto.value, refs, config.reclaim_files_per_pass_max);
   for (const LogFileKey& f : files) {
-    if (!writer.reclaim(f).ok())
-      return halt("cannot remove log file " + log_file_name(f.first, f.second));
+    writer.reclaim(f);
     ++stats.log_files_reclaimed;
   }
   if (cluster && !files.empty()) cluster->raft->compact(upto);
@@ -168,7 +166,7 @@ void NodeImpl::reclaim_log_files(LogIndex upto) {
 
 void NodeImpl::halt(const std::string& why) {
   stopped = true;
-  env.fatal(why);
+  out.fatal(why);
 }
 
 }  // namespace queen

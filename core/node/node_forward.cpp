@@ -1,5 +1,5 @@
 // A follower's forwarding of client commands (NodeConfig::forward_commands): a command this
-// node cannot serve goes to the leader under its request id (Env::forward), and again under
+// node cannot serve goes to the leader under its request id (output::Forward), and again under
 // the same id after a retry answer, a failed stream or a change of leader, until its
 // deadline; the leader's answer is the client's. A logged or consuming command whose last
 // attempt may have been applied, and whose deadline came first, is answered outcome_unknown.
@@ -62,7 +62,7 @@ void NodeImpl::try_forward(Forward& f) {
   f.leader = leader;
   f.attempt = next_forward_id++;
   forward_attempts[f.attempt] = f.handle;
-  env.forward(leader, f.attempt, f.envelope, left_ms - kForwardReplyMarginMs);
+  out.forward(leader, f.attempt, f.envelope, left_ms - kForwardReplyMarginMs);
 }
 
 void NodeImpl::on_forward_reply(uint64_t id, std::optional<Reply> reply) {
@@ -112,7 +112,7 @@ void NodeImpl::forward_tick() {
 void NodeImpl::arm_forward_timer() {
   if (forward_armed || forwards.empty()) return;
   forward_armed = true;
-  env.set_timer(kForwardTimer, config.forward_retry_ms);
+  out.set_timer(kForwardTimer, config.forward_retry_ms);
 }
 
 void NodeImpl::give_up_forward(Forward& f) {

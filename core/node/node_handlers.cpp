@@ -43,7 +43,7 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, TxnCmd& x) {
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, TimerQueryCmd& x) {
   TimerQueryReply r = timers.query(x);
   for (TimerView& t : r.timers) t.payload = readable_payload(env, t.payload);
-  env.reply(h, Reply{std::move(r)});
+  out.reply(h, Reply{std::move(r)});
 }
 
 // -------------------------------------------------------------- KV, locks, timers, txns

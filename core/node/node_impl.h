@@ -206,7 +206,7 @@ struct NodeImpl {
   NodeImpl(Env& e, NodeConfig c)
       : env(e),
         config(c),
-        writer(e, c.segment_bytes, c.qlog_shards),
+        writer(out, c.segment_bytes, c.qlog_shards),
         planner(e, store),
         engine(e, store, config),
         kv(store),
@@ -214,7 +214,9 @@ struct NodeImpl {
         timers(store),
         reads(env, store) {}
 
-  Env& env;
+  Env& env;  // asked what the node reads: the clock, randomness, durable bytes
+  // The work of the event being handled, returned at its end (Node::finish_event).
+  Outputs out;
   NodeConfig config;
   Store store;
   LogWriter writer;
@@ -321,6 +323,7 @@ struct NodeImpl {
   uint64_t last_delta_bytes = 0;      // the newest delta's size, 0 before the first
   uint64_t last_delta_log_bytes = 0;  // and the log's growth it covered
   int64_t last_checkpoint_ms = 0;
+  bool checkpoint_due = false;  // the timer came: maybe_write_checkpoint ends the event
   Term applied_term;
   bool require_next_entry = false;  // see load_store_checkpoint
 
@@ -448,8 +451,8 @@ struct NodeImpl {
   // Staged files synced: the manifest decides the install; once it is durable, install.
   void on_staged_synced(uint64_t token, bool ok);
 
-  // Installs a decided snapshot once no sync of the old log is in flight; the Node then
-  // restarts in place from the files (start() finishes what this does not).
+  // Once a decided snapshot waits for no sync of the old log, asks for a restart in place
+  // (Outputs::restart): Node::restart_in_place installs its files, start() the rest.
   void maybe_install();
 
   // Follower (or a new leader's first entry): writes what Raft appended to the own log.

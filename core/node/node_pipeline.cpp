@@ -7,7 +7,7 @@ namespace queen {
 void NodeImpl::request_flush() {
   if (flush_armed) return;
   flush_armed = true;
-  env.set_timer(kFlushTimer, 0);
+  out.set_timer(kFlushTimer, 0);
 }
 
 void NodeImpl::seal() {
@@ -112,7 +112,7 @@ void NodeImpl::send(Parked p) {
     return;
   }
   count_answer(p.reply);
-  env.reply(p.handle, std::move(p.reply));
+  out.reply(p.handle, std::move(p.reply));
 }
 
 void NodeImpl::park_at(uint64_t index, ReplyHandle h, Reply r) {
@@ -245,26 +245,26 @@ void NodeImpl::after_event() {
   expire_polls(now_us / 1000);
   if ((engine.dirty() || !checkpoint_waiters.empty()) && !checkpoint_armed) {
     checkpoint_armed = true;
-    env.set_timer(kCheckpointTimer, config.checkpoint_ms);
+    out.set_timer(kCheckpointTimer, config.checkpoint_ms);
   }
   if (config.timer_tick_ms > 0 && !timer_tick_armed && !store.timers().empty()) {
     timer_tick_armed = true;
-    env.set_timer(kTimerTick, config.timer_tick_ms);
+    out.set_timer(kTimerTick, config.timer_tick_ms);
   }
   if (!sweep_armed && !store.kv_expiries().empty()) {
     sweep_armed = true;
-    env.set_timer(kSweepTimer, config.kv_sweep_ms);
+    out.set_timer(kSweepTimer, config.kv_sweep_ms);
   }
   if (!retention_armed && config.retention_interval_ms > 0) {
     retention_armed = true;
-    env.set_timer(kRetentionTimer, config.retention_interval_ms);
+    out.set_timer(kRetentionTimer, config.retention_interval_ms);
   }
   int64_t wake = engine.next_expiry_us();
   wake = wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000;
   if (!poll_deadlines.empty()) wake = std::min(wake, poll_deadlines.begin()->first);
   if (wake != INT64_MAX && wake != wake_at_ms) {
     wake_at_ms = wake;
-    env.set_timer(kWakeTimer, std::max<int64_t>(0, wake - now_us / 1000));
+    out.set_timer(kWakeTimer, std::max<int64_t>(0, wake - now_us / 1000));
   }
 }
 

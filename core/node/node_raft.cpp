@@ -59,11 +59,11 @@ void NodeImpl::persist_state() {
   p.commit = LogIndex(commit);
   std::string file = hard_state_file(p.seq);
   bool& exists = c.hs_file_exists[p.seq % 2];
-  if (exists && !env.truncate(file, 0).ok()) return halt("cannot rewrite " + file);
+  if (exists) out.truncate(file, 0);
   exists = true;
-  env.append(file, encode_hard_state(p));
+  out.append(file, encode_hard_state(p));
   c.hs_tokens.insert(next_token);
-  env.sync(file, next_token++);
+  out.sync(file, next_token++);
 }
 
 void NodeImpl::on_state_synced(uint64_t token) {
@@ -75,7 +75,7 @@ void NodeImpl::on_state_synced(uint64_t token) {
     return;
   }
   while (!c.held.empty()) {
-    env.send(c.held.front().to.value, raft::encode_message(c.held.front()));
+    out.send(c.held.front().to.value, raft::encode_message(c.held.front()));
     c.held.pop_front();
   }
 }
@@ -88,7 +88,7 @@ void NodeImpl::send_message(raft::Message m) {
     c.held.push_back(std::move(m));
     return;
   }
-  env.send(m.to.value, raft::encode_message(m));
+  out.send(m.to.value, raft::encode_message(m));
 }
 
 uint64_t NodeImpl::leader_id() const {
@@ -202,7 +202,7 @@ void NodeImpl::persist_commit_later() {
   Cluster& c = *cluster;
   if (c.persist_armed) return;
   c.persist_armed = true;
-  env.set_timer(kCommitPersistTimer, config.commit_persist_ms);
+  out.set_timer(kCommitPersistTimer, config.commit_persist_ms);
 }
 
 Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt) {
@@ -296,7 +296,7 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
     ++stats.entries_read_back;
     return raft::LogEntry{LogIndex(index), *term, std::move(data.value())};
   };
-  env.set_timer(kRaftTick, config.raft_heartbeat_ms);
+  out.set_timer(kRaftTick, config.raft_heartbeat_ms);
   persist_commit_later();
   serving = true;
   return ok_status();
@@ -316,12 +316,12 @@ void NodeImpl::hand_over_tick() {
   if (!handing_over || stopped || cluster->raft->role() != raft::Role::leader) return;
   if (cluster->raft->transferring()) return;
   if (acks_in_flight() && env.now_ms() < hand_over_at_ms) {
-    env.set_timer(kHandOverTimer, kHandOverPollMs);
+    out.set_timer(kHandOverTimer, kHandOverPollMs);
     return;
   }
   auto to = cluster->raft->most_caught_up();
   if (!to || !cluster->raft->transfer_leadership(*to)) {
-    env.set_timer(kHandOverTimer, kHandOverPollMs);
+    out.set_timer(kHandOverTimer, kHandOverPollMs);
     return;
   }
   ++stats.transfers;

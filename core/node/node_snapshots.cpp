@@ -197,7 +197,7 @@ void NodeImpl::on_snapshot_chunk(uint64_t from, const raft::Message& m) {
   uint64_t done = 0;
   for (const ChunkPart& p : parts) {
     auto b = payload.begin() + static_cast<ptrdiff_t>(done);
-    env.append(kSnapshotStaging + r->manifest.files[p.file].name,
+    out.append(kSnapshotStaging + r->manifest.files[p.file].name,
                Bytes(b, b + static_cast<ptrdiff_t>(p.len)));
     done += p.len;
   }
@@ -208,7 +208,7 @@ void NodeImpl::on_snapshot_chunk(uint64_t from, const raft::Message& m) {
 void NodeImpl::sync_staged() {
   for (const FileInfo& f : snapshot_recv->manifest.files) {
     snapshot_recv->tokens.insert(next_token);
-    env.sync(kSnapshotStaging + f.name, next_token++);
+    out.sync(kSnapshotStaging + f.name, next_token++);
   }
 }
 
@@ -217,7 +217,7 @@ void NodeImpl::discard_staged() {
   if (!snapshot_recv) return;
   for (uint64_t t : snapshot_recv->tokens) dead_tokens.insert(t);
   for (const FileInfo& f : snapshot_recv->manifest.files)
-    (void)env.remove(kSnapshotStaging + f.name);  // absent when nothing of it arrived
+    out.remove(kSnapshotStaging + f.name, /*absent_ok=*/true);  // none of it may have come
   snapshot_recv.reset();
 }
 
@@ -232,27 +232,21 @@ void NodeImpl::on_staged_synced(uint64_t token, bool ok) {
     return;
   }
   r.deciding = true;
-  env.append(kSnapshotManifestFile, encode_manifest(r.manifest));
+  out.append(kSnapshotManifestFile, encode_manifest(r.manifest));
   r.tokens.insert(next_token);
-  env.sync(kSnapshotManifestFile, next_token++);
+  out.sync(kSnapshotManifestFile, next_token++);
 }
 
-// Installs a decided snapshot once no sync of the old log is in flight; the Node then
-// restarts in place from the files (start() finishes what this does not).
+// Once a decided snapshot waits for no sync of the old log, asks for a restart in place
+// (Outputs::restart): Node::restart_in_place installs its files, start() the rest.
 void NodeImpl::maybe_install() {
   if (!snapshot_recv || !snapshot_recv->decided || restart_requested) return;
   if (!sync_tokens.empty() || !dead_tokens.empty() || !cluster->hs_tokens.empty() ||
       checkpoint_token != 0)
     return;
   fail_answers_after(0, "this node is installing a snapshot");
-  auto listed = env.list_files();
-  if (!listed.ok()) return halt("cannot list the data folder: " + listed.error().message);
-  if (auto st = finish_install(env, snapshot_recv->manifest, listed.value()); !st.ok())
-    return halt("cannot install the snapshot: " + st.error().message);
-  env.log(LogLevel::info,
-          "installed a snapshot at entry " + std::to_string(snapshot_recv->manifest.index.value));
-  ++stats.snapshots_installed;
   restart_requested = true;
+  out.restart = true;
 }
 
 // Follower (or a new leader's first entry): writes what Raft appended to the own log.
@@ -292,9 +286,7 @@ void NodeImpl::truncate_log(uint64_t keep) {
       ++it;
     }
   }
-  for (const auto& [log, st] : cut)
-    if (!writer.truncate_to(st).ok())
-      return halt("cannot truncate log " + std::to_string(log.value));
+  for (const auto& [log, st] : cut) writer.truncate_to(st);
   fail_answers_after(keep, "the leader changed before this write committed; it did not land");
   c.written = std::min(c.written, keep);
   c.durable = std::min(c.durable, keep);

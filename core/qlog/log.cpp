@@ -59,8 +59,8 @@ size_t records_bytes(const Entry& entry, const std::vector<size_t>& appends, Log
 
 }  // namespace
 
-LogWriter::LogWriter(Env& env, uint64_t segment_bytes, uint32_t shared_logs)
-    : env_(env), segment_bytes_(segment_bytes), shared_logs_(shared_logs) {
+LogWriter::LogWriter(Outputs& out, uint64_t segment_bytes, uint32_t shared_logs)
+    : out_(out), segment_bytes_(segment_bytes), shared_logs_(shared_logs) {
   QUEEN_ASSERT(shared_logs <= kSharedLogsMax, "more shared logs than kSharedLogsMax");
 }
 
@@ -128,7 +128,7 @@ WrittenEntry LogWriter::write(const Entry& entry) {
     max_index = std::max(max_index, entry.index.value);
     if (s.unsynced_files.empty() || s.unsynced_files.back() != s.file_no)
       s.unsynced_files.push_back(s.file_no);
-    env_.append(log_file_name(log, s.file_no), std::move(buf));
+    out_.append(log_file_name(log, s.file_no), std::move(buf));
   }
   return out;
 }
@@ -137,25 +137,20 @@ uint32_t LogWriter::sync(LogId log, const std::function<uint64_t()>& next_token)
   LogState& s = state_of(log);
   uint32_t n = 0;
   for (uint32_t f : s.unsynced_files) {
-    env_.sync(log_file_name(log, f), next_token());
+    out_.sync(log_file_name(log, f), next_token());
     ++n;
   }
   s.unsynced_files.clear();
   return n;
 }
 
-Status LogWriter::truncate_to(const LogStart& start) {
+void LogWriter::truncate_to(const LogStart& start) {
   LogState& s = state_of(start.log);
-  for (uint32_t f = s.file_no; f > start.file_no; --f) {
-    auto st = env_.remove(log_file_name(start.log, f));
-    if (!st.ok()) return st;
-  }
-  auto st = env_.truncate(log_file_name(start.log, start.file_no), start.size_bytes);
-  if (!st.ok()) return st;
+  for (uint32_t f = s.file_no; f > start.file_no; --f) out_.remove(log_file_name(start.log, f));
+  out_.truncate(log_file_name(start.log, start.file_no), start.size_bytes);
   s.file_no = start.file_no;
   s.size_bytes = start.size_bytes;
   std::erase_if(s.unsynced_files, [&](uint32_t f) { return f > start.file_no; });
-  return ok_status();
 }
 
 void LogWriter::note_file(LogId log, uint32_t file_no, uint64_t max_index) {
@@ -183,16 +178,14 @@ std::vector<LogFileKey> LogWriter::reclaimable(uint64_t upto,
   return out;
 }
 
-Status LogWriter::reclaim(const LogFileKey& file) {
-  auto st = env_.remove(log_file_name(file.first, file.second));
-  if (!st.ok()) return st;
+void LogWriter::reclaim(const LogFileKey& file) {
+  out_.remove(log_file_name(file.first, file.second));
   file_max_index_.erase(file);
   LogState& s = state_of(file.first);
   if (file.second == s.file_no) {
     ++s.file_no;
     s.size_bytes = 0;
   }
-  return st;
 }
 
 // ---------------------------------------------------------------------------- reader

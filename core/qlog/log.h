@@ -28,6 +28,7 @@
 #include "core/state/entry.h"
 #include "core/state/store.h"
 #include "io/env.h"
+#include "io/outputs.h"
 
 namespace queen {
 
@@ -59,15 +60,17 @@ struct WrittenEntry {
 class LogWriter {
  public:
   // `shared_logs`: 0, one log per queue; K, queues share K logs (log_of_queue).
-  LogWriter(Env& env, uint64_t segment_bytes, uint32_t shared_logs = 0);
+  // Appends, syncs, cuts and removals go into `out` (io/outputs.h) for the caller to carry
+  // out, in order, before the files are read or the next event comes.
+  LogWriter(Outputs& out, uint64_t segment_bytes, uint32_t shared_logs = 0);
   // The active file of `log` after recovery.
   void restore(LogId log, uint32_t file_no, uint64_t size_bytes);
   WrittenEntry write(const Entry& entry);
   // Syncs every file of `log` written since its last sync; returns how many syncs it issued.
   uint32_t sync(LogId log, const std::function<uint64_t()>& next_token);
   // Cuts `start.log` back to where it stood (an uncommitted suffix Raft overwrote): later
-  // files are removed, the start's file truncated. Durable when it returns.
-  Status truncate_to(const LogStart& start);
+  // files are removed, the start's file truncated (durable once carried out).
+  void truncate_to(const LogStart& start);
 
   // Reclaim. The highest entry index a file holds records of (recovery and write() tell).
   void note_file(LogId log, uint32_t file_no, uint64_t max_index);
@@ -76,8 +79,8 @@ class LogWriter {
   // active file counts once it holds anything; reclaiming it starts the log's next file.
   std::vector<LogFileKey> reclaimable(uint64_t upto, const std::map<LogFileKey, uint64_t>& refs,
                                       size_t max) const;
-  // Removes a reclaimable file (durable when it returns).
-  Status reclaim(const LogFileKey& file);
+  // Removes a reclaimable file (durable once carried out).
+  void reclaim(const LogFileKey& file);
   size_t files_tracked() const { return file_max_index_.size(); }
   // The highest entry index `file` may hold a record of (never lower than the truth).
   std::optional<uint64_t> max_index(const LogFileKey& file) const {
@@ -93,7 +96,7 @@ class LogWriter {
     std::vector<uint32_t> unsynced_files;
   };
   LogState& state_of(LogId log);
-  Env& env_;
+  Outputs& out_;
   uint64_t segment_bytes_;
   uint32_t shared_logs_;
   std::map<LogId, LogState> logs_;

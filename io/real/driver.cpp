@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/node/node.h"
+#include "io/carry_out.h"
 #include "io/real/log.h"
 
 namespace queen::real {
@@ -28,7 +29,7 @@ NodeDriver::NodeDriver(DriverOptions options, ReplySink& sink)
       sink_(sink),
       disk_(DiskOptions{.root = options_.data_dir, .open_files_max = options_.open_files_max},
             [this](uint64_t token, bool ok) {
-              asio::post(context_, [this, token, ok] { node_->on_sync_done(token, ok); });
+              asio::post(context_, [this, token, ok] { run(node_->on_sync_done(token, ok)); });
             }) {}
 
 NodeDriver::~NodeDriver() {
@@ -51,7 +52,7 @@ Status NodeDriver::start() {
   if (options_.transport) {
     transport_ = std::make_unique<Transport>(*options_.transport, [this](uint64_t from, Bytes m) {
       asio::post(context_, [this, from, m = std::move(m)] {
-        node_->on_message(from, m);
+        run(node_->on_message(from, m));
         known_leader_.store(node_->raft_view().leader, std::memory_order_relaxed);
       });
     });
@@ -66,8 +67,12 @@ Status NodeDriver::start() {
 
   std::promise<Status> started;
   auto result = started.get_future();
-  asio::post(context_,
-             [this, &started, &files] { started.set_value(node_->start(files.value())); });
+  asio::post(context_, [this, &started, &files] {
+    auto outputs = node_->start(files.value());
+    if (!outputs.ok()) return started.set_value(outputs.error());
+    run(std::move(outputs.value()));
+    started.set_value(ok_status());
+  });
   return result.get();
 }
 
@@ -80,7 +85,7 @@ bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
       options_.test_push_delay_ms > 0 && std::holds_alternative<PushCmd>(command.command);
   auto hand_over = [this, handle, command = std::move(command)]() mutable {
     commands_queued_.fetch_sub(1);
-    node_->on_command(handle, std::move(command));
+    run(node_->on_command(handle, std::move(command)));
   };
   if (delayed) {
     auto timer = std::make_shared<asio::steady_timer>(context_);
@@ -99,12 +104,22 @@ void NodeDriver::send_forward(uint64_t to, uint64_t key, Bytes message) {
 
 void NodeDriver::forward_reply(uint64_t forward_id, std::optional<Reply> reply) {
   asio::post(context_, [this, forward_id, reply = std::move(reply)]() mutable {
-    node_->on_forward_reply(forward_id, std::move(reply));
+    run(node_->on_forward_reply(forward_id, std::move(reply)));
   });
 }
 
 void NodeDriver::cancel(ReplyHandle handle) {
-  asio::post(context_, [this, handle] { node_->on_cancel(handle); });
+  asio::post(context_, [this, handle] { run(node_->on_cancel(handle)); });
+}
+
+void NodeDriver::run(Outputs outputs) {
+  carry_out(*env_, *node_, std::move(outputs));
+}
+
+bool NodeDriver::hand_over() {
+  bool leading = false;
+  run_on_node([&](Node& node) { run(node.hand_over(&leading)); });
+  return leading;
 }
 
 void NodeDriver::run_on_node(const std::function<void(Node&)>& fn) {

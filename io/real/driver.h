@@ -25,6 +25,7 @@
 
 #include "core/api/replies.h"
 #include "core/node/config.h"
+#include "io/outputs.h"
 #include "io/real/disk.h"
 #include "io/real/real_env.h"
 #include "io/real/transport.h"
@@ -73,10 +74,14 @@ class NodeDriver {
   uint64_t known_leader() const { return known_leader_.load(std::memory_order_relaxed); }
   // Runs `fn` on the node thread and waits for it (reads of the node's state, e.g. on stop).
   void run_on_node(const std::function<void(Node&)>& fn);
+  // A graceful stop (Node::hand_over): false when this node does not lead.
+  bool hand_over();
   // Stops the node thread, then lets the disk writer finish what is queued.
   void stop();
 
  private:
+  // Carries out what the node returned from an event, on the node thread.
+  void run(Outputs outputs);
   DriverOptions options_;
   ReplySink& sink_;
   boost::asio::io_context context_;

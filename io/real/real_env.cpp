@@ -7,6 +7,7 @@
 
 #include "core/api/replies.h"
 #include "core/node/node.h"
+#include "io/carry_out.h"
 #include "io/real/log.h"
 
 namespace queen::real {
@@ -35,7 +36,7 @@ void RealEnv::set_timer(TimerId id, int64_t delay_ms) {
     if (ec) return;  // replaced or shut down
     auto it = timers_.find(id);
     if (it == timers_.end() || it->second.generation != generation) return;
-    if (node_ != nullptr) node_->on_timer(id);
+    if (node_ != nullptr) carry_out(*this, *node_, node_->on_timer(id));
   });
 }
 

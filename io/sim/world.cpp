@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include "core/common/assert.h"
+#include "io/carry_out.h"
 #include "io/sim/describe.h"
 #include "io/sim/sim_env.h"
 
@@ -39,7 +40,7 @@ SimWorld::SimWorld(uint64_t seed, ClientNetFaults faults)
       whole_file_rng_(stream("disk.whole-files")),
       network_(std::make_unique<SimNetwork>(
           *this, NetFaultRates{}, [this](int from, int to, const Bytes& message) {
-            nodes_[to]->node->on_message(static_cast<uint64_t>(from) + 1, message);
+            perform(to, nodes_[to]->node->on_message(static_cast<uint64_t>(from) + 1, message));
           })) {}
 
 SimWorld::~SimWorld() {
@@ -189,16 +190,33 @@ void SimWorld::start_node(int node) {
   note(strf("n%d start incarnation=%llu files=%zu", node,
             static_cast<unsigned long long>(slot.incarnation), files.size()));
   slot.node = std::make_unique<Node>(*slot.env, slot.setup.config);
-  Status st = slot.node->start(files);
-  if (!st.ok()) {
+  auto started = slot.node->start(files);
+  if (!started.ok()) {
     violation("1 answered pushes survive (recovery)",
-              strf("n%d start() failed after a crash: %s", node, st.error().message.c_str()));
+              strf("n%d start() failed after a crash: %s", node, started.error().message.c_str()));
     slot.up = false;
     slot.node.reset();
     return;
   }
+  perform(node, std::move(started.value()));
   if (after_start) after_start(node, *slot.node);
   finish_fatal_crashes();
+}
+
+// Carries out what node `n` returned from an event (io/carry_out.h): its disk operations,
+// timers, messages, forwards and replies reach this world through its SimEnv.
+void SimWorld::perform(int n, Outputs outputs) {
+  NodeSlot& slot = *nodes_[n];
+  if (slot.node) carry_out(*slot.env, *slot.node, std::move(outputs));
+}
+
+bool SimWorld::hand_over(int n) {
+  NodeSlot& slot = *nodes_[n];
+  if (!slot.up || !slot.node) return false;
+  bool leading = false;
+  perform(n, slot.node->hand_over(&leading));
+  finish_fatal_crashes();
+  return leading;
 }
 
 void SimWorld::crash_node(int node, std::string_view reason, bool restart,
@@ -225,7 +243,9 @@ void SimWorld::crash_node(int node, std::string_view reason, bool restart,
       uint64_t id = p.forward_id;
       after(
           network_->stream_delay_us(node, from), "fwd stream broken by a crash",
-          [this, from, id] { nodes_[from]->node->on_forward_reply(id, std::nullopt); },
+          [this, from, id] {
+            perform(from, nodes_[from]->node->on_forward_reply(id, std::nullopt));
+          },
           EventTarget{from, p.from_incarnation});
     }
     it = pending_.erase(it);
@@ -275,7 +295,9 @@ std::optional<ReplyHandle> SimWorld::submit(int node, CommandEnvelope command, C
   auto shared = std::make_shared<CommandEnvelope>(std::move(command));
   after(
       delay_us, std::move(label),
-      [this, node, h, shared] { nodes_[node]->node->on_command(h, std::move(*shared)); },
+      [this, node, h, shared] {
+        perform(node, nodes_[node]->node->on_command(h, std::move(*shared)));
+      },
       EventTarget{node, nodes_[node]->incarnation});
   return h;
 }
@@ -294,7 +316,7 @@ void SimWorld::cancel(ReplyHandle handle, Action done) {
         if (p == pending_.end() || p->second.node != node) return;  // answered first
         pending_.erase(p);
         count("cancels");
-        nodes_[node]->node->on_cancel(handle);
+        perform(node, nodes_[node]->node->on_cancel(handle));
         done();
       },
       EventTarget{node, nodes_[node]->incarnation});
@@ -323,7 +345,7 @@ void SimWorld::env_forward(int n, uint64_t to_node, uint64_t forward_id,
   int to = static_cast<int>(to_node) - 1;
   uint64_t inc = nodes_[n]->incarnation;
   auto broken = [this, n, forward_id] {
-    nodes_[n]->node->on_forward_reply(forward_id, std::nullopt);
+    perform(n, nodes_[n]->node->on_forward_reply(forward_id, std::nullopt));
   };
   if (to < 0 || to >= node_count() || to == n) {
     after(0, "fwd to nowhere", broken, EventTarget{n, inc});
@@ -390,7 +412,7 @@ void SimWorld::forward_arrived(int from, uint64_t from_incarnation, int to, uint
   trace_.add(strf("  n%d takes fwd #%llu from n%d as h%llu", to,
                   static_cast<unsigned long long>(forward_id), from,
                   static_cast<unsigned long long>(h)));
-  nodes_[to]->node->on_command(h, std::move(e));
+  perform(to, nodes_[to]->node->on_command(h, std::move(e)));
 }
 
 // The reply to a forwarded command goes back on the stream it came by.
@@ -404,8 +426,10 @@ void SimWorld::forward_reply(int n, ReplyHandle handle, const Pending& p, Reply 
   auto shared = std::make_shared<Reply>(std::move(reply));
   carry(
       n, from, strf("fwd reply %d->%d #%llu", n, from, static_cast<unsigned long long>(id)),
-      [this, from, id, shared] { nodes_[from]->node->on_forward_reply(id, *shared); },
-      [this, from, id] { nodes_[from]->node->on_forward_reply(id, std::nullopt); },
+      [this, from, id, shared] {
+        perform(from, nodes_[from]->node->on_forward_reply(id, *shared));
+      },
+      [this, from, id] { perform(from, nodes_[from]->node->on_forward_reply(id, std::nullopt)); },
       EventTarget{from, p.from_incarnation});
 }
 
@@ -423,7 +447,7 @@ void SimWorld::env_set_timer(int n, TimerId id, int64_t delay_ms) {
       now_us_ + delay_us, strf("timer %u", id),
       [this, n, id] {
         nodes_[n]->timers.erase(id);
-        nodes_[n]->node->on_timer(id);
+        perform(n, nodes_[n]->node->on_timer(id));
       },
       EventTarget{n, slot.incarnation},
       [this, n, id, gen] {
@@ -489,7 +513,7 @@ void SimWorld::env_sync(int n, const std::string& file, uint64_t token) {
         } else {
           count("fsync_errors");
         }
-        nodes_[n]->node->on_sync_done(token, plan.ok);
+        perform(n, nodes_[n]->node->on_sync_done(token, plan.ok));
       },
       EventTarget{n, slot.incarnation});
 }

@@ -129,6 +129,8 @@ class SimWorld {
   uint64_t incarnation(int node) const;
   int64_t node_now_us(int node) const;
   void start_node(int node);
+  // A graceful stop of `node` (Node::hand_over): false when it does not lead.
+  bool hand_over(int node);
   // restart_delay_us < 0: drawn between the setup's bounds.
   void crash_node(int node, std::string_view reason, bool restart, int64_t restart_delay_us = -1);
   void pause_node(int node, int64_t duration_us);
@@ -192,6 +194,7 @@ class SimWorld {
   bool deliverable(const Event& ev);
   void finish_fatal_crashes();
   std::string stamp() const;
+  void perform(int n, Outputs outputs);
 
   // Env side, called by SimEnv for node `n`.
   void env_set_timer(int n, TimerId id, int64_t delay_ms);

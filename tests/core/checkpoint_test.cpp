@@ -202,7 +202,7 @@ TEST(StoreCheckpoint, ADamagedCheckpointWithoutTheLogAfterItRefusesToStart) {
     it = it->first.starts_with("qlog/") ? h.env.files.erase(it) : std::next(it);
   h.env.files[files[0]][40] ^= 1;
   Node n(h.env, small_logs());
-  auto st = n.start(h.env.list());
+  auto st = n.start(h.env.list());  // refused: nothing to carry out
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("lacks entry 1"), std::string::npos) << st.error().message;
 }

@@ -49,7 +49,9 @@ class TestCluster {
     envs_[i]->timers.clear();
     nodes_[i] = std::make_unique<Node>(*envs_[i], c);
     envs_[i]->node = nodes_[i].get();
-    ASSERT_TRUE(nodes_[i]->start(envs_[i]->list()).ok());
+    auto started = nodes_[i]->start(envs_[i]->list());
+    ASSERT_TRUE(started.ok());
+    envs_[i]->perform(std::move(started.value()));
   }
 
   // Power cut: the node's unsynced bytes, timers and messages are gone.
@@ -99,7 +101,8 @@ class TestCluster {
 
   ReplyHandle send(int i, Command c, RequestId request = {}, int64_t timeout_ms = 30000) {
     ReplyHandle h = ++next_handle_;
-    nodes_[i]->on_command(h, CommandEnvelope{request, envs_[i]->now / 1000 + timeout_ms, c});
+    envs_[i]->perform(
+        nodes_[i]->on_command(h, CommandEnvelope{request, envs_[i]->now / 1000 + timeout_ms, c}));
     return h;
   }
 
@@ -164,7 +167,7 @@ class TestCluster {
           int to = static_cast<int>(to_id) - 1;
           if (!up(static_cast<int>(from)) || !up(to)) continue;
           if (isolated_.count(static_cast<int>(from)) || isolated_.count(to)) continue;
-          nodes_[to]->on_message(from + 1, bytes);
+          envs_[to]->perform(nodes_[to]->on_message(from + 1, bytes));
           any = true;
         }
       }
@@ -185,7 +188,8 @@ class TestCluster {
         int to = static_cast<int>(f.to) - 1;
         any = true;
         if (!up(to) || cut(static_cast<int>(from), to)) {
-          if (up(static_cast<int>(from))) nodes_[from]->on_forward_reply(f.id, std::nullopt);
+          if (up(static_cast<int>(from)))
+            envs_[from]->perform(nodes_[from]->on_forward_reply(f.id, std::nullopt));
           continue;
         }
         ReplyHandle h = ++next_handle_;
@@ -193,7 +197,7 @@ class TestCluster {
         CommandEnvelope e = *f.command;
         e.forwarded = true;
         e.deadline_ms = envs_[to]->now / 1000 + f.remaining_ms;
-        nodes_[to]->on_command(h, std::move(e));
+        envs_[to]->perform(nodes_[to]->on_command(h, std::move(e)));
       }
     }
     for (auto it = serving_.begin(); it != serving_.end();) {
@@ -204,7 +208,9 @@ class TestCluster {
         ++it;
         continue;
       }
-      if (up(from)) nodes_[from]->on_forward_reply(id, broken ? std::nullopt : std::move(r));
+      if (up(from))
+        envs_[from]->perform(
+            nodes_[from]->on_forward_reply(id, broken ? std::nullopt : std::move(r)));
       it = serving_.erase(it);
       any = true;
     }
@@ -316,7 +322,7 @@ TEST(Forwarding, ACancelledCommandIsNeverAnswered) {
   c.isolate(l);  // no leader answers for a while
   ReplyHandle h = c.send(f, c.push_cmd("a"));
   c.run_ms(5);
-  c.node(f).on_cancel(h);
+  c.env(f).perform(c.node(f).on_cancel(h));
   c.heal();
   c.run_ms(3000);
   EXPECT_FALSE(c.take(f, h).has_value());
@@ -652,7 +658,8 @@ TEST(HardState, LoadsTheNewestIntactSlot) {
 
 TEST(LogWriter, TruncateToCutsAnEntryAndEverythingAfterIt) {
   MemEnv env;
-  LogWriter w(env, 1 << 20);
+  Outputs out;
+  LogWriter w(out, 1 << 20);
   std::vector<WrittenEntry> written;
   for (uint64_t i = 1; i <= 3; ++i) {
     Entry e;
@@ -661,9 +668,11 @@ TEST(LogWriter, TruncateToCutsAnEntryAndEverythingAfterIt) {
     e.now_us = static_cast<int64_t>(i);
     written.push_back(w.write(e));
   }
-  ASSERT_TRUE(w.truncate_to(written[1].starts.at(0)).ok());
+  w.truncate_to(written[1].starts.at(0));
+  carry_out(env, std::move(out));
   Store store;
-  LogWriter w2(env, 1 << 20);
+  Outputs unused;
+  LogWriter w2(unused, 1 << 20);
   RecoveryStats rs;
   ASSERT_TRUE(recover(env, env.list(), RecoveryOptions{}, &store, &w2, &rs).ok());
   EXPECT_EQ(store.applied(), LogIndex(1));
@@ -671,7 +680,8 @@ TEST(LogWriter, TruncateToCutsAnEntryAndEverythingAfterIt) {
 
 TEST(Recovery, EntriesPastThePersistedCommitAreHeldBackNotApplied) {
   MemEnv env;
-  LogWriter w(env, 1 << 20);
+  Outputs out;
+  LogWriter w(out, 1 << 20);
   for (uint64_t i = 1; i <= 3; ++i) {
     Entry e;
     e.index = LogIndex(i);
@@ -679,8 +689,10 @@ TEST(Recovery, EntriesPastThePersistedCommitAreHeldBackNotApplied) {
     e.now_us = static_cast<int64_t>(i);
     w.write(e);
   }
+  carry_out(env, std::move(out));
   Store store;
-  LogWriter w2(env, 1 << 20);
+  Outputs unused;
+  LogWriter w2(unused, 1 << 20);
   RecoveryStats rs;
   RecoveryOptions opt;
   opt.apply_upto = 1;

@@ -276,7 +276,7 @@ TEST(RequestId, RetryUnderTheSameRequestIdGetsTheFirstOutcomeAndAppliesNothingTw
   PushCmd cmd = h.push_cmd("q", "p", {"a"});
   auto send = [&] {
     ReplyHandle hd = 1000 + h.env.replies.size() + h.env.now % 997;
-    h.node().on_command(hd, CommandEnvelope{rid, h.env.now / 1000 + 30000, cmd});
+    h.env.perform(h.node().on_command(hd, CommandEnvelope{rid, h.env.now / 1000 + 30000, cmd}));
     h.env.advance_ms(2);
     auto r = h.take(hd);
     QUEEN_ASSERT(r.has_value(), "no reply");
@@ -301,8 +301,8 @@ TEST(RequestId, ANodeThatKeepsNoOutcomesLogsNoAnswers) {
   RequestId rid;
   rid.bytes[0] = 9;
   ReplyHandle hd = 4242;
-  h.node().on_command(hd,
-                      CommandEnvelope{rid, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {"a"})});
+  h.env.perform(h.node().on_command(
+      hd, CommandEnvelope{rid, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {"a"})}));
   h.env.advance_ms(2);
   auto r = h.take(hd);
   ASSERT_TRUE(r.has_value());

@@ -15,6 +15,7 @@
 #include "core/node/node.h"
 #include "core/qlog/log.h"
 #include "core/state/store.h"
+#include "io/carry_out.h"
 
 namespace queen::testing {
 
@@ -64,8 +65,8 @@ class MemEnv : public Env {
     return ok_status();
   }
   Status remove(const std::string& f) override {
-    files.erase(f);
     synced.erase(f);
+    if (files.erase(f) == 0) return make_error(Errc::not_found, "no file " + f);
     return ok_status();
   }
   Result<std::vector<FileInfo>> list_files() override {
@@ -85,7 +86,7 @@ class MemEnv : public Env {
   void reply(ReplyHandle h, Reply r) override { replies[h] = std::move(r); }
   std::vector<std::pair<uint64_t, Bytes>> outbox;  // messages to peers, delivered by the test
   void send(uint64_t to, Bytes m) override { outbox.emplace_back(to, std::move(m)); }
-  // Commands a follower forwards (Env::forward), carried by the test.
+  // Commands a follower forwards (output::Forward), carried by the test.
   struct Forwarded {
     uint64_t to = 0;
     uint64_t id = 0;
@@ -114,6 +115,9 @@ class MemEnv : public Env {
     return out;
   }
 
+  // Carries out what `node` returned from an event (io/carry_out.h).
+  void perform(Outputs out) { carry_out(*this, *node, std::move(out)); }
+
   // Completes syncs and fires due timers until the node is idle at the current time.
   void run() {
     for (int guard = 0; guard < 100000; ++guard) {
@@ -121,7 +125,7 @@ class MemEnv : public Env {
         auto [f, token] = pending_syncs.front();
         pending_syncs.erase(pending_syncs.begin());
         synced[f] = files[f].size();
-        node->on_sync_done(token, true);
+        perform(node->on_sync_done(token, true));
         continue;
       }
       auto due = timers.end();
@@ -130,7 +134,7 @@ class MemEnv : public Env {
       if (due == timers.end()) return;
       TimerId id = due->first;
       timers.erase(due);
-      node->on_timer(id);
+      perform(node->on_timer(id));
     }
   }
 
@@ -176,8 +180,9 @@ class Harness {
     env.timers.clear();
     node_ = std::make_unique<Node>(env, cfg_);
     env.node = node_.get();
-    auto st = node_->start(env.list());
-    QUEEN_ASSERT(st.ok(), "start failed");
+    auto started = node_->start(env.list());
+    QUEEN_ASSERT(started.ok(), "start failed");
+    env.perform(std::move(started.value()));
     env.run();
   }
 
@@ -187,7 +192,8 @@ class Harness {
   // `id`: the request id the command is logged under (nil: none, no outcome kept).
   ReplyHandle send(Command c, int64_t timeout_ms = 30000, RequestId id = {}) {
     ReplyHandle h = ++next_handle_;
-    node_->on_command(h, CommandEnvelope{id, env.now / 1000 + timeout_ms, std::move(c)});
+    env.perform(
+        node_->on_command(h, CommandEnvelope{id, env.now / 1000 + timeout_ms, std::move(c)}));
     return h;
   }
 

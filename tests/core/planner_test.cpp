@@ -91,7 +91,7 @@ TEST(Planner, PushIsAnsweredOnlyAfterEveryTouchedLogSynced) {
   // Complete one of the two: still no answer.
   auto first = h.env.pending_syncs.front();
   h.env.pending_syncs.erase(h.env.pending_syncs.begin());
-  h.node().on_sync_done(first.second, true);
+  h.env.perform(h.node().on_sync_done(first.second, true));
   EXPECT_FALSE(h.take(hd).has_value());
   h.env.hold_syncs = false;
   h.env.run();
@@ -104,7 +104,7 @@ TEST(Planner, FailedSyncStopsTheNode) {
   ReplyHandle hd = h.send(h.push_cmd("q", "Default", {"x"}));
   h.env.run();
   auto s = h.env.pending_syncs.front();
-  h.node().on_sync_done(s.second, false);
+  h.env.perform(h.node().on_sync_done(s.second, false));
   EXPECT_TRUE(h.env.fatal_called);
   EXPECT_FALSE(h.node().serving());
   EXPECT_FALSE(h.take(hd).has_value());

@@ -201,8 +201,8 @@ TEST(Recovery, ARequestIdRetriedAfterARestartGetsTheRecordedAnswer) {
   RequestId request{make_uuid_v7(1, 2, 3)};
   auto send = [&](const std::string& txn) {
     ReplyHandle handle = 1000 + h.env.replies.size() + h.env.now % 1000;
-    h.node().on_command(
-        handle, CommandEnvelope{request, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {txn})});
+    h.env.perform(h.node().on_command(
+        handle, CommandEnvelope{request, h.env.now / 1000 + 30000, h.push_cmd("q", "p", {txn})}));
     h.env.run();
     h.env.advance_ms(10);
     auto r = h.take(handle);
@@ -232,7 +232,8 @@ TEST(Recovery, AKvIncrRetriedAfterARestartGetsTheRecordedAnswerAndCountsOnce) {
   inc.forever = true;
   auto send = [&](const RequestId& id) {
     ReplyHandle handle = 2000 + h.env.replies.size() + h.env.now % 1000;
-    h.node().on_command(handle, CommandEnvelope{id, h.env.now / 1000 + 30000, KvCmd{{inc}}});
+    h.env.perform(
+        h.node().on_command(handle, CommandEnvelope{id, h.env.now / 1000 + 30000, KvCmd{{inc}}}));
     h.env.run();
     h.env.advance_ms(10);
     auto r = h.take(handle);
