@@ -23,7 +23,7 @@ seeds=${QUEEN_SIM_CI_SEEDS:-1-300}
 mutant_seeds=${QUEEN_SIM_MUTANT_SEEDS:-1-60}
 # A correct node never reads bytes it has not synced, so read corruption has nothing to hit.
 required_faults="crashes restarts torn_writes dropped_writes fsync_errors fatal_exits lost_replies
-  node_pauses lease_expiries redeliveries dlq_moves whole_file_writes_cut"
+  node_pauses lease_expiries redeliveries dlq_moves whole_file_writes_cut writer_stalls"
 # Every path a command takes (sim/workload_ops.cpp and the clients): none may go unexercised.
 required_paths="cancels kv_ops lock_ops timer_ops seeks group_deletes queue_deletes lease_extends
   dlq_replays reads"
@@ -106,7 +106,7 @@ single_node() {
 clusters() {
   cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
     raft_entries_read_back log_files_reclaimed snapshots_installed net_forged forwarded
-    forward_retries outcome_unknown forward_streams_broken transfers graceful_stops"
+    forward_retries outcome_unknown forward_streams_broken transfers graceful_stops writer_stalls"
   for nodes in 3 5; do
     var=QUEEN_SIM_CI_SEEDS_$nodes
     default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)

@@ -27,17 +27,31 @@ struct Args {
   bool trace = false;
   bool expect_violation = false;
   bool stop_at_first = false;
+  std::vector<std::string> without;  // faults turned off (params.cpp's table)
 };
+
+// The command that replays `seed` as this run ran it.
+std::string replay_command(const Args& a, uint64_t seed) {
+  std::string s = strf("queen-sim --replay %llu --trace --nodes %d",
+                       static_cast<unsigned long long>(seed), a.nodes);
+  if (a.mutant != Mutant::none) s += std::string(" --mutant ") + mutant_name(a.mutant);
+  for (const std::string& f : a.without) s += " --without " + f;
+  return s;
+}
 
 const char* kUsage =
     "usage: queen-sim [--seed N | --seeds A-B | --replay N] [--nodes K] [--trace]\n"
     "                 [--check-determinism] [--mutant NAME] [--quiet]\n"
-    "                 [--stop-at-first] [--expect-violation]\n"
+    "                 [--stop-at-first] [--expect-violation] [--without FAULT]...\n"
     "  --nodes: 1 (a single node), 3, 5 or 7 (a Raft cluster with network faults)\n"
     "  --mutant: answer-before-fsync | skip-lease-check | replay-partial-entry |\n"
     "            commit-without-majority | vote-twice | no-foreign-lease-grace |\n"
     "            snapshot-without-log-files (clusters) | delta-after-recovery\n"
-    "  --expect-violation: exit 0 only if some seed reports a violation (mutant checks)\n";
+    "  --expect-violation: exit 0 only if some seed reports a violation (mutant checks)\n"
+    "  --without: turns one fault off in every seed (the faults= list of a seed's line names\n"
+    "             the ones it has): crash | crash-after-push-reply | crash-mid-sync | pause |\n"
+    "             reply-loss | slow-sync | fsync-fail | read-corrupt | writer-backpressure |\n"
+    "             net-drop | net-dup | net-forge | partition | long-outage | graceful-stop\n";
 
 Args g_args;
 
@@ -59,10 +73,7 @@ extern "C" void on_abort(int sig) {
     for (const std::string& line : w->trace().tail(SimWorld::kViolationTraceLines)) {
       std::printf("    %s\n", line.c_str());
     }
-    std::printf("  replay: queen-sim --replay %llu --trace --nodes %d%s%s\n",
-                static_cast<unsigned long long>(w->seed()), g_args.nodes,
-                g_args.mutant == Mutant::none ? "" : " --mutant ",
-                g_args.mutant == Mutant::none ? "" : mutant_name(g_args.mutant));
+    std::printf("  replay: %s\n", replay_command(g_args, w->seed()).c_str());
     std::fflush(stdout);
   }
   std::signal(sig, SIG_DFL);
@@ -109,6 +120,11 @@ bool parse_args(int argc, char** argv, Args* a) {
       a->expect_violation = true;
     } else if (f == "--stop-at-first") {
       a->stop_at_first = true;
+    } else if (f == "--without" && v) {
+      RunParams probe;
+      if (!turn_off_fault(&probe, v)) return false;
+      a->without.emplace_back(v);
+      ++i;
     } else {
       return false;
     }
@@ -122,10 +138,7 @@ void print_violation(const Args& a, const RunOutcome& o, const Violation& v) {
               static_cast<double>(v.elapsed_us) / 1e6, v.detail.c_str());
   std::printf("  last %zu trace events:\n", v.trace_tail.size());
   for (const std::string& line : v.trace_tail) std::printf("    %s\n", line.c_str());
-  std::printf("  replay: queen-sim --replay %llu --trace --nodes %d%s%s\n",
-              static_cast<unsigned long long>(o.seed), a.nodes,
-              a.mutant == Mutant::none ? "" : " --mutant ",
-              a.mutant == Mutant::none ? "" : mutant_name(a.mutant));
+  std::printf("  replay: %s\n", replay_command(a, o.seed).c_str());
 }
 
 // With --expect-violation, only a violation of the mutant's own invariant counts (another
@@ -139,6 +152,7 @@ bool counts(const Args& a, const Violation& v) {
 // Runs one seed (twice with --check-determinism); returns its violations.
 size_t run_one(const Args& a, uint64_t seed, Counters* totals) {
   RunParams p = choose_params(seed, a.nodes, a.mutant);
+  for (const std::string& f : a.without) turn_off_fault(&p, f);
   if (!a.quiet)
     std::printf("seed=%llu %s\n", static_cast<unsigned long long>(seed), p.describe().c_str());
   std::fflush(stdout);

@@ -135,7 +135,74 @@ void choose_cluster(Rng& rng, RunParams* p) {
   if (p->mutant == Mutant::no_foreign_lease_grace) p->faults.graceful_stop_per_100k_events = 0;
 }
 
+// The disk writer's FIFO (backpressure), in about two seeds of five: drawn from a stream of
+// its own, so the draws above stay what they were.
+void choose_writer(uint64_t seed, RunParams* p) {
+  Rng rng = Rng::stream(seed, "params-writer");
+  if (!rng.per_mille(400)) return;
+  // A slow disk (0.25-16 MB/s) and a short FIFO (1-64 KiB): entries here are a few KiB.
+  p->faults.disk.writer_bytes_per_ms = static_cast<uint64_t>(rng.range(1, 64)) << 8;
+  p->faults.disk.writer_queue_bytes_max = static_cast<uint64_t>(rng.range(1, 64)) << 10;
+}
+
+// Every fault the simulator injects: its name (describe(), --without), whether this seed has
+// it on, how to turn it off, and the counter of the final line that shows it acted. Only
+// cluster runs have the network's and the leader's faults.
+struct FaultRow {
+  const char* name;
+  bool (*on)(const RunParams&);
+  void (*off)(RunParams&);
+  const char* counter;
+};
+#define QUEEN_FAULT(name, field, counter)                                                     \
+  FaultRow {                                                                                  \
+    name, [](const RunParams& p) { return p.field != 0; }, [](RunParams& p) { p.field = 0; }, \
+        counter                                                                               \
+  }
+const FaultRow kFaults[] = {
+    QUEEN_FAULT("crash", faults.crash_per_100k_events, "crashes"),
+    QUEEN_FAULT("crash-after-push-reply", faults.crash_after_push_reply_per_mille, "crashes"),
+    QUEEN_FAULT("crash-mid-sync", faults.crash_mid_sync_per_mille, "crashes"),
+    QUEEN_FAULT("pause", faults.pause_per_100k_events, "node_pauses"),
+    QUEEN_FAULT("reply-loss", faults.reply_loss_per_mille, "lost_replies"),
+    QUEEN_FAULT("slow-sync", faults.disk.sync_slow_per_mille, "syncs"),
+    QUEEN_FAULT("fsync-fail", faults.disk.sync_fail_per_mille, "fsync_errors"),
+    QUEEN_FAULT("read-corrupt", faults.disk.read_corrupt_per_mille, "read_corruptions"),
+    QUEEN_FAULT("writer-backpressure", faults.disk.writer_bytes_per_ms, "writer_stalls"),
+    QUEEN_FAULT("net-drop", net.drop_per_mille, "net_drops"),
+    QUEEN_FAULT("net-dup", net.dup_per_mille, "net_duplicates"),
+    QUEEN_FAULT("net-forge", net.forge_per_mille, "net_forged"),
+    QUEEN_FAULT("partition", partition_per_100k_events, "net_partitioned_drops"),
+    QUEEN_FAULT("long-outage", faults.long_outage_per_mille, "snapshots_installed"),
+    QUEEN_FAULT("graceful-stop", faults.graceful_stop_per_100k_events, "graceful_stops"),
+};
+#undef QUEEN_FAULT
+
 }  // namespace
+
+std::vector<std::string> fault_names() {
+  std::vector<std::string> names;
+  for (const FaultRow& f : kFaults) names.emplace_back(f.name);
+  return names;
+}
+
+bool turn_off_fault(RunParams* p, std::string_view name) {
+  for (const FaultRow& f : kFaults) {
+    if (name != f.name) continue;
+    f.off(*p);
+    return true;
+  }
+  return false;
+}
+
+std::string faults_on(const RunParams& p) {
+  std::string s;
+  for (const FaultRow& f : kFaults) {
+    if (!f.on(p)) continue;
+    s += (s.empty() ? "" : ",") + std::string(f.name) + "(" + f.counter + ")";
+  }
+  return s.empty() ? "none" : s;
+}
 
 namespace {
 
@@ -224,6 +291,7 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
     bool forger = forge.per_mille(300) || mutant == Mutant::unbounded_terms;
     p.net.forge_per_mille = forger ? static_cast<uint32_t>(forge.range(1, 20)) : 0;
   }
+  choose_writer(seed, &p);
   return p;
 }
 
@@ -231,7 +299,8 @@ std::string RunParams::describe() const {
   const FaultParams& f = faults;
   const DiskFaultRates& d = f.disk;
   const WorkloadParams& w = work;
-  std::string s = strf(
+  std::string s = strf("faults=%s ", faults_on(*this).c_str());
+  s += strf(
       "nodes=%d mutant=%s safety_ms=%lld liveness_ms_max=%lld "
       "crash_per_100k_events=%u crash_after_push_reply_per_mille=%u crash_mid_sync_per_mille=%u "
       "pause_per_100k_events=%u "
@@ -239,7 +308,7 @@ std::string RunParams::describe() const {
       "restart_delay_ms=%lld-%lld sync_latency_us=%lld-%lld sync_slow_per_mille=%u "
       "sync_slow_us_max=%lld fsync_fail_per_mille=%u read_corrupt_per_mille=%u "
       "crash_keep_per_mille=%u crash_torn_per_mille=%u clock_offset_us=%lld drift_ppm=%lld "
-      "max_skew_us=%lld ",
+      "max_skew_us=%lld writer_bytes_per_ms=%llu writer_queue_bytes_max=%llu ",
       nodes, mutant_name(mutant), (long long)safety_ms, (long long)liveness_ms_max,
       f.crash_per_100k_events, f.crash_after_push_reply_per_mille, f.crash_mid_sync_per_mille,
       f.pause_per_100k_events, (long long)f.pause_ms_min, (long long)f.pause_ms_max,
@@ -248,7 +317,8 @@ std::string RunParams::describe() const {
       (long long)d.sync_latency_us_min, (long long)d.sync_latency_us_max, d.sync_slow_per_mille,
       (long long)d.sync_slow_us_max, d.sync_fail_per_mille, d.read_corrupt_per_mille,
       d.crash_keep_per_mille, d.crash_torn_per_mille, (long long)f.clock.offset_us,
-      (long long)f.clock.drift_ppm, (long long)f.clock.max_skew_us);
+      (long long)f.clock.drift_ppm, (long long)f.clock.max_skew_us,
+      (unsigned long long)d.writer_bytes_per_ms, (unsigned long long)d.writer_queue_bytes_max);
   s += strf(
       "queues=%d partitions_per_queue=%d producers=%d pushes_per_producer=%d "
       "items_per_push_max=%d two_queue_push_per_mille=%u payload_bytes_max=%d "

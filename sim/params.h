@@ -112,4 +112,10 @@ struct RunParams {
 
 RunParams choose_params(uint64_t seed, int nodes, Mutant mutant);
 
+// The fault table (params.cpp): every fault by name, the ones a run has on (with the
+// counter that shows each acted), and turning one off (queen-sim --without NAME).
+std::vector<std::string> fault_names();
+std::string faults_on(const RunParams& p);
+bool turn_off_fault(RunParams* p, std::string_view name);
+
 }  // namespace queen::sim

@@ -17,6 +17,15 @@ void SimDisk::append(const std::string& file, const Bytes& data) {
   f.data.insert(f.data.end(), data.begin(), data.end());
 }
 
+int64_t SimDisk::queue_write(uint64_t bytes, int64_t now_us) {
+  uint64_t rate = rates_.writer_bytes_per_ms;
+  if (rate == 0) return now_us;
+  int64_t start = std::max(now_us, writer_free_at_us_);
+  writer_free_at_us_ = start + static_cast<int64_t>(bytes * 1000 / rate) + kWriterOpUs;
+  int64_t room_us = static_cast<int64_t>(rates_.writer_queue_bytes_max * 1000 / rate);
+  return std::max(now_us, writer_free_at_us_ - room_us);
+}
+
 SyncPlan SimDisk::plan_sync(const std::string& file, int64_t now_us) {
   SyncPlan plan;
   int64_t latency_us = rng_.range(rates_.sync_latency_us_min, rates_.sync_latency_us_max);
@@ -24,7 +33,7 @@ SyncPlan SimDisk::plan_sync(const std::string& file, int64_t now_us) {
     latency_us = rng_.range(rates_.sync_latency_us_max, rates_.sync_slow_us_max);
   }
   plan.ok = !(rates_.sync_fail_per_mille > 0 && rng_.per_mille(rates_.sync_fail_per_mille));
-  plan.done_at_us = now_us + latency_us;
+  plan.done_at_us = std::max(now_us, writer_free_at_us_) + latency_us;  // after the FIFO
   auto it = files_.find(file);
   if (it == files_.end()) return plan;
   File& f = it->second;
@@ -110,6 +119,7 @@ std::vector<FileInfo> SimDisk::list() const {
 
 CrashReport SimDisk::crash() {
   CrashReport report;
+  writer_free_at_us_ = 0;  // the FIFO was the process's: what it held is volatile, decided here
   for (auto& [name, f] : files_) crash_file(f, &report);
   return report;
 }

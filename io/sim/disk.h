@@ -37,6 +37,12 @@ struct DiskFaultRates {
   uint32_t read_corrupt_per_mille = 0;
   uint32_t crash_keep_per_mille = 334;
   uint32_t crash_torn_per_mille = 333;
+  // The disk writer (io/real/disk.h): appends wait in a FIFO the writer drains at this rate;
+  // a sync completes only once what was queued before it is written. An append that leaves
+  // more than writer_queue_bytes_max queued blocks the node until there is room again
+  // (backpressure). 0: the writer keeps up with anything.
+  uint64_t writer_bytes_per_ms = 0;
+  uint64_t writer_queue_bytes_max = 0;
 };
 
 struct SyncPlan {
@@ -59,6 +65,7 @@ class SimDisk {
   static constexpr uint64_t kSectorBytes = 512;
   static constexpr size_t kFilesMax = 1 << 16;
   static constexpr size_t kVolatileWritesMax = 1 << 20;  // per file, between syncs
+  static constexpr int64_t kWriterOpUs = 5;              // the writer's cost of one append
 
   SimDisk(Rng rng, DiskFaultRates rates) : rng_(rng), rates_(rates) {}
 
@@ -66,6 +73,9 @@ class SimDisk {
   const DiskFaultRates& rates() const { return rates_; }
 
   void append(const std::string& file, const Bytes& data);
+  // Queues `bytes` of appends for the writer at now_us; returns when the node may go on: now
+  // or later, once the FIFO has room again (DiskFaultRates::writer_*).
+  int64_t queue_write(uint64_t bytes, int64_t now_us);
   // Decides the latency and the outcome of a sync called at virtual time now_us.
   SyncPlan plan_sync(const std::string& file, int64_t now_us);
   // A successful sync completed: bytes below min(upto_bytes, size) become durable.
@@ -103,6 +113,7 @@ class SimDisk {
   void tear(File& f, uint64_t cut_bytes);
 
   std::map<std::string, File> files_;
+  int64_t writer_free_at_us_ = 0;  // the writer has written everything queued by then
   Rng rng_;
   DiskFaultRates rates_;
 };

@@ -460,7 +460,17 @@ void SimWorld::env_append(int n, const std::string& file, Bytes data) {
   if (!env_live(n)) return;
   trace_.add(strf("  n%d append %s len=%zu h=%016llx", n, file.c_str(), data.size(),
                   static_cast<unsigned long long>(XXH3_64bits(data.data(), data.size()))));
-  nodes_[n]->disk->append(file, data);
+  NodeSlot& slot = *nodes_[n];
+  slot.disk->append(file, data);
+  // Backpressure: the node thread blocks in append() until the writer's FIFO has room; its
+  // next events wait (what this one returned after the append still goes out now).
+  int64_t go_on_us = slot.disk->queue_write(data.size(), now_us_);
+  if (go_on_us > now_us_ && go_on_us > slot.paused_until_us) {
+    slot.paused_until_us = go_on_us;
+    count("writer_stalls");
+    trace_.add(strf("  n%d writer FIFO full: blocked for %lld us", n,
+                    static_cast<long long>(go_on_us - now_us_)));
+  }
 }
 
 void SimWorld::env_write_whole(int n, const std::string& file, const Env::FileProducer& produce,
