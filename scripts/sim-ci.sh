@@ -26,7 +26,7 @@ required_faults="crashes restarts torn_writes dropped_writes fsync_errors fatal_
   node_pauses lease_expiries redeliveries dlq_moves whole_file_writes_cut writer_stalls"
 # Every path a command takes (sim/workload_ops.cpp and the clients): none may go unexercised.
 required_paths="cancels kv_ops lock_ops timer_ops seeks group_deletes queue_deletes lease_extends
-  dlq_replays reads"
+  dlq_replays reads message_deletes traces subscriptions txn_positions"
 failures=0
 
 [[ -x "$sim" ]] || { echo "sim-ci: no queen-sim at $sim"; exit 2; }

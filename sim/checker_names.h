@@ -26,8 +26,9 @@ constexpr const char* kWorkerInput = "qa";
 constexpr const char* kWorkerOutput = "wout";
 constexpr const char* kWorkerNs = "wk";
 constexpr const char* kWorkerTimers = "wtimer";
-// The operator's own objects (sim/workload_ops.cpp): a queue it makes and deletes again, and
-// a group it seeks and deletes. Recovery may lose neither's deletion nor keep its cursors.
+// The operator's own objects (sim/workload_ops.cpp): a queue it makes, pushes its own
+// messages to (read, traced and deleted again) and deletes, and a group it seeks, subscribes,
+// moves inside transactions and deletes. The checker leaves both aside.
 constexpr const char* kOpsQueue = "ops-tmp";
 constexpr const char* kOpsGroup = "ops-seek";
 

@@ -224,6 +224,9 @@ class Run {
     DiskFaultRates d = p_.faults.disk;
     d.sync_fail_per_mille = 0;
     d.read_corrupt_per_mille = 0;
+    // A slow disk's writer blocks its node for as long as it likes: a fault, healed too (what
+    // it queued still drains first).
+    d.writer_bytes_per_ms = 0;
     for (int n = 0; n < p_.nodes; ++n) world_.set_disk_rates(n, d);
     world_.network().heal();
     world_.network().set_rates(NetFaultRates{});

@@ -126,6 +126,10 @@ class Workload final : public ClientSink {
   void operate();
   void send_op(Command cmd);
   Command read_command(const std::string& key);
+  // A message of the operator's own queue (pushed, then read, traced and deleted), a
+  // subscription or a position moved inside a transaction, for its group.
+  Command message_command(const std::string& key);
+  Command group_command(const std::string& key);
   void replay(const DlqRecord& letter);
   void op_answered(const Request& r, const Reply& reply, bool lost);
   void op_done(const Request& r, const Reply& reply);
@@ -162,6 +166,8 @@ class Workload final : public ClientSink {
   uint64_t ops_sent_ = 0;
   PushCmd replay_push_;  // the push a DLQ replay being sent makes, for the checker
   DlqRecord replay_letter_;
+  // The operator's newest message in its queue, known once its push was answered.
+  std::optional<std::pair<PartitionId, std::string>> ops_message_;
   std::vector<std::string> queues_;
   std::vector<Producer> producers_;
   std::vector<Consumer> consumers_;

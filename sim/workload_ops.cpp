@@ -1,11 +1,12 @@
 // The operator: one simulated client that sends the command kinds the producers, consumers
-// and workers do not (standalone KV, locks, timers and timer reads, seeks, group and queue
-// deletes, queue configures, lease extends, reads of the applied state, DLQ reads and
-// replays), so each meets crashes, leader
-// changes and forwarding. It works on objects of its own (KV namespace "ops", locks "ops-lock-N",
-// timers far in the future, group "ops-seek", queue "ops-tmp"), except a DLQ replay, which pushes a
-// dead letter's message again: the checker learns of it as of a push, and that its letter may be
-// gone.
+// and workers do not (standalone KV, locks, timers and timer reads, seeks, subscriptions,
+// positions moved inside a transaction, group and queue deletes, queue configures, lease
+// extends, message gets, traces and deletes, reads of the applied state, maintenance reads,
+// DLQ reads and replays), so each meets crashes, leader changes and forwarding. It works on
+// objects of its own (KV namespace "ops", locks "ops-lock-N", timers far in the future, group
+// "ops-seek", queue "ops-tmp", whose messages the checker leaves aside), except a DLQ replay,
+// which pushes a dead letter's message again: the checker learns of it as of a push, and that
+// its letter may be gone.
 #include <xxhash.h>
 
 #include "core/node/metrics.h"
@@ -35,7 +36,7 @@ void Workload::operate() {
   ++ops_sent_;
   std::string key = strf("%d", static_cast<int>(rng.below(kOpsKeys)));
   Command cmd;
-  switch (rng.below(10)) {
+  switch (rng.below(12)) {
     case 0: {
       KvOp op;
       op.ns = kOpsNs;
@@ -102,6 +103,12 @@ void Workload::operate() {
     case 7:  // a read of the applied state, served by the leader or by any node
       cmd = read_command(key);
       break;
+    case 8:
+      cmd = message_command(key);
+      break;
+    case 9:
+      cmd = group_command(key);
+      break;
     default: {
       DlqQueryCmd q;
       q.queue = queue_name(static_cast<int>(rng.below(2)));  // qa or qb
@@ -118,7 +125,19 @@ void Workload::operate() {
 Command Workload::read_command(const std::string& key) {
   Rng& rng = ops_rng_;
   std::string queue = queue_name(static_cast<int>(rng.below(queues_.size())));
-  switch (rng.below(8)) {
+  switch (rng.below(11)) {
+    case 8: {
+      FetchOffsetsCmd f;
+      f.entries.push_back(FetchOffsetsEntry{queue, "p" + key});
+      return f;
+    }
+    case 9:
+      return MaintenanceCmd{rng.per_mille(500), std::nullopt};  // a read of a switch
+    case 10: {
+      PartitionsChangedCmd c;
+      c.since_us = world_.node_now_us(target_) - rng.range(0, 5'000'000);
+      return c;
+    }
     case 0:
       return QueueListCmd{};
     case 1:
@@ -143,6 +162,69 @@ Command Workload::read_command(const std::string& key) {
     default:
       return HealthCmd{};
   }
+}
+
+// The operator's queue holds messages of its own: one is pushed, then read, traced (a logged
+// effect) or deleted by its transactionId. The queue may be deleted meanwhile: the answer is
+// then "not found".
+Command Workload::message_command(const std::string& key) {
+  Rng& rng = ops_rng_;
+  if (!ops_message_ || rng.per_mille(250)) {
+    PushItem item;
+    item.queue = checking::kOpsQueue;
+    item.partition = "p" + key;
+    item.transaction_id = strf("ops-msg-%llu", static_cast<unsigned long long>(ops_sent_));
+    item.txn_hash = txn_hash(item.transaction_id);
+    item.message_id = mint_id();
+    item.payload = "{}";
+    PushCmd push;
+    push.items.push_back(std::move(item));
+    return push;
+  }
+  auto [pid, txn] = *ops_message_;
+  switch (rng.below(4)) {
+    case 0:
+      return MessageGetCmd{pid, txn, txn_hash(txn)};
+    case 1: {
+      TraceRecordCmd t;
+      t.partition_id = pid;
+      t.transaction_id = txn;
+      t.txn_hash = txn_hash(txn);
+      t.trace_id = mint_id();
+      t.names = {"ops"};
+      t.data = "{}";
+      return t;
+    }
+    case 2: {
+      TraceQueryCmd q;
+      q.partition_id = pid;
+      q.transaction_id = txn;
+      return q;
+    }
+    default:
+      ops_message_.reset();
+      return MessageDeleteCmd{pid, txn, txn_hash(txn)};
+  }
+}
+
+// The operator's group: a subscription from a point in time, or its position in a partition
+// moved (or reset) inside a transaction, as a worker commits its progress.
+Command Workload::group_command(const std::string& key) {
+  Rng& rng = ops_rng_;
+  std::string queue = queue_name(static_cast<int>(rng.below(queues_.size())));
+  if (rng.per_mille(400)) {
+    return SubscriptionCmd{checking::kOpsGroup,
+                           world_.node_now_us(target_) - rng.range(0, 2'000'000)};
+  }
+  TxnCmd t;
+  t.transaction_id = mint_id();
+  PositionOp op;
+  op.queue = queue;
+  op.group = checking::kOpsGroup;
+  op.partition = "p" + key;
+  if (rng.per_mille(800)) op.offset = Offset(rng.below(30));
+  t.positions.push_back(std::move(op));
+  return t;
 }
 
 void Workload::send_op(Command cmd) {
@@ -177,6 +259,12 @@ void Workload::replay(const DlqRecord& letter) {
 }
 
 void Workload::op_answered(const Request& r, const Reply& reply, bool lost) {
+  if (std::holds_alternative<PushCmd>(r.envelope.command)) {
+    const auto* pr = std::get_if<PushReply>(&reply.body);
+    if (!lost && pr != nullptr && pr->results.size() == 1)
+      ops_message_ = {pr->results[0].partition_id, pr->results[0].transaction_id};
+    return;
+  }
   const auto* replay = std::get_if<DlqReplayCmd>(&r.envelope.command);
   if (replay == nullptr) return;
   const PushCmd& cmd = replay_push_;  // the operator sends one request at a time
@@ -203,10 +291,17 @@ void Workload::op_done(const Request& r, const Reply& reply) {
         if constexpr (std::is_same_v<C, GroupDeleteCmd>) world_.count("group_deletes");
         if constexpr (std::is_same_v<C, LeaseExtendCmd>) world_.count("lease_extends");
         if constexpr (std::is_same_v<C, QueueDeleteCmd>) world_.count("queue_deletes");
-        bool listing = std::is_same_v<C, QueueListCmd> || std::is_same_v<C, QueueGetCmd> ||
-                       std::is_same_v<C, GroupListCmd> || std::is_same_v<C, GroupDetailsCmd> ||
-                       std::is_same_v<C, MessageBrowseCmd>;
-        if (listing || command_traits_of::traits(c).any_node) world_.count("reads");
+        if constexpr (std::is_same_v<C, MessageDeleteCmd>) world_.count("message_deletes");
+        if constexpr (std::is_same_v<C, TraceRecordCmd> || std::is_same_v<C, TraceQueryCmd>)
+          world_.count("traces");
+        if constexpr (std::is_same_v<C, SubscriptionCmd>) world_.count("subscriptions");
+        if constexpr (std::is_same_v<C, TxnCmd>) world_.count("txn_positions");
+        bool read = std::is_same_v<C, QueueListCmd> || std::is_same_v<C, QueueGetCmd> ||
+                    std::is_same_v<C, GroupListCmd> || std::is_same_v<C, GroupDetailsCmd> ||
+                    std::is_same_v<C, MessageBrowseCmd> || std::is_same_v<C, MessageGetCmd> ||
+                    std::is_same_v<C, MaintenanceCmd> || std::is_same_v<C, FetchOffsetsCmd> ||
+                    std::is_same_v<C, PartitionsChangedCmd>;
+        if (read || command_traits_of::traits(c).any_node) world_.count("reads");
         if constexpr (std::is_same_v<C, DlqReplayCmd>) {
           const auto* rr = std::get_if<DlqReplayReply>(&reply.body);
           if (rr != nullptr && rr->success) world_.count("dlq_replays");
