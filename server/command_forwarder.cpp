@@ -83,8 +83,8 @@ void CommandForwarder::forward(uint64_t leader, std::shared_ptr<const CommandEnv
   ++forward_counters().sent;
   boost::asio::post(executor_, [self = shared_from_this(), leader, id, remaining_ms,
                                 envelope = std::move(envelope)] {
-    ForwardedCommand command{envelope->request_id, remaining_ms, envelope->command};
-    self->driver_.send_forward(leader, id, frame(kCommandMessage, id, encode_command(command)));
+    Bytes encoded = encode_command(envelope->request_id, remaining_ms, envelope->command);
+    self->driver_.send_forward(leader, id, frame(kCommandMessage, id, std::move(encoded)));
   });
 }
 

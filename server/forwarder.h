@@ -38,9 +38,6 @@ struct ForwardOptions {
   bool offload = true;
   std::map<uint64_t, HttpAddress> nodes;  // every voter's HTTP address, by node id
   int64_t timeout_ms = 30000;
-  // While a command waits at a leader, how often the follower checks that it still leads:
-  // when another node took over, the command goes there (same request id) at once.
-  int64_t follow_leader_ms = 250;
 };
 
 using ForwardRequest = boost::beast::http::request<boost::beast::http::string_body>;

@@ -78,9 +78,6 @@ constexpr size_t kIdleReadBufferBytesMax = 4 * 1024;
 // deadline ends the retries first (30 s of 100 ms pauses), this only bounds a ping-pong.
 constexpr int kForwardAttemptsMax = 300;
 constexpr int64_t kForwardRetryDelayMs = 100;  // before asking this node again
-// A forwarded command's deadline at the leader ends this long before the follower stops
-// waiting for its reply.
-constexpr int64_t kForwardReplyMarginMs = 100;
 // A fetch that waits for minBytes asks the node again this often.
 constexpr int64_t kFetchPollMs = 20;
 // A body may start slowly for this long before QUEEN_HTTP_BODY_MIN_BYTES_PER_S applies.
@@ -128,8 +125,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         idle_timer_(stream_.get_executor()),
         hold_timer_(stream_.get_executor()),
         deadline_timer_(stream_.get_executor()),
-        forward_timer_(stream_.get_executor()),
-        follow_timer_(stream_.get_executor()) {}
+        forward_timer_(stream_.get_executor()) {}
 
   ~Session() override {
     cancel_held();
@@ -316,7 +312,6 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   real::RequestKind request_kind_ = real::RequestKind::other;
   std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
   asio::steady_timer forward_timer_;        // the pause before a retry through this node
-  asio::steady_timer follow_timer_;         // checks the forwarded-to node still leads
   std::optional<FetchWait> fetch_wait_;     // the held fetch, while it waits for records
   std::vector<char> drain_buffer_;
   bool reading_ = false;

@@ -40,7 +40,6 @@ std::optional<queen::server::ForwardOptions> forward_options(
   f.self_id = config.cluster->node_id;
   f.offload = config.cluster->client_offload;
   f.timeout_ms = config.stmt_timeout_ms;
-  f.follow_leader_ms = std::max<int64_t>(10, config.node.raft_election_ms / 4);
   for (const auto& p : config.cluster->peers) f.nodes[p.id] = {p.http_host, p.http_port};
   return f;
 }

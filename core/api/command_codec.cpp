@@ -13,6 +13,17 @@ void walk(C& c, ForwardedCommand& x) {
   c(x.request_id, x.remaining_ms, x.command);
 }
 
+// The same fields, borrowed: a command is encoded where it lies, payloads not copied.
+struct ForwardedCommandRefs {
+  RequestId& request_id;
+  int64_t& remaining_ms;
+  Command& command;
+};
+template <class C>
+void walk(C& c, ForwardedCommandRefs& x) {
+  c(x.request_id, x.remaining_ms, x.command);
+}
+
 namespace {
 
 constexpr uint8_t kFormat = 1;
@@ -40,9 +51,15 @@ constexpr uint8_t kReplyTag = 2;
 }  // namespace
 
 Bytes encode_command(const ForwardedCommand& command) {
+  return encode_command(command.request_id, command.remaining_ms, command.command);
+}
+
+Bytes encode_command(const RequestId& request_id, int64_t remaining_ms, const Command& command) {
   bool refused = false;
   // The walk takes fields by reference for Get's sake; Put only reads them.
-  return put(kCommandTag, const_cast<ForwardedCommand&>(command), &refused);
+  ForwardedCommandRefs refs{const_cast<RequestId&>(request_id), remaining_ms,
+                            const_cast<Command&>(command)};
+  return put(kCommandTag, refs, &refused);
 }
 
 std::optional<ForwardedCommand> decode_command(const uint8_t* data, size_t size) {

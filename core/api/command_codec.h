@@ -27,6 +27,8 @@ struct ForwardedCommand {
 };
 
 Bytes encode_command(const ForwardedCommand& command);
+// The same bytes, from a command that stays where it is (a forward shares, not copies, it).
+Bytes encode_command(const RequestId& request_id, int64_t remaining_ms, const Command& command);
 std::optional<ForwardedCommand> decode_command(const uint8_t* data, size_t size);
 
 Bytes encode_reply(const Reply& reply);
