@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
+#include "server/edge_counters.h"
 
 namespace queen::server {
 
@@ -139,6 +140,7 @@ void DiskGate::check(uint64_t incoming_bytes) {
   } else if (*pct < options_.low_pct) {
     full_.store(false, std::memory_order_relaxed);
   }
+  edge_counters().storage_full.store(full(), std::memory_order_relaxed);
 }
 
 // ---------- which requests grow storage ----------

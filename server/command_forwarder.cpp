@@ -8,6 +8,7 @@
 
 #include "core/api/command_codec.h"
 #include "io/real/real_env.h"
+#include "server/edge_counters.h"
 
 namespace queen::server {
 
@@ -138,6 +139,7 @@ void CommandForwarder::serve(uint64_t from, uint64_t id, const uint8_t* data, si
   if (!command)
     return send_reply(from, id, error_reply(api::Errc::bad_request, "undecodable command"));
   if (disk_.full() && grows_storage(command->command)) {
+    edge_counters().count(AdmitOutcome::storage_full);
     return send_reply(from, id,
                       error_reply(api::Errc::storage_full,
                                   "the leader's disk is at or above QUEEN_RAFT_DISK_HIGH_PCT"));
@@ -158,14 +160,19 @@ void CommandForwarder::admit(std::shared_ptr<Admitting> a) {
   auto ticket = admission_.acquire(a->permit, [self, a] {
     boost::asio::post(self->executor_, [self, a] {
       a->hold.cancel();
+      edge_counters().count(AdmitOutcome::waited);
       self->submit(*a);
     });
   });
-  if (!ticket) return submit(*a);
+  if (!ticket) {
+    edge_counters().count(AdmitOutcome::admitted);
+    return submit(*a);
+  }
   int64_t left_ms = a->envelope.deadline_ms - real::wall_clock_us() / 1000;
   a->hold.expires_after(std::chrono::milliseconds(std::min(admit_hold_ms_, left_ms / 2)));
   a->hold.async_wait([self, a, ticket = *ticket](boost::system::error_code ec) {
     if (ec || !self->admission_.withdraw(ticket)) return;  // admitted meanwhile
+    edge_counters().count(AdmitOutcome::overloaded);
     self->send_reply(
         a->from, a->id,
         error_reply(api::Errc::overloaded, "the leader's admission budget stayed full"));
@@ -185,6 +192,7 @@ void CommandForwarder::submit(Admitting& a) {
     serving_.erase(handle);
   }
   admission_.release(a.permit);
+  edge_counters().count(AdmitOutcome::queue_full);
   send_reply(a.from, a.id,
              error_reply(api::Errc::overloaded, "the leader's command queue is full"));
 }

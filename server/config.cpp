@@ -199,6 +199,7 @@ void read_edge_limits(const EnvLookup& lookup, ServerConfig* config) {
   read_positive(lookup, "QUEEN_RAFT_DISK_LOW_PCT", &config->disk_low_pct);
   config->disk_low_pct = std::min(config->disk_low_pct, config->disk_high_pct);
   read_positive(lookup, "QUEEN_RAFT_DISK_CHECK_MS", &config->disk_check_ms);
+  read_positive(lookup, "QUEEN_RAFT_SLOW_COMMAND_MS", &config->slow_command_ms);
   config->disk_check_ms = std::clamp(config->disk_check_ms, kDiskCheckMsMin, kDiskCheckMsMax);
   if (auto file = non_empty(lookup, "QUEEN_TEST_DISK_PCT_FILE")) config->test_disk_pct_file = *file;
   read_positive(lookup, "QUEEN_TEST_PUSH_DELAY_MS", &config->test_push_delay_ms);

@@ -45,6 +45,7 @@ struct ServerConfig {
   int disk_high_pct = 85;               // QUEEN_RAFT_DISK_HIGH_PCT
   int disk_low_pct = 80;                // QUEEN_RAFT_DISK_LOW_PCT
   int64_t disk_check_ms = 100;          // QUEEN_RAFT_DISK_CHECK_MS (10-60000)
+  int64_t slow_command_ms = 50;         // QUEEN_RAFT_SLOW_COMMAND_MS
   std::string test_disk_pct_file;       // QUEEN_TEST_DISK_PCT_FILE (tests only)
   int64_t test_push_delay_ms = 0;       // QUEEN_TEST_PUSH_DELAY_MS (tests only)
   LogLevel log_level = LogLevel::info;  // LOG_LEVEL

@@ -97,6 +97,7 @@ struct HttpServerOptions {
   int64_t admit_fwd_hold_ms = 2000;         // QUEEN_RAFT_ADMIT_FWD_HOLD_MS
   DiskGateOptions disk;
   int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
+  int64_t slow_command_ms = 50;  // QUEEN_RAFT_SLOW_COMMAND_MS
   EdgeSettings settings;
   std::optional<ForwardOptions> forward;  // a cluster: followers forward to the leader
 };

@@ -1,5 +1,6 @@
 // A connection's reading and answering (server/http_session.h).
 #include "server/http_session.h"
+#include "server/edge_counters.h"
 
 namespace queen::server {
 
@@ -118,12 +119,16 @@ void Session::on_header(beast::error_code ec) {
   parser_->body_limit(body_limit_of_row());
   Admission& admission = shared_->admission;
   uint64_t bytes = parser_->content_length().value_or(parser_->chunked() ? kChunkedPermitBytes : 0);
-  if (!admission.enabled() || bytes == 0) return after_admitted();
+  if (!admission.enabled() || bytes == 0) {
+    edge_counters().count(AdmitOutcome::admitted);
+    return after_admitted();
+  }
   AdmitPermit permit = admission.permit_for(bytes, admit_source());
   auto ticket = admission.acquire(permit, [self = shared_from_this(), permit] {
     asio::post(self->stream_.get_executor(), [self, permit] { self->on_admitted(permit); });
   });
   if (!ticket) {
+    edge_counters().count(AdmitOutcome::admitted);
     reading_permit_ = permit;
     return after_admitted();
   }
@@ -142,6 +147,7 @@ AdmitSource Session::admit_source() const {
 }
 
 void Session::on_admitted(AdmitPermit permit) {
+  edge_counters().count(AdmitOutcome::waited);
   admit_ticket_.reset();
   hold_timer_.cancel();
   reading_permit_ = permit;
@@ -153,6 +159,7 @@ void Session::on_hold_elapsed() {
   if (!admit_ticket_ || !shared_->admission.withdraw(*admit_ticket_)) return;  // granted
   admit_ticket_.reset();
   reading_ = false;
+  edge_counters().count(AdmitOutcome::overloaded);
   EdgeIds ids;
   HttpAnswer answer = error_answer(429, "overloaded", "the admission budget stayed full");
   answer.retry_after_s =
@@ -287,6 +294,7 @@ void Session::answer_front() {
   EdgeIds ids;
   request_started_ = std::chrono::steady_clock::now();
   request_kind_ = real::RequestKind::other;
+  request_waits_ = false;
   auto method = req.method_string();
   auto target = req.target();
   // The token's sub, stamped on pushed messages as producerSub: checked at the header.
@@ -313,11 +321,14 @@ void Session::answer_front() {
   bool refused = grows == Growth::always || (grows == Growth::by_command && parsed.command &&
                                              grows_storage(parsed.command->command));
   if (refused && shared_->disk.full()) {
+    edge_counters().count(AdmitOutcome::storage_full);
     release_body(front);
     return write_answer(storage_full(), "application/json");
   }
   if (parsed.command) {
     request_kind_ = kind_of(parsed.command->command);
+    const auto* pop = std::get_if<PopCmd>(&parsed.command->command);
+    request_waits_ = pop != nullptr && pop->wait;
     if (auto* push = std::get_if<PushCmd>(&parsed.command->command); push && !subject.empty())
       for (PushItem& item : push->items) item.producer_sub = subject;
     adopt_forwarded_request_id(req, &*parsed.command);
@@ -335,6 +346,7 @@ void Session::answer_front() {
   if (!shared_->driver.submit(handle, std::move(*parsed.command))) {
     shared_->router.drop(handle);
     held_.reset();
+    edge_counters().count(AdmitOutcome::queue_full);
     HttpAnswer busy = error_answer(429, "overloaded", "the node has too many queued commands");
     busy.retry_after_s = kOverloadedRetryAfterS;
     return write_answer(std::move(busy), "application/json");
@@ -378,14 +390,20 @@ real::RequestKind Session::kind_of(const Command& c) {
   return real::RequestKind::other;
 }
 
-// The time from dispatch to this answer, by kind (GET /metrics/prometheus).
+// The time from dispatch to this answer, by kind (GET /metrics/prometheus); a command that
+// took longer than QUEEN_RAFT_SLOW_COMMAND_MS and did not wait on purpose (a long poll, a
+// fetch for minBytes) counts as slow.
 void Session::record_latency() {
   if (!request_started_) return;
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
                                                                   *request_started_)
                 .count();
   real::process_latencies().requests[static_cast<size_t>(request_kind_)].record_us(us);
+  bool waits = request_waits_ || fetch_wait_.has_value();
+  if (!waits && us > shared_->options.slow_command_ms * 1000)
+    edge_counters().slow_commands.fetch_add(1, std::memory_order_relaxed);
   request_started_.reset();
+  request_waits_ = false;
 }
 
 // Takes the answer: its body moves into the response unless the caller keeps a copy.

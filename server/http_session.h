@@ -310,6 +310,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   RenderAs held_render_ = RenderAs::standard;
   std::optional<std::chrono::steady_clock::time_point> request_started_;  // being answered
   real::RequestKind request_kind_ = real::RequestKind::other;
+  bool request_waits_ = false;              // a long poll: its time is not a slow command's
   std::shared_ptr<Forwarding> forwarding_;  // the held request, while a follower forwards it
   asio::steady_timer forward_timer_;        // the pause before a retry through this node
   std::optional<FetchWait> fetch_wait_;     // the held fetch, while it waits for records

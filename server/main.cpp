@@ -62,6 +62,7 @@ queen::server::HttpServerOptions http_options(const queen::server::ServerConfig&
                .low_pct = config.disk_low_pct,
                .test_pct_file = config.test_disk_pct_file},
       .disk_check_ms = config.disk_check_ms,
+      .slow_command_ms = config.slow_command_ms,
       .settings = queen::server::edge_settings(config),
       .forward = forward_options(config)};
 }

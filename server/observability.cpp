@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/real/latency.h"
+#include "server/edge_counters.h"
 #include "server/forward_counters.h"
 #include "server/json_writer.h"
 
@@ -119,8 +120,7 @@ std::string bound_text(int64_t us) {
 
 // The samples of one histogram: cumulative buckets, +Inf, sum (seconds) and count.
 void histogram(Exposition& x, const std::string& name, std::string_view label,
-               std::string_view value, const real::LatencyHistogram& h) {
-  auto s = h.snapshot();
+               std::string_view value, const real::LatencyHistogram::Snapshot& s) {
   const auto& bounds = real::LatencyHistogram::kBoundsUs;
   std::string bucket = name + "_bucket";
   for (size_t i = 0; i <= bounds.size(); ++i) {
@@ -148,10 +148,44 @@ void render_latencies(Exposition& x) {
            "Time from a request's dispatch at the edge to its answer, by kind.");
   for (size_t k = 0; k < real::kRequestKinds; ++k) {
     histogram(x, "queen_request_duration_seconds", "kind",
-              real::request_kind_name(static_cast<real::RequestKind>(k)), l.requests[k]);
+              real::request_kind_name(static_cast<real::RequestKind>(k)), l.requests[k].snapshot());
   }
   x.family("queen_fsync_duration_seconds", "histogram", "Time of each fdatasync of a log file.");
-  histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync);
+  histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync.snapshot());
+}
+
+// The node's commit latency in the edge's histogram form (the bounds are the same).
+real::LatencyHistogram::Snapshot cumulative(const LatencyBuckets& b) {
+  static_assert(LatencyBuckets::kBoundsUs == real::LatencyHistogram::kBoundsUs);
+  real::LatencyHistogram::Snapshot s;
+  uint64_t below = 0;
+  for (size_t i = 0; i < b.counts.size(); ++i) s.cumulative[i] = below += b.counts[i];
+  s.count = b.count;
+  s.sum_us = b.sum_us;
+  return s;
+}
+
+// What the operator alerts on: the disk gate, admission outcomes, slow commands, commit time.
+void render_alerting(const MetricsReply& m, Exposition& x) {
+  const EdgeCounters& e = edge_counters();
+  x.one("queen_raft_storage_full", "gauge",
+        "1 while the disk gate refuses writes that grow storage (QUEEN_RAFT_DISK_HIGH_PCT).",
+        e.storage_full.load() ? 1 : 0);
+  x.family("queen_raft_admit_total", "counter",
+           "Requests by admission outcome: admitted at once, admitted after waiting, refused "
+           "429 (overloaded: the budget stayed full; queue_full: the node's queue was full), "
+           "refused 507 (storage_full).");
+  for (size_t k = 0; k < kAdmitOutcomes; ++k) {
+    x.sample("queen_raft_admit_total",
+             {{"outcome", admit_outcome_name(static_cast<AdmitOutcome>(k))}}, e.admit[k].load());
+  }
+  x.one("queen_raft_slow_commands_total", "counter",
+        "Commands answered later than QUEEN_RAFT_SLOW_COMMAND_MS after dispatch (long polls "
+        "and fetches that wait for minBytes excepted).",
+        e.slow_commands.load());
+  x.family("queen_raft_commit_duration_seconds", "histogram",
+           "Time from an entry's sealing to its commit, on the node that proposed it.");
+  histogram(x, "queen_raft_commit_duration_seconds", "", "", cumulative(m.traffic.commit_latency));
 }
 
 void render_forwarding(const MetricsReply& m, Exposition& x) {
@@ -295,6 +329,15 @@ void render_queues(const MetricsReply& m, Exposition& x) {
   x.family("queen_dlq_depth_by_queue", "gauge", "Dead letters of the queue.");
   for (const QueueMetrics& q : m.queues)
     x.sample("queen_dlq_depth_by_queue", {{"queue", q.queue}}, q.dlq);
+  x.family("queen_queue_pop_lag_milliseconds", "gauge",
+           "How old messages were when pops handed them out, over the last minute or two: "
+           "average and maximum (0 when nothing was popped).");
+  for (const QueueMetrics& q : m.queues) {
+    x.sample("queen_queue_pop_lag_milliseconds", {{"queue", q.queue}, {"stat", "avg"}},
+             q.pop_lag_avg_ms);
+    x.sample("queen_queue_pop_lag_milliseconds", {{"queue", q.queue}, {"stat", "max"}},
+             q.pop_lag_max_ms);
+  }
 }
 
 // Lag lives in the leader's consumption engine: a follower renders the families empty.
@@ -327,6 +370,7 @@ HttpAnswer render_metrics(const MetricsReply& reply) {
   render_latencies(x);
   render_raft(reply, x);
   render_forwarding(reply, x);
+  render_alerting(reply, x);
   render_traffic(reply, x);
   render_dedup(reply, x);
   render_queues(reply, x);

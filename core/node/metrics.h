@@ -4,10 +4,13 @@
 //
 // Contract: one snapshot taken on the node thread between two events, so its figures agree
 // with each other. Counters only grow while the process lives and start at zero with it.
-// Every list is ordered by name, so the same state renders the same bytes. Nothing here
-// reads a clock: the edge adds the process figures (uptime, memory, CPU).
+// Every list is ordered by name, so the same state renders the same bytes. The node's own
+// clock (Env) times commits and pop lag; the edge adds the process figures (uptime, memory,
+// CPU).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,6 +21,54 @@
 namespace queen {
 
 struct MetricsCmd {};
+
+// A latency histogram: upper bounds in microseconds (the edge's, io/real/latency.h), then +Inf;
+// a count per bucket (not cumulative), the number of samples and their sum.
+struct LatencyBuckets {
+  static constexpr std::array<int64_t, 14> kBoundsUs = {500,     1000,    2500,    5000,    10000,
+                                                        25000,   50000,   100000,  250000,  500000,
+                                                        1000000, 2500000, 5000000, 10000000};
+  std::array<uint64_t, kBoundsUs.size() + 1> counts{};
+  uint64_t count = 0;
+  int64_t sum_us = 0;
+
+  void record(int64_t us) {
+    us = std::max<int64_t>(us, 0);
+    size_t i = 0;
+    while (i < kBoundsUs.size() && us > kBoundsUs[i]) ++i;
+    ++counts[i];
+    ++count;
+    sum_us += us;
+  }
+};
+
+// How old the messages of one queue were when pops handed them out (now minus their creation
+// time): the minute under way and the one before, so a scrape sees the last minute or two.
+struct PopLagWindow {
+  static constexpr int64_t kMinuteMs = 60'000;
+  struct Minute {
+    uint64_t count = 0;
+    uint64_t sum_ms = 0;
+    uint64_t max_ms = 0;
+  };
+  int64_t minute_start_ms = 0;
+  Minute now, before;
+
+  // Starts a new minute when `now_ms` is past the one under way (an idle one counts as empty).
+  void roll(int64_t now_ms) {
+    if (now_ms < minute_start_ms + kMinuteMs) return;
+    before = now_ms < minute_start_ms + 2 * kMinuteMs ? now : Minute{};
+    now = Minute{};
+    minute_start_ms = now_ms - now_ms % kMinuteMs;
+  }
+  void record(int64_t now_ms, int64_t lag_ms) {
+    roll(now_ms);
+    uint64_t lag = static_cast<uint64_t>(std::max<int64_t>(lag_ms, 0));
+    ++now.count;
+    now.sum_ms += lag;
+    now.max_ms = std::max(now.max_ms, lag);
+  }
+};
 
 // What the node answered, counted as the answers leave the node thread (an answer to a client
 // that went away is not counted).
@@ -35,6 +86,9 @@ struct TrafficCounters {
   uint64_t txn_rolled_back = 0;
   uint64_t messages_deleted = 0;
   std::map<api::Errc, uint64_t> errors;  // error answers by code
+  // From an entry's stamp to its commit, for the entries this node proposed.
+  LatencyBuckets commit_latency;
+  std::map<std::string, PopLagWindow> pop_lag;  // by queue
 };
 
 struct QueueMetrics {
@@ -45,6 +99,9 @@ struct QueueMetrics {
   uint64_t depth = 0;     // not yet consumed by queue mode (__QUEUE_MODE__), deleted excluded
   uint64_t dlq = 0;       // dead letters
   uint64_t deleted = 0;   // messages deleted by DELETE /api/v1/messages/...
+  // Pop lag over the last minute or two (PopLagWindow); 0 when nothing was popped.
+  uint64_t pop_lag_avg_ms = 0;
+  uint64_t pop_lag_max_ms = 0;
 };
 
 struct GroupLagMetrics {

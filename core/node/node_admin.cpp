@@ -297,6 +297,15 @@ void NodeImpl::count_answer(const Reply& r) {
   } else if (const auto* pop = std::get_if<PopReply>(&r.body)) {
     ++(pop->messages.empty() ? t.pop_empty : t.pop_delivered);
     t.pop_messages += pop->messages.size();
+    if (!pop->messages.empty()) {
+      int64_t now_us = env.now_us();
+      for (const PopMessage& m : pop->messages) {
+        auto it = t.pop_lag.find(m.queue);
+        if (it == t.pop_lag.end() && t.pop_lag.size() >= kPopLagQueuesMax) continue;
+        if (it == t.pop_lag.end()) it = t.pop_lag.try_emplace(m.queue).first;
+        it->second.record(now_us / 1000, (now_us - m.created_us) / 1000);
+      }
+    }
   } else if (const auto* ack = std::get_if<AckReply>(&r.body)) {
     for (const AckResult& a : ack->results) ++(a.success ? t.ack_success : t.ack_failed);
   } else if (const auto* txn = std::get_if<TxnReply>(&r.body)) {
@@ -341,6 +350,12 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   m.dedup_ring_candidates = dedup.candidates;
   m.dedup_cold_scans = dedup.exact_scans;
   m.dedup_ring_bytes = planner.dedup().ring_bytes();
+  // A queue popped from in neither of the last two minutes is forgotten (deleted ones too).
+  for (auto it = traffic.pop_lag.begin(); it != traffic.pop_lag.end();) {
+    it->second.roll(now_us / 1000);
+    bool idle = it->second.now.count == 0 && it->second.before.count == 0;
+    it = idle ? traffic.pop_lag.erase(it) : std::next(it);
+  }
   m.traffic = traffic;
   for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
     QueueMetrics qm;
@@ -351,6 +366,12 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
     qm.messages = q.messages;
     qm.depth = q.pending;
     qm.dlq = q.dlq;
+    if (auto lag = traffic.pop_lag.find(q.name); lag != traffic.pop_lag.end()) {
+      const PopLagWindow& w = lag->second;
+      uint64_t n = w.now.count + w.before.count;
+      qm.pop_lag_avg_ms = n == 0 ? 0 : (w.now.sum_ms + w.before.sum_ms) / n;
+      qm.pop_lag_max_ms = std::max(w.now.max_ms, w.before.max_ms);
+    }
     if (const QueueState* qs = store.queue(q.id))
       for (const auto& named : qs->partitions)
         qm.deleted += store.partition(named.second)->deleted.size();

@@ -108,6 +108,9 @@ struct LongPoll {
   int64_t stop_at_ms = 0;  // claims stop here: a margin before the caller's deadline
 };
 
+// Queues whose pop lag is kept at once (TrafficCounters::pop_lag); more are not timed.
+constexpr size_t kPopLagQueuesMax = 1u << 16;
+
 inline Reply error_reply(api::Errc code, std::string message, int retry_after_s = 0,
                          uint64_t leader = 0) {
   return Reply{ErrorReply{code, std::move(message), retry_after_s, leader}};

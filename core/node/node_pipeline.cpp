@@ -75,6 +75,8 @@ void NodeImpl::note_appends(const Entry& entry) {
 
 void NodeImpl::commit_ready() {
   uint64_t limit = cluster ? cluster->commit : UINT64_MAX;
+  bool proposed_here = !cluster || cluster->writable;
+  int64_t now_us = proposed_here ? env.now_us() : 0;
   while (!inflight.empty() && inflight.begin()->second.syncs_left == 0 &&
          inflight.begin()->first <= limit) {
     auto node = inflight.extract(inflight.begin());
@@ -90,6 +92,7 @@ void NodeImpl::commit_ready() {
     timers.on_applied(f.entry);
     commit = f.entry.index.value;
     ++stats.entries_committed;
+    if (proposed_here) traffic.commit_latency.record(now_us - f.entry.now_us);
   }
   if (cluster) cluster->cache.trim(commit);
   send_answers();

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,6 +112,15 @@ json push_of_size(const std::string& queue, size_t bytes) {
 
 using Env = std::map<std::string, std::string>;
 
+// The value of one series of /metrics/prometheus (its name and labels exactly); -1: absent.
+double metric(HttpClient& client, const std::string& series) {
+  HttpResult r = client.get("/metrics/prometheus");
+  std::istringstream in(r.body);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
 class TestNode {
  public:
   explicit TestNode(std::map<std::string, std::string> env)
@@ -156,6 +166,8 @@ TEST(Hardening, AdmissionAnswers429WhenTheBudgetStaysFullThenAdmitsOnceReleased)
   EXPECT_LE(retry_after, 5);
   EXPECT_GE(waited, 300 - 50) << "refused before the hold (400 ms -25%)";
   EXPECT_LT(waited, 3000);
+  EXPECT_EQ(metric(client, R"(queen_raft_admit_total{outcome="overloaded"})"), 1);
+  EXPECT_GE(metric(client, R"(queen_raft_admit_total{outcome="admitted"})"), 1);
   std::printf("admission: 429 after %lld ms of hold\n", static_cast<long long>(waited));
 
   // The hog goes away: its permit comes back and the same push is admitted.
@@ -237,6 +249,8 @@ TEST(Hardening, ARequestPastItsDeadlineIs503TimeoutAndTheWriteMayStillLand) {
   EXPECT_EQ(r.body_json(), (json{{"error", "the request deadline elapsed"}, {"code", "timeout"}}));
   EXPECT_EQ(r.header("retry-after"), "1");
   EXPECT_LT(took, 2500) << "answered by the node, not at the deadline";
+  // Answered past QUEEN_RAFT_SLOW_COMMAND_MS (50): a slow command; the scrape itself is not.
+  EXPECT_GE(metric(client, "queen_raft_slow_commands_total"), 1);
   std::printf("deadline: 503 timeout after %lld ms (deadline 300 ms)\n",
               static_cast<long long>(took));
   // The node still gets the push after the edge gave up on it: it lands.
@@ -346,6 +360,8 @@ TEST(Hardening, DiskGateRefusesGrowingWritesAndKeepsAcksAndPops) {
       << full.status << full.body;
   EXPECT_EQ(full.body_json()["code"], "storage_full");
   EXPECT_TRUE(full.body_json()["error"].is_string());
+  EXPECT_EQ(metric(client, "queen_raft_storage_full"), 1);
+  EXPECT_GE(metric(client, R"(queen_raft_admit_total{outcome="storage_full"})"), 1);
   json push_op = {{"type", "push"}, {"items", {{{"queue", "disk"}, {"payload", 1}}}}};
   EXPECT_EQ(client.post("/api/v1/transaction", json{{"operations", {push_op}}}).status, 507);
   json schedule = {{"op", "schedule"}, {"queue", "disk"}, {"timerKey", "t"}, {"delayMs", 10}};
@@ -376,6 +392,7 @@ TEST(Hardening, DiskGateRefusesGrowingWritesAndKeepsAcksAndPops) {
   ASSERT_TRUE(eventually(milliseconds(5000), [&] {
     return push(client, {{"disk", "", "c"}}).status == 201;
   }));
+  EXPECT_EQ(metric(client, "queen_raft_storage_full"), 0);
 }
 
 }  // namespace

@@ -213,6 +213,35 @@ TEST(LatencyHistogram, CountsEachSampleInItsBucketAndCumulatesUpward) {
   EXPECT_EQ(s.sum_us, 100 + 500 + 3000 + 60000000);
 }
 
+// The alerting series of the 2.x reference: commit time as a histogram, and how old messages
+// were when popped, per queue (0 before any pop).
+TEST_F(ObservabilityTest, CommitTimesAndPopLagAreReported) {
+  std::string q = name();
+  std::string lag_max =
+      series("queen_queue_pop_lag_milliseconds", "queue=\"" + q + "\",stat=\"max\"");
+  std::string lag_avg =
+      series("queen_queue_pop_lag_milliseconds", "queue=\"" + q + "\",stat=\"avg\"");
+  std::string commits = series("queen_raft_commit_duration_seconds_count");
+  Scrape before = scrape();
+  auto pushed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(push(*client_, {{q, "", "a", 1}}).status, 201);
+  Scrape pushed = scrape();
+  EXPECT_GT(pushed.value(commits).value_or(0), before.value(commits).value_or(0));
+  EXPECT_EQ(pushed.value(lag_max), 0);
+  pop_one(q);
+  double since_push_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pushed_at)
+          .count();
+  Scrape popped = scrape();
+  double max = popped.value(lag_max).value_or(-1), avg = popped.value(lag_avg).value_or(-1);
+  EXPECT_GE(avg, 0);
+  EXPECT_LE(avg, max);
+  EXPECT_LE(max, since_push_ms + 1) << "older than the message can be";
+  EXPECT_EQ(popped.types["queen_raft_commit_duration_seconds"], "histogram");
+  EXPECT_EQ(popped.types["queen_raft_admit_total"], "counter");
+  EXPECT_EQ(popped.value(series("queen_raft_storage_full")), 0);
+}
+
 TEST_F(ObservabilityTest, LabelValuesAreEscaped) {
   std::string q = name("-\"quoted\\slash");
   ASSERT_EQ(push(*client_, {{q, "", "", 1}}).status, 201);
