@@ -103,19 +103,8 @@ class [[nodiscard]] Outputs {
   void reply(ReplyHandle handle, Reply reply) { add(output::Answer{handle, std::move(reply)}); }
   void fatal(std::string reason) { add(output::Fatal{std::move(reason)}); }
 
-  // Appends `later` after these.
-  void splice(Outputs&& later) {
-    if (items_.empty()) {
-      items_ = std::move(later.items_);
-    } else {
-      for (Output& o : later.items_) items_.push_back(std::move(o));
-    }
-    restart = restart || later.restart;
-  }
-
   std::vector<Output>& items() { return items_; }
   const std::vector<Output>& items() const { return items_; }
-  bool empty() const { return items_.empty() && !restart; }
 
   bool restart = false;
 
