@@ -156,7 +156,6 @@ void render_latencies(Exposition& x) {
 
 // The node's commit latency in the edge's histogram form (the bounds are the same).
 real::LatencyHistogram::Snapshot cumulative(const LatencyBuckets& b) {
-  static_assert(LatencyBuckets::kBoundsUs == real::LatencyHistogram::kBoundsUs);
   real::LatencyHistogram::Snapshot s;
   uint64_t below = 0;
   for (size_t i = 0; i < b.counts.size(); ++i) s.cumulative[i] = below += b.counts[i];

@@ -22,21 +22,27 @@ namespace queen {
 
 struct MetricsCmd {};
 
-// A latency histogram: upper bounds in microseconds (the edge's, io/real/latency.h), then +Inf;
-// a count per bucket (not cumulative), the number of samples and their sum.
+// The bounds of every latency histogram, the node's and the edge's (io/real/latency.h):
+// upper bounds in microseconds, then +Inf.
+inline constexpr std::array<int64_t, 14> kLatencyBoundsUs = {
+    500,    1000,   2500,   5000,    10000,   25000,   50000,
+    100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
+// The bucket of a sample (kLatencyBoundsUs.size() is +Inf); a negative sample counts as 0.
+inline size_t latency_bucket(int64_t us) {
+  auto at = std::lower_bound(kLatencyBoundsUs.begin(), kLatencyBoundsUs.end(), us);
+  return static_cast<size_t>(at - kLatencyBoundsUs.begin());
+}
+
+// A latency histogram on kLatencyBoundsUs: a count per bucket (not cumulative), the number of
+// samples and their sum.
 struct LatencyBuckets {
-  static constexpr std::array<int64_t, 14> kBoundsUs = {500,     1000,    2500,    5000,    10000,
-                                                        25000,   50000,   100000,  250000,  500000,
-                                                        1000000, 2500000, 5000000, 10000000};
-  std::array<uint64_t, kBoundsUs.size() + 1> counts{};
+  std::array<uint64_t, kLatencyBoundsUs.size() + 1> counts{};
   uint64_t count = 0;
   int64_t sum_us = 0;
 
   void record(int64_t us) {
     us = std::max<int64_t>(us, 0);
-    size_t i = 0;
-    while (i < kBoundsUs.size() && us > kBoundsUs[i]) ++i;
-    ++counts[i];
+    ++counts[latency_bucket(us)];
     ++count;
     sum_us += us;
   }

@@ -299,11 +299,17 @@ void NodeImpl::count_answer(const Reply& r) {
     t.pop_messages += pop->messages.size();
     if (!pop->messages.empty()) {
       int64_t now_us = env.now_us();
+      PopLagWindow* window = nullptr;  // of the queue of the message before (a pop's share one)
+      const std::string* window_queue = nullptr;
       for (const PopMessage& m : pop->messages) {
-        auto it = t.pop_lag.find(m.queue);
-        if (it == t.pop_lag.end() && t.pop_lag.size() >= kPopLagQueuesMax) continue;
-        if (it == t.pop_lag.end()) it = t.pop_lag.try_emplace(m.queue).first;
-        it->second.record(now_us / 1000, (now_us - m.created_us) / 1000);
+        if (window_queue == nullptr || *window_queue != m.queue) {
+          window_queue = &m.queue;
+          auto it = t.pop_lag.find(m.queue);
+          if (it == t.pop_lag.end() && t.pop_lag.size() < kPopLagQueuesMax)
+            it = t.pop_lag.try_emplace(m.queue).first;
+          window = it == t.pop_lag.end() ? nullptr : &it->second;
+        }
+        if (window != nullptr) window->record(now_us / 1000, (now_us - m.created_us) / 1000);
       }
     }
   } else if (const auto* ack = std::get_if<AckReply>(&r.body)) {

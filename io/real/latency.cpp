@@ -6,8 +6,7 @@ namespace queen::real {
 
 void LatencyHistogram::record_us(int64_t us) {
   us = std::max<int64_t>(0, us);
-  auto at = std::lower_bound(kBoundsUs.begin(), kBoundsUs.end(), us);
-  buckets_[static_cast<size_t>(at - kBoundsUs.begin())].fetch_add(1, std::memory_order_relaxed);
+  buckets_[latency_bucket(us)].fetch_add(1, std::memory_order_relaxed);
   sum_us_.fetch_add(us, std::memory_order_relaxed);
 }
 

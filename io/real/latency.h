@@ -14,13 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/node/metrics.h"
+
 namespace queen::real {
 
 class LatencyHistogram {
  public:
-  static constexpr std::array<int64_t, 14> kBoundsUs = {500,     1000,    2500,    5000,    10000,
-                                                        25000,   50000,   100000,  250000,  500000,
-                                                        1000000, 2500000, 5000000, 10000000};
+  static constexpr auto kBoundsUs = kLatencyBoundsUs;       // core/node/metrics.h
   static constexpr size_t kBuckets = kBoundsUs.size() + 1;  // the last is +Inf
 
   struct Snapshot {
