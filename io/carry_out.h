@@ -36,6 +36,8 @@ inline void carry_out(Env& env, Outputs&& out) {
             env.forward(x.to_node, x.forward_id, std::move(x.command), x.remaining_ms);
           } else if constexpr (std::is_same_v<T, output::Answer>) {
             env.reply(x.handle, std::move(x.reply));
+          } else if constexpr (std::is_same_v<T, output::Members>) {
+            env.members_changed(x.members);
           } else {
             static_assert(std::is_same_v<T, output::Fatal>);
             env.fatal(x.reason);

@@ -36,6 +36,7 @@ namespace queen {
 
 struct Reply;            // core/api/replies.h
 struct CommandEnvelope;  // core/api/commands.h
+struct Member;           // core/state/entry.h
 
 using ReplyHandle = uint64_t;
 using TimerId = uint32_t;
@@ -134,6 +135,11 @@ class Env {
     (void)command;
     (void)remaining_ms;
   }
+
+  // The cluster's membership in use changed (a configuration was written, cut or loaded at
+  // start): from now on messages go to, and come from, these members (and where they are
+  // reached). The node's own entry is among them unless it was removed.
+  virtual void members_changed(const std::vector<Member>& members) { (void)members; }
 
   // Clients: the answer to the command that came with `handle`. Exactly one reply per handle.
   virtual void reply(ReplyHandle handle, Reply reply) = 0;

@@ -24,6 +24,7 @@
 
 #include "core/api/commands.h"
 #include "core/api/replies.h"
+#include "core/state/entry.h"
 #include "io/env.h"
 
 namespace queen {
@@ -72,11 +73,14 @@ struct Answer {
 struct Fatal {
   std::string reason;
 };
+struct Members {
+  std::vector<Member> members;
+};
 }  // namespace output
 
 using Output = std::variant<output::SetTimer, output::Append, output::Sync, output::WriteWholeFile,
                             output::Truncate, output::Remove, output::Send, output::Forward,
-                            output::Answer, output::Fatal>;
+                            output::Answer, output::Fatal, output::Members>;
 
 class [[nodiscard]] Outputs {
  public:
@@ -102,6 +106,7 @@ class [[nodiscard]] Outputs {
   }
   void reply(ReplyHandle handle, Reply reply) { add(output::Answer{handle, std::move(reply)}); }
   void fatal(std::string reason) { add(output::Fatal{std::move(reason)}); }
+  void members(std::vector<Member> members) { add(output::Members{std::move(members)}); }
 
   std::vector<Output>& items() { return items_; }
   const std::vector<Output>& items() const { return items_; }

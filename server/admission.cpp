@@ -251,6 +251,9 @@ bool grows(const TraceQueryCmd&) {
 bool grows(const MaintenanceCmd&) {
   return false;
 }
+bool grows(const MembershipCmd&) {
+  return false;
+}
 bool grows(const FetchCmd&) {
   return false;
 }

@@ -6,6 +6,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "server/config.h"
 
@@ -94,6 +96,52 @@ std::string derived_cluster_id(const std::vector<PeerSpec>& peers) {
   return hex;
 }
 
+// QUEEN_RAFT_JOIN, QUEEN_RAFT_PROMOTE_MAX_LAG and QUEEN_RAFT_FORCE_RECOVER.
+Status read_membership_settings(const Lookup& lookup, const ClusterConfig& c, NodeConfig* node) {
+  if (auto join = lookup("QUEEN_RAFT_JOIN"); join && !join->empty()) {
+    auto on = parse_bool(*join);
+    if (!on) return make_error(Errc::bad_request, "QUEEN_RAFT_JOIN=" + *join + " is not a boolean");
+    node->join = *on;
+  }
+  auto lag = positive(lookup, "QUEEN_RAFT_PROMOTE_MAX_LAG", 1000);
+  if (!lag.ok()) return lag.error();
+  node->promote_max_lag = static_cast<uint64_t>(lag.value());
+  if (auto survivor = lookup("QUEEN_RAFT_FORCE_RECOVER"); survivor && !survivor->empty()) {
+    auto id = positive(lookup, "QUEEN_RAFT_FORCE_RECOVER", 0);
+    if (!id.ok()) return id.error();
+    node->force_recover = static_cast<uint64_t>(id.value());
+    if (node->join)
+      return make_error(Errc::bad_request,
+                        "QUEEN_RAFT_FORCE_RECOVER and QUEEN_RAFT_JOIN exclude each other");
+  }
+  node->cluster_id = c.cluster_id;
+  return ok_status();
+}
+
+Status pin_cluster_id(const std::string& data_dir, ClusterConfig* c, NodeConfig* node) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  std::string path = data_dir + "/cluster-id";
+  std::ifstream in(path);
+  std::string stored;
+  if (in && std::getline(in, stored) && !stored.empty()) {
+    if (c->cluster_id_set && stored != c->cluster_id)
+      return make_error(Errc::bad_request, "QUEEN_RAFT_CLUSTER_ID=" + c->cluster_id +
+                                               " but the data folder belongs to cluster " + stored +
+                                               " (" + path + ")");
+    c->cluster_id = stored;
+  } else {
+    std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << c->cluster_id << "\n";
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0)
+      return make_error(Errc::io, "cannot write " + path);
+  }
+  node->cluster_id = c->cluster_id;
+  return ok_status();
+}
+
 Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, NodeConfig* node) {
   ClusterConfig c;
   auto id = positive(lookup, "QUEEN_RAFT_NODE_ID", 1);
@@ -162,6 +210,7 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
                       "steer the cluster");
   }
   c.cluster_id = lookup("QUEEN_RAFT_CLUSTER_ID").value_or("");
+  c.cluster_id_set = !c.cluster_id.empty();
   if (c.cluster_id.empty()) c.cluster_id = derived_cluster_id(c.peers);
   auto streams = positive(lookup, "QUEEN_RAFT_FWD_STREAMS", kForwardStreamsDefault);
   if (!streams.ok()) return streams.error();
@@ -178,7 +227,13 @@ Result<std::optional<ClusterConfig>> load_cluster_config(const Lookup& lookup, N
     c.client_offload = *on;
   }
   node->voters.clear();
-  for (const auto& p : c.peers) node->voters.push_back(p.id);
+  node->voter_addrs.clear();
+  for (const auto& p : c.peers) {
+    node->voters.push_back(p.id);
+    node->voter_addrs.emplace_back(p.raft_host + ":" + std::to_string(p.raft_port),
+                                   p.http_host + ":" + std::to_string(p.http_port));
+  }
+  if (auto st = read_membership_settings(lookup, c, node); !st.ok()) return st.error();
   node->forward_commands = c.client_offload;  // the node forwards; off: the edge does
   return std::optional<ClusterConfig>(std::move(c));
 }

@@ -41,6 +41,7 @@ struct ClusterConfig {
   std::string token;
   // QUEEN_RAFT_CLUSTER_ID, or a hash of the peer list: peers of another cluster are refused.
   std::string cluster_id;
+  bool cluster_id_set = false;                        // by QUEEN_RAFT_CLUSTER_ID, not derived
   std::string tls_cert, tls_key, tls_ca;              // QUEEN_RAFT_TLS_*: mutual TLS between peers
   uint32_t forward_streams = kForwardStreamsDefault;  // QUEEN_RAFT_FWD_STREAMS (1-64)
   bool client_offload = true;                         // QUEEN_RAFT_CLIENT_OFFLOAD
@@ -59,5 +60,10 @@ Result<std::vector<PeerSpec>> parse_peers(const std::string& text);
 // "localhost", or an address in 127.0.0.0/8 or ::1.
 bool is_loopback(const std::string& host);
 std::string derived_cluster_id(const std::vector<PeerSpec>& peers);
+// The cluster id is the first boot's for good: kept in `<data_dir>/cluster-id`, so that a
+// peer list changed later (nodes added, moved) does not change it. A stored id overrides a
+// derived one; one that differs from QUEEN_RAFT_CLUSTER_ID is an error (the folder belongs to
+// another cluster).
+Status pin_cluster_id(const std::string& data_dir, ClusterConfig* c, NodeConfig* node);
 
 }  // namespace queen::server

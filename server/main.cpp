@@ -127,13 +127,17 @@ int main() {
   std::map<std::string, std::string> read;
   auto loaded = server::load_config(server::recording(server::process_env(), &read));
   if (!loaded) return fail("configuration: " + loaded.error().message);
-  const server::ServerConfig& config = loaded.value();
+  server::ServerConfig& config = loaded.value();
   raise_open_files_limit();
   real::log_configure({.level_min = config.log_level, .json = config.log_json});
   log_configuration(server::config_report(read, server::process_env_names()));
   real::log_line(LogLevel::info, "main",
                  std::string("queen ") + server::kVersion + ", data folder " + config.data_dir);
 
+  if (config.cluster) {
+    Status pinned = server::pin_cluster_id(config.data_dir, &*config.cluster, &config.node);
+    if (!pinned) return fail(pinned.error().message);
+  }
   server::ReplyRouter router;
   real::NodeDriver driver(real::DriverOptions{.data_dir = config.data_dir,
                                               .node = config.node,

@@ -332,13 +332,29 @@ struct TraceQueryCmd {
   uint32_t offset = 0;
 };
 
+// The cluster's membership (GET/POST/PUT/DELETE /api/v1/system/raft/...): a read, or one
+// change proposed by the leader (core/raft/raft.h: one voter at a time). A change is answered
+// once its entry commits, with the configuration it made.
+enum class MembershipOp : uint8_t { get, add_learner, promote, set_voters, remove };
+constexpr MembershipOp enum_last(MembershipOp) {
+  return MembershipOp::remove;
+}
+
+struct MembershipCmd {
+  MembershipOp op = MembershipOp::get;
+  std::vector<NodeId> ids;  // promote: the learners; set_voters: the voters; remove: one member
+  NodeId id;                // add_learner: the new member and where it is reached
+  std::string raft_addr;
+  std::string http_addr;
+};
+
 using Command =
     std::variant<PushCmd, PopCmd, AckCmd, ConfigureCmd, HealthCmd, DlqQueryCmd, KvCmd, LockCmd,
                  TimerCmd, TimerQueryCmd, TxnCmd, LeaseExtendCmd, GroupListCmd, GroupDetailsCmd,
                  GroupDeleteCmd, SeekCmd, SubscriptionCmd, DlqReplayCmd, QueueListCmd, QueueGetCmd,
                  QueueDeleteCmd, MessageGetCmd, MessageBrowseCmd, MetricsCmd, MessageDeleteCmd,
                  TraceRecordCmd, TraceQueryCmd, MaintenanceCmd, FetchCmd, FetchOffsetsCmd,
-                 PartitionsChangedCmd>;
+                 PartitionsChangedCmd, MembershipCmd>;
 
 // How the node treats a kind of command. Every kind states its traits (a new one without an
 // overload does not compile):
@@ -445,6 +461,9 @@ constexpr CommandTraits traits(const FetchCmd&) {
 }
 constexpr CommandTraits traits(const FetchOffsetsCmd&) {
   return kAnyNode;
+}
+constexpr CommandTraits traits(const MembershipCmd&) {
+  return kRead;  // served by the leader; its entry carries no request outcome
 }
 constexpr CommandTraits traits(const PartitionsChangedCmd&) {
   return kAnyNode;

@@ -433,12 +433,36 @@ struct TraceReply {
   uint32_t limit = 0, offset = 0;
 };
 
+// One member as the leader sees it: role, address and how far its log has come.
+struct MemberView {
+  NodeId id;
+  bool voter = false;
+  std::string raft_addr;
+  std::string http_addr;
+  uint64_t match = 0;  // its durable log end as the leader last heard (the leader's own: its own)
+};
+
+// The configuration in use and, for a refused change, why (code empty: none refused). The codes
+// are the reference's: bad_request, not_a_learner, not_a_member, in_flight, no_quorum,
+// last_voter, learner_behind, already_voter, address_mismatch, membership_changed.
+struct MembershipReply {
+  std::string cluster_id;
+  std::string code;
+  std::string error;
+  uint64_t leader = 0;
+  uint64_t term = 0;
+  uint64_t commit = 0;
+  uint64_t index = 0;      // the configuration's entry (0: the first boot's peer list)
+  bool committed = false;  // that entry has committed
+  std::vector<MemberView> members;
+};
+
 struct Reply {
   std::variant<ErrorReply, PushReply, PopReply, AckReply, ConfigureReply, HealthReply, DlqReply,
                KvReply, LockReply, TimerReply, TimerQueryReply, TxnReply, LeaseExtendReply,
                GroupsReply, GroupChangeReply, DlqReplayReply, QueuesReply, MessagesReply,
                MetricsReply, MessageDeleteReply, TraceReply, MaintenanceReply, FetchReply,
-               FetchOffsetsReply, PartitionsChangedReply>
+               FetchOffsetsReply, PartitionsChangedReply, MembershipReply>
       body;
 };
 

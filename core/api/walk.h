@@ -182,6 +182,10 @@ void walk(C& c, MaintenanceCmd& x) {
   c(x.pop, x.enabled);
 }
 template <class C>
+void walk(C& c, MembershipCmd& x) {
+  c(x.op, x.ids, x.id, x.raft_addr, x.http_addr);
+}
+template <class C>
 void walk(C& c, FetchEntry& x) {
   c(x.queue, x.partition, x.offset, x.max_bytes);
 }
@@ -377,6 +381,14 @@ void walk(C& c, MessagesReply& x) {
 template <class C>
 void walk(C& c, MaintenanceReply& x) {
   c(x.push, x.pop, x.buffered);
+}
+template <class C>
+void walk(C& c, MemberView& x) {
+  c(x.id, x.voter, x.raft_addr, x.http_addr, x.match);
+}
+template <class C>
+void walk(C& c, MembershipReply& x) {
+  c(x.cluster_id, x.code, x.error, x.leader, x.term, x.commit, x.index, x.committed, x.members);
 }
 template <class C>
 void walk(C& c, FetchEntryReply& x) {

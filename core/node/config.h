@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace queen {
@@ -21,6 +23,9 @@ struct Mutants {
   bool unbounded_terms = false;  // peer messages past kTermMax / kLogIndexMax are accepted
   bool forward_fresh_request_id = false;     // a follower's retry at a leader mints a new id
   bool transfer_before_acks_commit = false;  // a graceful stop hands over at once
+  bool learner_in_quorum = false;            // Raft counts a learner's match towards commit
+  bool changes_in_flight = false;            // a membership change before the last commits
+  bool removed_leader_serves = false;        // a leader removed by a committed change leads on
 };
 
 struct NodeConfig {
@@ -53,6 +58,17 @@ struct NodeConfig {
   // which an entry commits once it is durable.
   uint64_t node_id = 1;                        // QUEEN_RAFT_NODE_ID
   std::vector<uint64_t> voters;                // QUEEN_RAFT_PEERS
+  // Where each of `voters` is reached, in the same order ("raft host:port", "http host:port"):
+  // with them the first boot's membership. Later ones live in the log (EffMembership).
+  std::vector<std::pair<std::string, std::string>> voter_addrs;
+  // QUEEN_RAFT_JOIN: a new node starts with no membership, votes for nobody and campaigns
+  // never; it follows whichever leader adds it (as a learner) and serves once it has.
+  bool join = false;
+  uint64_t promote_max_lag = 1000;  // QUEEN_RAFT_PROMOTE_MAX_LAG: entries a promoted learner lags
+  // QUEEN_RAFT_FORCE_RECOVER: this node (when it names it) makes itself the only voter, from its
+  // own log, after a majority of the voters was lost for good.
+  uint64_t force_recover = 0;
+  std::string cluster_id;  // shown with the membership (a node that joins is given it)
   int64_t raft_heartbeat_ms = 100;             // QUEEN_RAFT_HEARTBEAT_MS (a Raft tick)
   int64_t raft_election_ms = 1000;             // QUEEN_RAFT_ELECTION_MS (timeout 1-2x)
   int64_t leader_lease_ms = 400;               // QUEEN_CONSUME_LEADER_LEASE_MS

@@ -70,7 +70,7 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
   if (auto st = n.load_store_checkpoint(files); !st.ok()) return st.error();
   opt.require_next_entry = n.require_next_entry;
   n.arm_store_checkpoints();
-  if (n.config.voters.size() > 1) {
+  if (n.config.voters.size() > 1 || n.config.join || !n.store.membership().empty()) {
     auto st = n.start_cluster(files, opt);
     if (!st.ok()) return st.error();
     n.after_event();
@@ -222,9 +222,12 @@ Outputs Node::on_message(uint64_t from, const Bytes& message) {
   NodeImpl& n = *impl_;
   if (n.stopped || !n.serving || !n.cluster) return finish_event();
   raft::Message m;
+  // A member of the configuration in use, or a peer of the first boot's list (a node that
+  // joins hears from its leader before it knows the configuration).
   const auto& voters = n.config.voters;
   bool member =
-      from != n.config.node_id && std::find(voters.begin(), voters.end(), from) != voters.end();
+      from != n.config.node_id && (n.cluster->raft->membership().is_member(NodeId(from)) ||
+                                   std::find(voters.begin(), voters.end(), from) != voters.end());
   bool decoded = member && raft::decode_message(message.data(), message.size(), &m);
   bool bounded = decoded && (raft::within_bounds(m) || n.config.mutants.unbounded_terms);
   if (!bounded || m.from.value != from || m.to.value != n.config.node_id) {

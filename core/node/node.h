@@ -135,6 +135,10 @@ class Node {
     uint64_t last_index = 0;     // of its own log
     bool writable = false;       // a leader that applied an entry of its term: plans commands
     uint64_t applied_chain = 0;  // with NodeConfig::track_applied_chain: over applied entries
+    // The configuration in use: whether this node votes in it, and whether it has committed
+    // (a leader that is no voter of a committed one must have stepped down).
+    bool voter = true;
+    bool membership_committed = true;
   };
   RaftView raft_view() const;
 

@@ -140,6 +140,8 @@ Node::RaftView NodeImpl::raft_view() const {
   v.commit = std::max(r.commit().value, n.commit);
   v.last_index = r.last_index().value;
   v.writable = n.cluster->writable;
+  v.voter = r.membership().is_voter(r.id());
+  v.membership_committed = r.membership_index() <= r.commit();
   return v;
 }
 

@@ -89,6 +89,17 @@ struct Forward {
   Reply last;               // the last "retry" answer, given when no attempt can be made
 };
 
+// A membership change the leader carries out, one configuration per step (each after the one
+// before committed), answered after the last.
+struct MembershipJob {
+  ReplyHandle handle = 0;
+  std::vector<std::vector<Member>> steps;
+  uint64_t proposed_at = 0;  // the entry of the step in flight (0: none yet)
+};
+
+raft::Membership to_raft(const std::vector<Member>& members);
+const EffMembership* membership_effect(const Entry& e);
+
 struct InFlight {
   Entry entry;
   WrittenEntry written;
@@ -203,6 +214,12 @@ struct Cluster {
   int64_t consume_from_ms = INT64_MAX;
   bool persist_armed = false;
   bool persist_again = false;  // a hard-state write waits for the one in flight
+  // Member lists by their entry's index, as Raft keeps the configurations: the newest
+  // committed one and every later one (the last is in use).
+  std::map<uint64_t, std::vector<Member>> member_lists;
+  uint64_t reported_members = UINT64_MAX;  // the list last handed out (output::Members)
+  std::optional<MembershipJob> job;
+  bool force_recovering = false;  // QUEEN_RAFT_FORCE_RECOVER: its configuration is not logged yet
 };
 
 struct NodeImpl {
@@ -487,6 +504,27 @@ struct NodeImpl {
 
   Status start_cluster(const std::vector<FileInfo>& files, RecoveryOptions opt);
 
+  // -------------------------------------------------------------- membership
+  std::vector<Member> bootstrap_members() const;
+  void start_membership(raft::Config* rc, LogIndex last);
+  void recovered_membership(const Entry& e);
+  void follow_membership(const Entry& e);
+  void settle_membership();
+  MembershipReply membership_view() const;
+  std::optional<MembershipReply> plan_membership(const MembershipCmd& cmd,
+                                                 std::vector<std::vector<Member>>* steps);
+  std::optional<MembershipReply> plan_promotions(const std::vector<NodeId>& ids,
+                                                 std::vector<Member> now,
+                                                 std::vector<std::vector<Member>>* steps);
+  std::optional<MembershipReply> plan_voters(const std::vector<NodeId>& voters,
+                                             std::vector<Member> now,
+                                             std::vector<std::vector<Member>>* steps);
+  std::optional<MembershipReply> learner_behind(NodeId id) const;
+  bool reachable_majority(const std::vector<Member>& next) const;
+  void membership_step();
+  void drop_membership_job();
+  void force_recover_step();
+
   // -------------------------------------------------------------- forwarding (a follower)
   // Whether this node forwards `c` rather than serving it (a follower, not a peer's command).
   bool forwards_it(const CommandEnvelope& c, const CommandTraits& traits) const;
@@ -653,6 +691,7 @@ struct NodeImpl {
   void handle(ReplyHandle h, CommandEnvelope& c, TraceRecordCmd& x);
   void handle(ReplyHandle h, CommandEnvelope& c, TraceQueryCmd& x);
   void handle(ReplyHandle h, CommandEnvelope& c, MaintenanceCmd& x);
+  void handle(ReplyHandle h, CommandEnvelope& c, MembershipCmd& x);
   void handle(ReplyHandle h, CommandEnvelope& c, FetchCmd& x);
   void handle(ReplyHandle h, CommandEnvelope& c, FetchOffsetsCmd& x);
   void handle(ReplyHandle h, CommandEnvelope& c, PartitionsChangedCmd& x);

@@ -96,6 +96,7 @@ void NodeImpl::commit_ready() {
   }
   if (cluster) cluster->cache.trim(commit);
   send_answers();
+  if (cluster) membership_step();
   write_sealed();
   if (!open.empty()) request_flush();
 }

@@ -15,7 +15,16 @@ bool NodeImpl::propose(const Entry& e) {
                      "entry %llu does not decode to what was encoded",
                      static_cast<unsigned long long>(e.index.value));
   c.cache.put(e.index, e.term, data);
-  auto idx = c.raft->propose(std::move(data));
+  std::optional<LogIndex> idx;
+  if (const EffMembership* m = membership_effect(e)) {
+    raft::Membership next = to_raft(m->members);
+    if (c.raft->check_change(next) == raft::ChangeRefusal::none) {
+      c.member_lists[e.index.value] = m->members;
+      idx = c.raft->propose_membership(std::move(data), next);
+    }
+  } else {
+    idx = c.raft->propose(std::move(data));
+  }
   if (!idx) {
     c.cache.truncate_after(LogIndex(e.index.value - 1));
     return false;
@@ -42,6 +51,7 @@ void NodeImpl::process_ready() {
     if (stopped) return;
     check_role();
   }
+  settle_membership();
 }
 
 // Writes Raft's hard state and the applied index (known committed) to the next slot. One
@@ -126,6 +136,7 @@ void NodeImpl::check_role() {
     c.lead_index = c.raft->last_index().value;
   }
   if (leading && !c.writable && commit >= c.lead_index) become_writable();
+  if (c.writable) force_recover_step();
 }
 
 // An entry of this leader's term has applied: everything before it is applied too, so the
@@ -157,6 +168,7 @@ void NodeImpl::step_down() {
   c.writable = false;
   c.consume_from_ms = INT64_MAX;
   snapshot_sends.clear();
+  drop_membership_job();
   fail_answers_after(c.written, "the leader changed before this write was replicated");
   // A pop parked at a written entry may still commit under the next leader, but its lease
   // was timed by this one: answered late, it would hand out a lease already expired (and
@@ -273,7 +285,7 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   c.commit = commit;
   raft::Config rc;
   rc.id = NodeId(config.node_id);
-  for (uint64_t v : config.voters) rc.voters.push_back(NodeId(v));
+  start_membership(&rc, runs.last());
   rc.election_ticks = static_cast<uint32_t>(std::max<int64_t>(
       2, config.raft_election_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
   rc.inflight_max = config.raft_inflight_max;
@@ -282,10 +294,15 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   rc.append_bytes_max = config.batch_bytes_max;
   rc.mutant_commit_without_majority = config.mutants.commit_without_majority;
   rc.mutant_vote_twice = config.mutants.vote_twice;
+  rc.mutant_learner_in_quorum = config.mutants.learner_in_quorum;
+  rc.mutant_changes_in_flight = config.mutants.changes_in_flight;
+  rc.mutant_removed_leader_serves = config.mutants.removed_leader_serves;
   c.raft =
       std::make_unique<raft::Raft>(rc, raft::HardState{c.persisted.term, c.persisted.vote},
                                    std::move(runs), c.cache, LogIndex(commit), env_random, &env);
   if (rebased) c.raft->compact(base);
+  for (const auto& [index, f] : inflight) recovered_membership(f.entry);
+  settle_membership();
   c.cache.fallback = [this](uint64_t index) -> std::optional<raft::LogEntry> {
     if (index <= cluster->raft->log_start().value || index > commit || index > entry_records.size())
       return std::nullopt;

@@ -265,6 +265,7 @@ void NodeImpl::append_replicated(raft::LogEntry e) {
       return halt("entry " + std::to_string(e.index.value) + " from the leader is damaged");
     entry = std::move(d.value());
     c.cache.put(e.index, e.term, std::move(e.data));
+    follow_membership(entry);
   }
   write_entry(std::move(entry));
 }

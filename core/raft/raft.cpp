@@ -104,6 +104,34 @@ bool decode_message(const uint8_t* data, size_t size, Message* m) {
   return r.ok() && r.left() == 0;
 }
 
+// ---------------------------------------------------------------------------- membership
+
+bool Membership::is_voter(NodeId id) const {
+  return std::binary_search(voters.begin(), voters.end(), id);
+}
+
+bool Membership::is_learner(NodeId id) const {
+  return std::binary_search(learners.begin(), learners.end(), id);
+}
+
+const char* to_string(ChangeRefusal r) {
+  switch (r) {
+    case ChangeRefusal::none:
+      return "none";
+    case ChangeRefusal::not_leader:
+      return "not_leader";
+    case ChangeRefusal::not_settled:
+      return "not_settled";
+    case ChangeRefusal::in_flight:
+      return "in_flight";
+    case ChangeRefusal::two_voters:
+      return "two_voters";
+    case ChangeRefusal::no_voter_left:
+      return "no_voter_left";
+  }
+  return "unknown";
+}
+
 // ---------------------------------------------------------------------------- raft
 
 Raft::Raft(Config config, HardState persisted, TermRuns durable_log, const LogView& log,
@@ -118,7 +146,10 @@ Raft::Raft(Config config, HardState persisted, TermRuns durable_log, const LogVi
       reported_commit_(commit) {
   durable_ = runs_.last();
   QUEEN_ASSERT(commit_ <= durable_, "commit beyond the durable log");
-  std::sort(cfg_.voters.begin(), cfg_.voters.end());
+  Membership& m = cfg_.membership;
+  std::sort(m.voters.begin(), m.voters.end());
+  std::sort(m.learners.begin(), m.learners.end());
+  confs_[cfg_.membership_index] = m;
   reset_election_timer();
 }
 
@@ -156,7 +187,8 @@ void Raft::become_follower(Term term, std::optional<NodeId> leader) {
 void Raft::become_pre_candidate() {
   role_ = Role::pre_candidate;
   leader_.reset();
-  votes_granted_ = {cfg_.id};
+  votes_granted_.clear();
+  if (self_voter()) votes_granted_.insert(cfg_.id);
   votes_rejected_.clear();
   reset_election_timer();
 }
@@ -165,7 +197,8 @@ void Raft::become_candidate() {
   role_ = Role::candidate;
   leader_.reset();
   set_hard_state(hs_.term.next(), cfg_.id);
-  votes_granted_ = {cfg_.id};
+  votes_granted_.clear();
+  if (self_voter()) votes_granted_.insert(cfg_.id);
   votes_rejected_.clear();
   ++stats_.elections;
   reset_election_timer();
@@ -176,17 +209,36 @@ void Raft::become_leader() {
   leader_ = cfg_.id;
   ++stats_.leaderships;
   progress_.clear();
-  for (NodeId v : cfg_.voters)
-    if (v != cfg_.id) {
+  track_members();
+  // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
+  propose(Bytes{});
+}
+
+void Raft::track_members() {
+  const Membership& m = membership();
+  std::erase_if(progress_, [&](const auto& kv) { return !m.is_member(kv.first); });
+  for (const auto* list : {&m.voters, &m.learners})
+    for (NodeId v : *list) {
+      if (v == cfg_.id || progress_.contains(v)) continue;
       Progress& pr = progress_[v];
-      pr = Progress{};
       pr.next = last_index().next();
       pr.active = true;
       pr.match_tick = ticks_;
       pr.heard_tick = ticks_;
     }
-  // An empty entry of the new term lets earlier entries commit (Raft §5.4.2).
-  propose(Bytes{});
+}
+
+// A voter campaigns; so does a node whose removal (or demotion) is in its log but not known to
+// have committed: its log may be the one the remaining voters need (counting only their votes,
+// it can win, replicate the change and then step down).
+bool Raft::may_campaign() const {
+  if (self_voter()) return true;
+  return confs_.size() >= 2 && std::prev(confs_.end(), 2)->second.is_voter(cfg_.id);
+}
+
+bool Raft::counted(NodeId peer) const {
+  return membership().is_voter(peer) ||
+         (cfg_.mutant_learner_in_quorum && membership().is_learner(peer));
 }
 
 void Raft::campaign(bool pre) {
@@ -200,7 +252,7 @@ void Raft::campaign(bool pre) {
     return become_leader();
   }
   Term t = pre ? hs_.term.next() : hs_.term;
-  for (NodeId v : cfg_.voters) {
+  for (NodeId v : membership().voters) {
     if (v == cfg_.id) continue;
     Message m;
     m.type = pre ? MsgType::pre_vote : MsgType::vote;
@@ -215,8 +267,11 @@ void Raft::campaign(bool pre) {
 
 uint64_t Raft::ticks_since_quorum() const {
   if (role_ != Role::leader) return UINT64_MAX;
-  std::vector<uint64_t> acked{ticks_};
-  for (const auto& [peer, pr] : progress_) acked.push_back(pr.acked_tick);
+  std::vector<uint64_t> acked;
+  if (self_voter()) acked.push_back(ticks_);
+  for (const auto& [peer, pr] : progress_)
+    if (counted(peer)) acked.push_back(pr.acked_tick);
+  if (acked.size() < quorum()) return UINT64_MAX;
   std::sort(acked.begin(), acked.end(), std::greater<>());
   uint64_t t = acked[quorum() - 1];
   return t == 0 ? UINT64_MAX : ticks_ - t;
@@ -232,9 +287,9 @@ void Raft::tick() {
     reprobe_stalled();
     if (++election_elapsed_ >= cfg_.election_ticks) {
       election_elapsed_ = 0;
-      uint32_t active = 1;
+      uint32_t active = self_voter() ? 1 : 0;
       for (auto& [peer, pr] : progress_) {
-        active += pr.active ? 1 : 0;
+        active += pr.active && counted(peer) ? 1 : 0;
         pr.active = false;
       }
       if (cfg_.check_quorum && active < quorum()) {
@@ -244,7 +299,7 @@ void Raft::tick() {
     }
     return;
   }
-  if (++election_elapsed_ >= election_timeout_ && cfg_.voters.size() > 0) {
+  if (++election_elapsed_ >= election_timeout_ && may_campaign()) {
     campaign(cfg_.pre_vote);
   }
 }
@@ -281,6 +336,7 @@ void Raft::handle_vote_request(const Message& m) {
 void Raft::handle_vote_response(const Message& m) {
   bool pre = m.type == MsgType::pre_vote_resp;
   if ((pre && role_ != Role::pre_candidate) || (!pre && role_ != Role::candidate)) return;
+  if (!membership().is_voter(m.from)) return;  // a learner's or a stranger's answer
   (m.reject ? votes_rejected_ : votes_granted_).insert(m.from);
   if (votes_granted_.size() >= quorum()) {
     if (pre) {
@@ -332,6 +388,7 @@ void Raft::handle_append(const Message& m) {
       QUEEN_ASSERT(e.index > commit_, "a committed entry is never truncated");
       LogIndex keep(e.index.value - 1);
       runs_.truncate_after(keep);
+      confs_.erase(confs_.upper_bound(keep), confs_.end());
       durable_ = std::min(durable_, keep);
       ready_.truncate_after = keep;
       ready_.append.clear();
@@ -340,7 +397,10 @@ void Raft::handle_append(const Message& m) {
     ready_.append.push_back(e);
   }
   LogIndex commit = std::min(m.commit, last_new);
-  if (commit > commit_) commit_ = commit;
+  if (commit > commit_) {
+    commit_ = commit;
+    after_commit();
+  }
   if (last_new <= durable_) {
     respond_append(m.from, last_new, m.ctx);
   } else {
@@ -402,6 +462,7 @@ void Raft::handle_append_response(const Message& m) {
   Progress& pr = it->second;
   pr.active = true;
   pr.heard_tick = ticks_;
+  pr.answered_tick = ticks_;
   pr.acked_tick = std::max(pr.acked_tick, m.ctx);
   if (pr.inflight > 0) --pr.inflight;
   if (m.reject) {
@@ -476,11 +537,78 @@ void Raft::broadcast_append() {
 }
 
 void Raft::maybe_commit() {
-  std::vector<LogIndex> matches{durable_};
-  for (const auto& [peer, pr] : progress_) matches.push_back(pr.match);
+  std::vector<LogIndex> matches;
+  if (self_voter()) matches.push_back(durable_);
+  for (const auto& [peer, pr] : progress_)
+    if (counted(peer)) matches.push_back(pr.match);
+  if (matches.empty()) return;
   std::sort(matches.begin(), matches.end(), std::greater<>());
-  LogIndex n = matches[cfg_.mutant_commit_without_majority ? 0 : quorum() - 1];
-  if (n > commit_ && term_at(n) == hs_.term) commit_ = n;
+  size_t at = cfg_.mutant_commit_without_majority ? 0 : quorum() - 1;
+  if (at >= matches.size()) return;
+  LogIndex n = matches[at];
+  if (n > commit_ && term_at(n) == hs_.term) {
+    commit_ = n;
+    after_commit();
+  }
+}
+
+void Raft::after_commit() {
+  auto newest = confs_.upper_bound(commit_);
+  QUEEN_ASSERT(newest != confs_.begin(), "no committed configuration");
+  confs_.erase(confs_.begin(), std::prev(newest));
+  if (role_ != Role::leader || membership_index() > commit_ || self_voter()) return;
+  if (cfg_.mutant_removed_leader_serves) return;
+  become_follower(hs_.term, std::nullopt);  // removed: the others elect a leader among them
+}
+
+const Membership& Raft::committed_membership() const {
+  return std::prev(confs_.upper_bound(commit_))->second;
+}
+
+LogIndex Raft::match_of(NodeId id) const {
+  if (id == cfg_.id) return durable_;
+  auto it = progress_.find(id);
+  return it == progress_.end() ? LogIndex(0) : it->second.match;
+}
+
+bool Raft::recently_heard(NodeId id) const {
+  auto it = progress_.find(id);
+  return role_ == Role::leader && it != progress_.end() && it->second.answered_tick != 0 &&
+         ticks_ - it->second.answered_tick < cfg_.election_ticks;
+}
+
+ChangeRefusal Raft::check_change(const Membership& next) const {
+  if (role_ != Role::leader || transfer_to_) return ChangeRefusal::not_leader;
+  if (term_at(commit_) != hs_.term) return ChangeRefusal::not_settled;
+  if (membership_index() > commit_ && !cfg_.mutant_changes_in_flight)
+    return ChangeRefusal::in_flight;
+  if (next.voters.empty()) return ChangeRefusal::no_voter_left;
+  const auto& now = membership().voters;
+  std::vector<NodeId> diff;
+  std::set_symmetric_difference(now.begin(), now.end(), next.voters.begin(), next.voters.end(),
+                                std::back_inserter(diff));
+  if (diff.size() > 1) return ChangeRefusal::two_voters;
+  return ChangeRefusal::none;
+}
+
+std::optional<LogIndex> Raft::propose_membership(Bytes data, const Membership& next) {
+  QUEEN_ASSERT(check_change(next) == ChangeRefusal::none, "a change proposed against the rule");
+  LogIndex idx = last_index().next();
+  runs_.append(idx, hs_.term);
+  ready_.append.push_back(LogEntry{idx, hs_.term, std::move(data)});
+  on_membership_entry(idx, next);
+  broadcast_append();
+  return idx;
+}
+
+void Raft::on_membership_entry(LogIndex index, const Membership& m) {
+  QUEEN_ASSERT(index > membership_index(), "configurations come in log order");
+  Membership sorted = m;
+  std::sort(sorted.voters.begin(), sorted.voters.end());
+  std::sort(sorted.learners.begin(), sorted.learners.end());
+  confs_[index] = std::move(sorted);
+  if (role_ == Role::leader) track_members();
+  if (index <= commit_) after_commit();
 }
 
 std::optional<LogIndex> Raft::propose(Bytes data) {
@@ -496,6 +624,7 @@ std::optional<NodeId> Raft::most_caught_up() const {
   std::optional<NodeId> best;
   LogIndex best_match;
   for (const auto& [peer, pr] : progress_) {
+    if (!membership().is_voter(peer)) continue;
     if (!best || pr.match > best_match) {
       best = peer;
       best_match = pr.match;
@@ -505,7 +634,7 @@ std::optional<NodeId> Raft::most_caught_up() const {
 }
 
 bool Raft::transfer_leadership(NodeId to) {
-  if (role_ != Role::leader || !progress_.contains(to)) return false;
+  if (role_ != Role::leader || !progress_.contains(to) || !membership().is_voter(to)) return false;
   transfer_to_ = to;
   if (progress_.at(to).match == last_index()) {
     Message t;
@@ -566,7 +695,7 @@ void Raft::step(const Message& m) {
     case MsgType::snapshot_ack:
       break;  // the caller's (core/node/snapshot.h)
     case MsgType::timeout_now:
-      if (role_ != Role::leader) {
+      if (role_ != Role::leader && may_campaign()) {
         transfer_to_ = cfg_.id;  // marks the votes as forced
         campaign(false);
         transfer_to_.reset();

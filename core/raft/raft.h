@@ -17,6 +17,15 @@
 // TermRuns reset there, compacted up to it); the leader's next append, which lies below the
 // follower's commit index, is answered with that index, and appends go on from there.
 //
+// Membership (one server at a time, Raft dissertation §4.1): a configuration names the voters
+// and the learners (members that get the log but are never counted). A server uses the latest
+// configuration in its log, committed or not; the caller reports each one it writes
+// (on_membership_entry), and a truncated one is forgotten. A leader proposes a change only
+// once an entry of its own term has committed (the empty entry it proposes on election, the
+// fix for the single-server change bug) and no earlier change is uncommitted, and a change adds
+// or removes at most one voter (learners change freely beside it). A leader that is no voter
+// of its configuration does not count itself, and steps down once that configuration commits.
+//
 // Fault model: messages may be lost, duplicated, reordered or delayed; nodes crash and
 // restart with their persisted term, vote and durable log.
 #pragma once
@@ -113,9 +122,33 @@ class TermRuns {
   LogIndex last_;
 };
 
+// Who is counted (voters) and who only follows (learners); both sorted, disjoint.
+struct Membership {
+  std::vector<NodeId> voters;
+  std::vector<NodeId> learners;
+  bool is_voter(NodeId id) const;
+  bool is_learner(NodeId id) const;
+  bool is_member(NodeId id) const { return is_voter(id) || is_learner(id); }
+  bool operator==(const Membership&) const = default;
+};
+
+// Why a membership change cannot be proposed now.
+enum class ChangeRefusal : uint8_t {
+  none,
+  not_leader,     // only the leader proposes, and not while it hands leadership over
+  not_settled,    // no entry of this leader's term has committed yet
+  in_flight,      // an earlier change is not committed yet
+  two_voters,     // the change adds or removes more than one voter
+  no_voter_left,  // the change leaves no voter
+};
+const char* to_string(ChangeRefusal r);
+
 struct Config {
   NodeId id;
-  std::vector<NodeId> voters;    // including id
+  // The latest committed configuration the caller holds (its store's), at membership_index
+  // (0: the first boot's). Later, uncommitted ones come through on_membership_entry.
+  Membership membership;
+  LogIndex membership_index;
   uint32_t election_ticks = 10;  // randomized in [election, 2 * election)
   uint32_t heartbeat_ticks = 1;
   bool pre_vote = true;
@@ -128,6 +161,9 @@ struct Config {
   // Test-only planted bugs: the checkers must notice them.
   bool mutant_commit_without_majority = false;
   bool mutant_vote_twice = false;
+  bool mutant_learner_in_quorum = false;      // a learner's match counts towards commit
+  bool mutant_changes_in_flight = false;      // a change is proposed before the last commits
+  bool mutant_removed_leader_serves = false;  // a leader removed by a committed change leads on
 };
 
 struct HardState {
@@ -164,6 +200,21 @@ class Raft {
   void step(const Message& m);
   // Leader only: appends an entry of the current term; returns its index.
   std::optional<LogIndex> propose(Bytes data);
+  // Whether `next` may be proposed now (ChangeRefusal::none), and proposing it: the entry's
+  // `data` carries it for the caller; it takes effect here at once.
+  ChangeRefusal check_change(const Membership& next) const;
+  std::optional<LogIndex> propose_membership(Bytes data, const Membership& next);
+  // The caller wrote an entry at `index` (a follower's, from an append) that carries `m`.
+  void on_membership_entry(LogIndex index, const Membership& m);
+  // The configuration in use (the latest in the log) and the index of its entry.
+  const Membership& membership() const { return confs_.rbegin()->second; }
+  LogIndex membership_index() const { return confs_.rbegin()->first; }
+  // The latest committed configuration.
+  const Membership& committed_membership() const;
+  // Leader: a member's durable match (0 if unknown), for promotion and status.
+  LogIndex match_of(NodeId id) const;
+  // Leader: whether `id` answered within the last election timeout.
+  bool recently_heard(NodeId id) const;
   // The caller made entries up to `index` durable (leader: its own sync completed).
   void on_persisted(LogIndex index);
   // The caller can no longer read entries up to `upto` (committed): a follower that needs one
@@ -210,6 +261,7 @@ class Raft {
     uint64_t match_tick = 0;  // when match last moved (or the follower was last re-probed)
     LogIndex snapshot;        // a snapshot of this index is on its way: no appends meanwhile
     uint64_t heard_tick = 0;  // its latest answer (or this leader's election)
+    uint64_t answered_tick = 0;  // its latest answer (0: none yet in this leadership)
   };
 
   void become_follower(Term term, std::optional<NodeId> leader);
@@ -218,7 +270,15 @@ class Raft {
   void become_leader();
   void campaign(bool pre);
   void reset_election_timer();
-  uint32_t quorum() const { return static_cast<uint32_t>(cfg_.voters.size() / 2 + 1); }
+  uint32_t quorum() const { return static_cast<uint32_t>(membership().voters.size() / 2 + 1); }
+  bool self_voter() const { return membership().is_voter(cfg_.id); }
+  bool may_campaign() const;
+  bool counted(NodeId peer) const;  // its match and answers count towards a majority
+  // Progress for every member but this node, kept for those already tracked.
+  void track_members();
+  // After a commit: forget configurations the newest committed one replaced, and step down
+  // when that one has this leader as no voter.
+  void after_commit();
   void send(Message m);
   void send_append(NodeId to, bool heartbeat_only);
   void broadcast_append();
@@ -259,6 +319,8 @@ class Raft {
   std::set<NodeId> votes_rejected_;
   std::map<NodeId, Progress> progress_;
   std::optional<NodeId> transfer_to_;
+  // Configurations by the index of their entry: the newest committed one and every later one.
+  std::map<LogIndex, Membership> confs_;
   Ready ready_;
   bool hs_dirty_ = false;
   LogIndex reported_commit_;

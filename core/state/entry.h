@@ -230,11 +230,29 @@ struct EffTraceTrim {
   bool operator==(const EffTraceTrim&) const = default;
 };
 
-using Effect = std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend,
-                            EffCursor, EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut,
-                            EffTimerDelete, EffDlqRemove, EffCursorDelete, EffGroupMetaDelete,
-                            EffDeleteQueue, EffMessageDelete, EffRequestOutcome, EffTimerDlq,
-                            EffTrace, EffRetention, EffPartitionDelete, EffTraceTrim>;
+// One member of the cluster: its id, whether it votes, and where the other nodes (raft_addr)
+// and clients (http_addr) reach it, as `host:port` (opaque here: the server parses them).
+struct Member {
+  NodeId id;
+  bool voter = false;
+  std::string raft_addr;
+  std::string http_addr;
+  bool operator==(const Member&) const = default;
+};
+
+// The cluster's configuration from this entry on (core/raft/raft.h, Membership): every member,
+// by id. Raft takes it into use when the entry is written, and the store keeps it once applied.
+struct EffMembership {
+  std::vector<Member> members;
+  bool operator==(const EffMembership&) const = default;
+};
+
+using Effect =
+    std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,
+                 EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut, EffTimerDelete,
+                 EffDlqRemove, EffCursorDelete, EffGroupMetaDelete, EffDeleteQueue,
+                 EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace, EffRetention,
+                 EffPartitionDelete, EffTraceTrim, EffMembership>;
 
 struct Entry {
   LogIndex index;

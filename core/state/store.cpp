@@ -279,6 +279,9 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
                                           e->retry_count, entry.now_us, std::nullopt});
     } else if (auto* e = std::get_if<EffRetention>(&eff)) {
       apply_retention(*e);
+    } else if (auto* e = std::get_if<EffMembership>(&eff)) {
+      membership_ = e->members;
+      membership_index_ = entry.index;
     } else if (auto* e = std::get_if<EffTraceTrim>(&eff)) {
       while (!traces_.empty() && traces_.front().created_us < e->before_us) traces_.pop_front();
     } else if (auto* e = std::get_if<EffPartitionDelete>(&eff)) {

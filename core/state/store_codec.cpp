@@ -19,7 +19,8 @@
 namespace queen {
 namespace {
 
-constexpr uint32_t kStoreFormat = 1;
+// Format 2 adds the cluster's membership after the traces; format 1 (without it) is still read.
+constexpr uint32_t kStoreFormat = 2;
 
 void put_count(ByteWriter& w, uint64_t n) {
   QUEEN_ASSERT(n <= UINT32_MAX, "a store table fits a 32-bit count");
@@ -275,11 +276,15 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
     encode_effect(w, t.trace);
     w.boundary();
   }
+  w.u64(membership_index_.value);
+  encode_effect(w, EffMembership{membership_});
 }
 
 Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id) {
   Store s;
-  if (r.u32() != kStoreFormat) return make_error(Errc::corrupt, "unknown store format");
+  uint32_t format = r.u32();
+  if (format != kStoreFormat && format != 1)
+    return make_error(Errc::corrupt, "unknown store format");
   s.applied_ = LogIndex(r.u64());
   s.last_now_us_ = r.i64();
   s.queue_ids_ = r.u64();
@@ -334,6 +339,11 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     EffTrace t;
     if (get_as(r, &t)) s.traces_.push_back(TraceRow{std::move(t), created_us});
   });
+  if (format >= 2) {
+    s.membership_index_ = LogIndex(r.u64());
+    EffMembership m;
+    if (get_as(r, &m)) s.membership_ = std::move(m.members);
+  }
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "store checkpoint framing");
   s.rebuild_indexes();
   return s;
@@ -362,7 +372,8 @@ bool Store::operator==(const Store& o) const {
          dlq_ == o.dlq_ && kv_ == o.kv_ && kv_expiries_ == o.kv_expiries_ && timers_ == o.timers_ &&
          timers_due_ == o.timers_due_ && outcomes_ == o.outcomes_ &&
          outcome_expiry_ == o.outcome_expiry_ && outcome_bytes_ == o.outcome_bytes_ &&
-         traces_ == o.traces_ && file_refs_ == o.file_refs_;
+         traces_ == o.traces_ && file_refs_ == o.file_refs_ && membership_ == o.membership_ &&
+         membership_index_ == o.membership_index_;
 }
 
 }  // namespace queen

@@ -124,6 +124,14 @@ template <class C>
 void walk(C& c, EffTraceTrim& x) {
   c(x.before_us);
 }
+template <class C>
+void walk(C& c, Member& x) {
+  c(x.id, x.voter, x.raft_addr, x.http_addr);
+}
+template <class C>
+void walk(C& c, EffMembership& x) {
+  c(x.members);
+}
 
 // ---- store checkpoint rows ----
 

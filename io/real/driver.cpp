@@ -3,15 +3,39 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <charconv>
 #include <future>
 #include <random>
 #include <string>
 
 #include "core/node/node.h"
+#include "core/state/entry.h"
 #include "io/carry_out.h"
 #include "io/real/log.h"
 
 namespace queen::real {
+
+namespace {
+
+// The raft addresses of a membership ("host:port"); a member without a valid one is left out
+// (a peer of QUEEN_RAFT_PEERS always has one).
+std::vector<PeerAddress> peer_addresses(const std::vector<Member>& members) {
+  std::vector<PeerAddress> out;
+  for (const Member& m : members) {
+    size_t colon = m.raft_addr.rfind(':');
+    if (colon == std::string::npos) continue;
+    unsigned port = 0;
+    const char* first = m.raft_addr.data() + colon + 1;
+    const char* last = m.raft_addr.data() + m.raft_addr.size();
+    auto [end, ec] = std::from_chars(first, last, port);
+    if (ec != std::errc() || end != last || port == 0 || port > 65535) continue;
+    out.push_back(
+        PeerAddress{m.id.value, m.raft_addr.substr(0, colon), static_cast<uint16_t>(port)});
+  }
+  return out;
+}
+
+}  // namespace
 
 namespace asio = boost::asio;
 
@@ -60,6 +84,9 @@ Status NodeDriver::start() {
     Status listening = transport_->start();
     if (!listening) return listening;
     env_->set_peer_sender([this](uint64_t to, Bytes m) { transport_->send(to, std::move(m)); });
+    env_->set_members_handler([this](const std::vector<Member>& members) {
+      transport_->set_peers(peer_addresses(members));
+    });
     if (command_forwarder_) env_->set_command_forwarder(command_forwarder_);
   }
   work_.emplace(asio::make_work_guard(context_));

@@ -70,6 +70,13 @@ class RealEnv final : public Env {
   void set_peer_sender(std::function<void(uint64_t, Bytes)> sender) {
     peer_sender_ = std::move(sender);
   }
+  // The membership in use goes to the transport (its peers) and the edge (their addresses).
+  void members_changed(const std::vector<Member>& members) override {
+    if (members_handler_) members_handler_(members);
+  }
+  void set_members_handler(std::function<void(const std::vector<Member>&)> handler) {
+    members_handler_ = std::move(handler);
+  }
   // Forwarded commands go to the edge's forwarder (server/command_forwarder.h) once one is set.
   using CommandForwarder =
       std::function<void(uint64_t to, uint64_t forward_id,
@@ -103,6 +110,7 @@ class RealEnv final : public Env {
   Node* node_ = nullptr;
   std::map<TimerId, TimerSlot> timers_;
   std::function<void(uint64_t, Bytes)> peer_sender_;
+  std::function<void(const std::vector<Member>&)> members_handler_;
   CommandForwarder command_forwarder_;
   std::unique_ptr<PayloadCipher> cipher_;  // null: no QUEEN_ENCRYPTION_KEY
 };

@@ -118,6 +118,7 @@ struct Transport::Impl {
   struct Peer {
     PeerAddress address;
     std::vector<Lane> lanes;
+    bool retired = false;  // no longer a member (kept: a send loop may still hold it)
   };
 
   TransportOptions options;
@@ -165,7 +166,8 @@ struct Transport::Impl {
     uint64_t id = 0;
     auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), id);
     if (ec != std::errc() || end != field.data() + field.size()) return std::nullopt;
-    if (!peers.contains(id)) return std::nullopt;
+    auto it = peers.find(id);
+    if (it == peers.end() || it->second.retired) return std::nullopt;
     return id;
   }
 
@@ -273,7 +275,7 @@ struct Transport::Impl {
 
   void enqueue(uint64_t to, size_t lane, Bytes message) {
     auto it = peers.find(to);
-    if (it == peers.end()) return;
+    if (it == peers.end() || it->second.retired) return;
     Peer& p = it->second;
     Lane& l = p.lanes[lane];
     if (l.queued_bytes + message.size() > options.queued_bytes_max) {
@@ -450,6 +452,20 @@ void Transport::send(uint64_t to, Bytes message) {
   Impl& t = *impl_;
   asio::post(t.context,
              [&t, to, m = std::move(message)]() mutable { t.enqueue(to, 0, std::move(m)); });
+}
+
+void Transport::set_peers(std::vector<PeerAddress> peers) {
+  Impl& t = *impl_;
+  asio::post(t.context, [&t, peers = std::move(peers)] {
+    for (auto& [id, p] : t.peers) p.retired = true;
+    for (const PeerAddress& a : peers) {
+      if (a.id == t.options.self_id) continue;
+      Impl::Peer& p = t.peers[a.id];
+      if (p.lanes.empty()) p.lanes.resize(1 + t.options.forward_streams);
+      p.address = a;
+      p.retired = false;
+    }
+  });
 }
 
 void Transport::set_forward_handler(ForwardHandler handler) {

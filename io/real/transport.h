@@ -100,6 +100,10 @@ class Transport {
   void send(uint64_t to, Bytes message);
   // From any thread: queues a forwarded message on the stream `key` picks.
   void send_forward(uint64_t to, uint64_t key, Bytes message);
+  // From any thread: the peers are now these (the cluster's membership changed). A new one is
+  // added, a moved one is reached at its new address from its next connection, and one no
+  // longer listed is retired: nothing more is sent to it, and its requests are refused.
+  void set_peers(std::vector<PeerAddress> peers);
   void stop();
   uint16_t bound_port() const;
   const TransportStats& stats() const;

@@ -263,6 +263,12 @@ std::string of(const TraceQueryCmd& c) {
 std::string of(const MaintenanceCmd& c) {
   return strf("maintenance %s %d", c.pop ? "pop" : "push", c.enabled ? int(*c.enabled) : -1);
 }
+std::string of(const MembershipCmd& c) {
+  std::string ids;
+  for (NodeId id : c.ids) ids += strf(" %llu", static_cast<unsigned long long>(id.value));
+  return strf("membership op=%d id=%llu ids=[%s ]", int(c.op),
+              static_cast<unsigned long long>(c.id.value), ids.c_str());
+}
 std::string of(const FetchCmd& c) {
   return strf("fetch n=%zu", c.entries.size());
 }
@@ -343,6 +349,13 @@ std::string of(const TraceReply& r) {
 }
 std::string of(const MaintenanceReply& r) {
   return strf("maintenance-reply push=%d pop=%d", r.push ? 1 : 0, r.pop ? 1 : 0);
+}
+std::string of(const MembershipReply& r) {
+  std::string members;
+  for (const MemberView& m : r.members)
+    members += strf(" %llu%s", static_cast<unsigned long long>(m.id.value), m.voter ? "v" : "l");
+  return strf("membership-reply code=%s index=%llu committed=%d [%s ]", r.code.c_str(),
+              static_cast<unsigned long long>(r.index), r.committed ? 1 : 0, members.c_str());
 }
 std::string of(const FetchReply& r) {
   return strf("fetch-reply n=%zu", r.entries.size());

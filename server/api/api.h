@@ -89,6 +89,7 @@ enum class RenderAs : uint8_t {
   partition_seek,      // POST .../queues/:queue/partitions/:partition/seek
   maintenance_push,    // /api/v1/system/maintenance
   maintenance_pop,     // /api/v1/system/maintenance/pop
+  membership,          // /api/v1/system/raft/...: errors as {ok:false, code, error}
 };
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
@@ -132,6 +133,11 @@ Parsed parse_lease_extend(const std::string& lease_id, std::string_view body,
                           const EdgeSettings& settings, IdSource& ids);
 Parsed parse_dlq_query(const QueryParams& query, const EdgeSettings& settings, IdSource& ids);
 Parsed parse_health(const EdgeSettings& settings, IdSource& ids);
+// The membership routes (server/api/membership.cpp): `what` is the last path segment
+// (membership, learners, promote, voters), `id` the member of a DELETE.
+Parsed parse_membership(std::string_view method, std::string_view what, const std::string& id,
+                        std::string_view body, const QueryParams& query,
+                        const EdgeSettings& settings, IdSource& ids);
 // GET and POST /api/v1/system/maintenance (`pop` false) and .../maintenance/pop.
 Parsed parse_maintenance(std::string_view method, bool pop, std::string_view body,
                          const EdgeSettings& settings, IdSource& ids);

@@ -263,6 +263,8 @@ HttpAnswer render_body(const ConfigureReply& r, RenderAs as);          // queues
 HttpAnswer render_body(const QueuesReply& r, RenderAs as);             // queues.cpp
 HttpAnswer render_body(const HealthReply& r, RenderAs as);             // system.cpp
 HttpAnswer render_body(const MaintenanceReply& r, RenderAs as);        // system.cpp
+HttpAnswer render_body(const MembershipReply& r, RenderAs as);         // membership.cpp
+HttpAnswer render_membership_error(const ErrorReply& e);               // membership.cpp
 HttpAnswer render_body(const MetricsReply& r, RenderAs as);            // system.cpp
 HttpAnswer render_body(const DlqReply& r, RenderAs as);                // dlq.cpp
 HttpAnswer render_body(const DlqReplayReply& r, RenderAs as);          // dlq.cpp

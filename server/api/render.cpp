@@ -48,7 +48,8 @@ std::string_view errc_code(api::Errc e) {
   return wire_of(e).code;
 }
 
-HttpAnswer render_body(const ErrorReply& e, RenderAs) {
+HttpAnswer render_body(const ErrorReply& e, RenderAs as) {
+  if (as == RenderAs::membership) return render_membership_error(e);
   ErrcWire wire = wire_of(e.code);
   JsonWriter w;
   w.begin_object().key("error").string(utf8_lossy(e.message)).key("code").string(wire.code);

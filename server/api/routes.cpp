@@ -51,6 +51,14 @@ Parsed maintenance(const RouteCall& c) {
 Parsed maintenance_pop(const RouteCall& c) {
   return parse_maintenance(c.method, true, c.body, c.settings, c.ids);
 }
+template <char W>
+Parsed membership(const RouteCall& c) {
+  static constexpr std::string_view kWhat[] = {"membership", "learners", "promote", "voters",
+                                               "members"};
+  std::string none;
+  return parse_membership(c.method, kWhat[W - '0'], c.params.empty() ? none : c.params.at(0),
+                          c.body, c.query, c.settings, c.ids);
+}
 Parsed pop_queue(const RouteCall& c) {
   return parse_pop(c.params.at(0), std::nullopt, c.query, c.settings, c.ids);
 }
@@ -109,6 +117,11 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"POST", "/api/v1/system/maintenance", A::admin, G::none, kSmall, maintenance},
     {"GET", "/api/v1/system/maintenance/pop", A::admin, G::none, kSmall, maintenance_pop},
     {"POST", "/api/v1/system/maintenance/pop", A::admin, G::none, kSmall, maintenance_pop},
+    {"GET", "/api/v1/system/raft/membership", A::admin, G::none, kSmall, membership<'0'>},
+    {"POST", "/api/v1/system/raft/learners", A::admin, G::none, kSmall, membership<'1'>},
+    {"POST", "/api/v1/system/raft/promote", A::admin, G::none, kSmall, membership<'2'>},
+    {"PUT", "/api/v1/system/raft/voters", A::admin, G::none, kSmall, membership<'3'>},
+    {"DELETE", "/api/v1/system/raft/members/:id", A::admin, G::none, kSmall, membership<'4'>},
     // push, pop, ack, transactions, leases
     {"POST", "/api/v1/push", A::write_only, G::always, kServer, body_parser<parse_push>},
     {"GET", "/api/v1/pop", A::read_write, G::none, kSmall, query_parser<parse_discovery_pop>},

@@ -17,6 +17,25 @@ uint64_t next_random(void* ctx) {
   return (*static_cast<std::mt19937_64*>(ctx))();
 }
 
+// A configuration entry of these tests: 0xC0, then the voters and the learners as bit masks
+// (bit i: node i + 1).
+constexpr uint8_t kConfTag = 0xC0;
+Bytes conf_data(const Membership& m) {
+  uint8_t voters = 0, learners = 0;
+  for (NodeId v : m.voters) voters |= uint8_t(1u << (v.value - 1));
+  for (NodeId l : m.learners) learners |= uint8_t(1u << (l.value - 1));
+  return Bytes{kConfTag, voters, learners};
+}
+std::optional<Membership> conf_of(const LogEntry& e) {
+  if (e.data.size() != 3 || e.data[0] != kConfTag) return std::nullopt;
+  Membership m;
+  for (uint64_t i = 0; i < 8; ++i) {
+    if (e.data[1] & (1u << i)) m.voters.push_back(NodeId(i + 1));
+    if (e.data[2] & (1u << i)) m.learners.push_back(NodeId(i + 1));
+  }
+  return m;
+}
+
 // One node: Raft over an in-memory log whose unsynced tail a crash loses.
 struct SimNode : LogView {
   NodeId id;
@@ -39,12 +58,16 @@ struct SimNode : LogView {
     return out;
   }
 
-  void start(const Config& base, LogIndex commit) {
+  // `joins`: a node that is no member at first (it waits to be added).
+  void start(const Config& base, LogIndex commit, bool joins = false) {
     TermRuns runs;
     for (const auto& e : log) runs.append(e.index, e.term);
     Config c = base;
     c.id = id;
+    if (joins) c.membership = Membership{};
     raft = std::make_unique<Raft>(c, hs, std::move(runs), *this, commit, next_random, &rng);
+    for (const auto& e : log)
+      if (auto m = conf_of(e)) raft->on_membership_entry(e.index, *m);
   }
 };
 
@@ -58,14 +81,18 @@ struct Cluster {
   std::map<uint64_t, LogEntry> committed;  // index -> entry, once any node saw it commit
   std::string violation;
   uint64_t proposals = 0;
+  uint32_t voters_at_start = 0;
+  uint32_t change_per_mille = 0;  // a leader proposes a random membership change this often
+  uint64_t changes = 0;           // proposed
 
-  Cluster(uint32_t n, uint64_t seed) : rng(seed) {
-    for (uint32_t i = 1; i <= n; ++i) base.voters.push_back(NodeId(i));
-    for (uint32_t i = 1; i <= n; ++i) {
+  // `spare` more nodes start as no members, to be added as learners.
+  Cluster(uint32_t n, uint64_t seed, uint32_t spare = 0) : rng(seed), voters_at_start(n) {
+    for (uint32_t i = 1; i <= n; ++i) base.membership.voters.push_back(NodeId(i));
+    for (uint32_t i = 1; i <= n + spare; ++i) {
       auto node = std::make_unique<SimNode>();
       node->id = NodeId(i);
       node->rng.seed(seed * 31 + i);
-      node->start(base, LogIndex(0));
+      node->start(base, LogIndex(0), i > n);
       nodes.push_back(std::move(node));
     }
   }
@@ -86,12 +113,18 @@ struct Cluster {
     for (auto& e : r.append) {
       if (e.index.value != n.log.size() + 1) fail("append out of order");
       n.log.push_back(e);
+      // A follower's caller reports the configurations it writes (the leader's took effect
+      // when proposed).
+      if (auto m = conf_of(e); m && e.index > n.raft->membership_index())
+        n.raft->on_membership_entry(e.index, *m);
     }
     for (auto& m : r.messages) net.push_back(m);
     if (r.commit) check_commit(n, *r.commit);
     if (n.raft->role() == Role::leader) {
       auto [it, fresh] = leader_of_term.emplace(n.raft->term().value, n.id);
       if (!fresh && it->second != n.id) fail("election safety: two leaders in one term");
+      if (n.raft->membership_index() <= n.raft->commit() && !n.raft->membership().is_voter(n.id))
+        fail("a leader removed by a committed configuration still leads");
     }
   }
 
@@ -135,7 +168,31 @@ struct Cluster {
 
   void restart(SimNode& n) {
     n.up = true;
-    n.start(base, LogIndex(0));
+    n.start(base, LogIndex(0), n.id.value > voters_at_start);
+  }
+
+  // A random change of one member: add a spare node as a learner, promote a learner, demote
+  // or remove a voter (the leader itself, too). Proposed only when the rule allows it.
+  void maybe_change(SimNode& l) {
+    Membership next = l.raft->membership();
+    NodeId pick(rng() % nodes.size() + 1);
+    auto drop = [](std::vector<NodeId>& v, NodeId id) { std::erase(v, id); };
+    auto add = [](std::vector<NodeId>& v, NodeId id) {
+      v.push_back(id);
+      std::sort(v.begin(), v.end());
+    };
+    if (next.is_learner(pick)) {
+      drop(next.learners, pick);
+      if (rng() % 4 != 0) add(next.voters, pick);  // promoted, or removed
+    } else if (next.is_voter(pick)) {
+      drop(next.voters, pick);
+      if (rng() % 2 == 0) add(next.learners, pick);  // demoted, or removed
+    } else {
+      add(next.learners, pick);
+    }
+    if (l.raft->check_change(next) != ChangeRefusal::none) return;
+    l.raft->propose_membership(conf_data(next), next);
+    ++changes;
   }
 
   void step_all() {
@@ -146,6 +203,8 @@ struct Cluster {
         Bytes data{static_cast<uint8_t>(proposals), static_cast<uint8_t>(proposals >> 8)};
         if (n->raft->propose(data)) ++proposals;
       }
+      bool change = change_per_mille > 0 && n->raft->role() == Role::leader;
+      if (change && rng() % 1000 < change_per_mille) maybe_change(*n);
       process(*n);
     }
     deliver_some();
@@ -405,7 +464,7 @@ TEST(Raft, AnAppendBelowARestoredSnapshotIsAnsweredWithItsCommitIndex) {
   std::mt19937_64 rng(5);
   Config cfg;
   cfg.id = NodeId(2);
-  cfg.voters = {NodeId(1), NodeId(2), NodeId(3)};
+  cfg.membership.voters = {NodeId(1), NodeId(2), NodeId(3)};
   TermRuns runs;
   runs.reset(LogIndex(10), Term(2));  // a snapshot at 10: nothing known below
   Raft r(cfg, HardState{Term(3), std::nullopt}, runs, none, LogIndex(10), next_random, &rng);
@@ -440,6 +499,162 @@ TEST(Raft, AnAppendBelowARestoredSnapshotIsAnsweredWithItsCommitIndex) {
   ASSERT_EQ(rd.messages.size(), 1u);
   EXPECT_FALSE(rd.messages[0].reject);
   EXPECT_EQ(rd.messages[0].hint, LogIndex(11));
+}
+
+// Runs a cluster of 3 voters and 2 spare nodes through random membership changes under loss,
+// duplication and crashes; returns the first violation ("" for none) and counts the changes.
+std::string run_membership(uint64_t seed, const Config& mutants, uint64_t* changes) {
+  Cluster c(3, seed, 2);
+  c.base.mutant_learner_in_quorum = mutants.mutant_learner_in_quorum;
+  c.base.mutant_changes_in_flight = mutants.mutant_changes_in_flight;
+  c.base.mutant_removed_leader_serves = mutants.mutant_removed_leader_serves;
+  for (auto& n : c.nodes) n->start(c.base, LogIndex(0), n->id.value > 3);
+  c.change_per_mille = 40;
+  c.drop_pct = 10;
+  c.dup_pct = 5;
+  for (int t = 0; t < 800 && c.violation.empty(); ++t) {
+    c.step_all();
+    if (c.rng() % 60 == 0) {
+      SimNode& victim = *c.nodes[c.rng() % c.nodes.size()];
+      if (victim.up) {
+        c.crash(victim);
+      } else {
+        c.restart(victim);
+      }
+    }
+  }
+  for (auto& n : c.nodes)
+    if (!n->up) c.restart(*n);
+  c.drop_pct = c.dup_pct = 0;
+  c.change_per_mille = 0;
+  for (int t = 0; t < 400 && c.violation.empty(); ++t) c.step_all();
+  c.check_log_matching();
+  if (c.violation.empty() && !c.leader()) {
+    std::string why = "no leader once the faults stopped:";
+    for (auto& n : c.nodes) {
+      const Membership& m = n->raft->membership();
+      why += " [" + std::to_string(n->id.value) + " role " + std::to_string(int(n->raft->role())) +
+             " term " + std::to_string(n->raft->term().value) + " last " +
+             std::to_string(n->raft->last_index().value) + " commit " +
+             std::to_string(n->raft->commit().value) + " conf@" +
+             std::to_string(n->raft->membership_index().value) + " v";
+      for (NodeId v : m.voters) why += std::to_string(v.value);
+      why += " l";
+      for (NodeId v : m.learners) why += std::to_string(v.value);
+      why += "]";
+    }
+    c.fail(why);
+  }
+  *changes += c.changes;
+  return c.violation;
+}
+
+TEST(RaftMembership, ChangesUnderFaultsKeepEverySafetyProperty) {
+  uint64_t changes = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed)
+    ASSERT_EQ(run_membership(seed, Config{}, &changes), "") << "seed " << seed;
+  EXPECT_GT(changes, 100u);  // the runs did change the membership, many times
+}
+
+// Three voters; the leader is elected and has committed an entry of its term.
+Cluster settled_cluster(uint64_t seed, uint32_t spare) {
+  Cluster c(3, seed, spare);
+  for (int t = 0; t < 300 && !(c.leader() && c.node(*c.leader()).raft->commit().value > 0); ++t)
+    c.step_all();
+  return c;
+}
+
+TEST(RaftMembership, AChangeWaitsForTheLeadersOwnTermAndForTheChangeBefore) {
+  Cluster c(3, 21, 1);
+  for (int t = 0; t < 300 && !c.leader(); ++t) {
+    for (auto& n : c.nodes) n->raft->tick();
+    for (auto& n : c.nodes) c.process(*n);
+    c.deliver_some();  // no sync: nothing commits
+  }
+  ASSERT_TRUE(c.leader());
+  SimNode& l = c.node(*c.leader());
+  Membership next = l.raft->membership();
+  next.learners = {NodeId(4)};
+  EXPECT_EQ(l.raft->check_change(next), ChangeRefusal::not_settled);
+  for (int t = 0; t < 100 && l.raft->check_change(next) != ChangeRefusal::none; ++t) c.step_all();
+  ASSERT_EQ(l.raft->check_change(next), ChangeRefusal::none);
+  ASSERT_TRUE(l.raft->propose_membership(conf_data(next), next));
+  EXPECT_EQ(l.raft->membership(), next);  // in use once in the log
+  Membership after = next;
+  after.learners = {};
+  after.voters.push_back(NodeId(4));
+  EXPECT_EQ(l.raft->check_change(after), ChangeRefusal::in_flight);
+  Membership two = l.raft->membership();
+  two.voters = {NodeId(1)};
+  c.process(l);
+  for (int t = 0; t < 100 && l.raft->membership_index() > l.raft->commit(); ++t) c.step_all();
+  ASSERT_LE(l.raft->membership_index(), l.raft->commit());
+  EXPECT_EQ(l.raft->check_change(two), ChangeRefusal::two_voters);
+  EXPECT_EQ(l.raft->check_change(Membership{}), ChangeRefusal::no_voter_left);
+}
+
+TEST(RaftMembership, ALearnerGetsTheLogButIsNeverCounted) {
+  Cluster c = settled_cluster(23, 1);
+  ASSERT_TRUE(c.leader());
+  SimNode& l = c.node(*c.leader());
+  Membership next = l.raft->membership();
+  next.learners = {NodeId(4)};
+  ASSERT_TRUE(l.raft->propose_membership(conf_data(next), next));
+  for (int t = 0; t < 100; ++t) c.step_all();
+  SimNode& learner = c.node(NodeId(4));
+  EXPECT_EQ(learner.log.size(), l.log.size());  // caught up by appends
+  EXPECT_EQ(learner.raft->role(), Role::follower);
+  EXPECT_EQ(learner.raft->stats().elections, 0u);  // a learner never campaigns
+  // With both other voters down, the leader and the learner hold an entry: it must not commit.
+  for (auto& n : c.nodes)
+    if (n->id != l.id && n->id != NodeId(4)) c.crash(*n);
+  auto idx = l.raft->propose(Bytes{7});
+  ASSERT_TRUE(idx);
+  for (int t = 0; t < 5; ++t) c.step_all();
+  EXPECT_GE(c.node(NodeId(4)).log.size(), idx->value);
+  EXPECT_LT(l.raft->commit(), *idx);
+}
+
+TEST(RaftMembership, ALeaderThatRemovesItselfStepsDownOnceTheChangeCommits) {
+  Cluster c = settled_cluster(25, 0);
+  ASSERT_TRUE(c.leader());
+  NodeId old = *c.leader();
+  SimNode& l = c.node(old);
+  uint64_t elections = l.raft->stats().elections;
+  Membership next = l.raft->membership();
+  std::erase(next.voters, old);
+  ASSERT_TRUE(l.raft->propose_membership(conf_data(next), next));
+  EXPECT_EQ(l.raft->role(), Role::leader);  // until the change commits
+  for (int t = 0; t < 300 && (!c.leader() || *c.leader() == old); ++t) c.step_all();
+  ASSERT_TRUE(c.leader());
+  EXPECT_NE(*c.leader(), old);
+  EXPECT_NE(l.raft->role(), Role::leader);
+  for (int t = 0; t < 100; ++t) c.step_all();
+  EXPECT_EQ(l.raft->stats().elections, elections);  // removed, it never campaigns
+  EXPECT_EQ(c.violation, "");
+}
+
+bool membership_mutant_caught(Config mutant) {
+  uint64_t changes = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed)
+    if (!run_membership(seed, mutant, &changes).empty()) return true;
+  return false;
+}
+
+TEST(RaftMutants, ALearnerCountedInTheQuorumIsCaught) {
+  Config m;
+  m.mutant_learner_in_quorum = true;
+  EXPECT_TRUE(membership_mutant_caught(m));
+}
+TEST(RaftMutants, TwoChangesInFlightAreCaught) {
+  Config m;
+  m.mutant_changes_in_flight = true;
+  EXPECT_TRUE(membership_mutant_caught(m));
+}
+TEST(RaftMutants, ARemovedLeaderThatLeadsOnIsCaught) {
+  Config m;
+  m.mutant_removed_leader_serves = true;
+  EXPECT_TRUE(membership_mutant_caught(m));
 }
 
 // The checks are not vacuous: planted bugs are caught within a bounded seed range.

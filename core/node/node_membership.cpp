@@ -1,0 +1,316 @@
+// The cluster's membership: the configurations the log holds (EffMembership, one voter changed
+// at a time, core/raft/raft.h), the admin commands that change them, and the member list handed
+// to the environment (output::Members) whenever the one in use changes.
+#include <algorithm>
+
+#include "core/node/node_impl.h"
+
+namespace queen {
+
+namespace {
+
+MembershipReply refusal(std::string code, std::string error) {
+  MembershipReply r;
+  r.code = std::move(code);
+  r.error = std::move(error);
+  return r;
+}
+
+const Member* find_member(const std::vector<Member>& list, NodeId id) {
+  auto it = std::find_if(list.begin(), list.end(), [&](const Member& m) { return m.id == id; });
+  return it == list.end() ? nullptr : &*it;
+}
+
+std::vector<Member> sorted(std::vector<Member> list) {
+  std::sort(list.begin(), list.end(), [](const Member& a, const Member& b) { return a.id < b.id; });
+  return list;
+}
+
+}  // namespace
+
+raft::Membership to_raft(const std::vector<Member>& members) {
+  raft::Membership m;
+  for (const Member& x : members) (x.voter ? m.voters : m.learners).push_back(x.id);
+  std::sort(m.voters.begin(), m.voters.end());
+  std::sort(m.learners.begin(), m.learners.end());
+  return m;
+}
+
+const EffMembership* membership_effect(const Entry& e) {
+  for (const Effect& x : e.effects)
+    if (const auto* m = std::get_if<EffMembership>(&x)) return m;
+  return nullptr;
+}
+
+// The first boot's configuration: every peer of QUEEN_RAFT_PEERS a voter; none for a node that
+// joins (it waits to be added).
+std::vector<Member> NodeImpl::bootstrap_members() const {
+  std::vector<Member> out;
+  if (config.join) return out;
+  for (size_t i = 0; i < config.voters.size(); ++i) {
+    Member m{NodeId(config.voters[i]), true, "", ""};
+    if (i < config.voter_addrs.size()) {
+      m.raft_addr = config.voter_addrs[i].first;
+      m.http_addr = config.voter_addrs[i].second;
+    }
+    out.push_back(std::move(m));
+  }
+  return sorted(std::move(out));
+}
+
+// The configuration a restart begins with: the store's (committed), or the first boot's.
+// FORCE_RECOVER replaces it with this node alone, from the end of its own log.
+void NodeImpl::start_membership(raft::Config* rc, LogIndex last) {
+  Cluster& c = *cluster;
+  std::vector<Member> members = store.membership();
+  LogIndex at = store.membership_index();
+  if (members.empty() && at.value == 0) members = bootstrap_members();
+  if (config.force_recover == config.node_id) {
+    const Member* self = find_member(members, NodeId(config.node_id));
+    Member alone = self ? *self : Member{NodeId(config.node_id), true, "", ""};
+    alone.voter = true;
+    members = {alone};
+    at = last;
+    c.force_recovering = true;
+    env.log(LogLevel::warn, "QUEEN_RAFT_FORCE_RECOVER: this node is the only voter from entry " +
+                                std::to_string(last.value) + "; unset it once the node serves");
+  }
+  rc->membership = to_raft(members);
+  rc->membership_index = at;
+  c.member_lists.clear();
+  c.member_lists[at.value] = std::move(members);
+}
+
+// Configurations in the log past the store (written, not yet committed): in use already.
+void NodeImpl::recovered_membership(const Entry& e) {
+  Cluster& c = *cluster;
+  const EffMembership* m = membership_effect(e);
+  if (!m || c.force_recovering || e.index.value <= c.member_lists.rbegin()->first) return;
+  c.member_lists[e.index.value] = m->members;
+  c.raft->on_membership_entry(e.index, to_raft(m->members));
+}
+
+// A follower wrote an entry from its leader: a configuration in it is in use from now on.
+void NodeImpl::follow_membership(const Entry& e) {
+  const EffMembership* m = membership_effect(e);
+  if (!m) return;
+  cluster->member_lists[e.index.value] = m->members;
+  cluster->raft->on_membership_entry(e.index, to_raft(m->members));
+}
+
+// After a truncation, a commit or a change: the lists Raft no longer keeps go, and the
+// environment learns the list in use when it changed.
+void NodeImpl::settle_membership() {
+  Cluster& c = *cluster;
+  uint64_t in_use = c.raft->membership_index().value;
+  c.member_lists.erase(c.member_lists.upper_bound(in_use), c.member_lists.end());
+  auto committed = c.member_lists.upper_bound(c.raft->commit().value);
+  if (committed != c.member_lists.begin())
+    c.member_lists.erase(c.member_lists.begin(), std::prev(committed));
+  // A node that joins knows no configuration until one reaches it: the environment keeps the
+  // peers it was started with meanwhile.
+  if (c.member_lists.empty() || c.member_lists.rbegin()->second.empty() ||
+      c.reported_members == c.member_lists.rbegin()->first)
+    return;
+  c.reported_members = c.member_lists.rbegin()->first;
+  out.members(c.member_lists.rbegin()->second);
+}
+
+MembershipReply NodeImpl::membership_view() const {
+  const Cluster& c = *cluster;
+  MembershipReply r;
+  r.cluster_id = config.cluster_id;
+  r.leader = leader_id();
+  r.term = c.raft->term().value;
+  r.commit = c.raft->commit().value;
+  r.index = c.member_lists.rbegin()->first;
+  r.committed = r.index <= r.commit;
+  for (const Member& m : c.member_lists.rbegin()->second)
+    r.members.push_back(
+        MemberView{m.id, m.voter, m.raft_addr, m.http_addr, c.raft->match_of(m.id).value});
+  return r;
+}
+
+// The configurations a command asks for, one voter changed per step; or why it is refused.
+std::optional<MembershipReply> NodeImpl::plan_membership(const MembershipCmd& cmd,
+                                                         std::vector<std::vector<Member>>* steps) {
+  std::vector<Member> now = cluster->member_lists.rbegin()->second;
+  auto step = [&](std::vector<Member> next) {
+    steps->push_back(sorted(next));
+    now = steps->back();
+  };
+  switch (cmd.op) {
+    case MembershipOp::get:
+      return std::nullopt;
+    case MembershipOp::add_learner: {
+      if (cmd.id.value == 0 || cmd.raft_addr.empty() || cmd.http_addr.empty())
+        return refusal("bad_request", "id, raft and http are required");
+      if (const Member* m = find_member(now, cmd.id)) {
+        if (m->raft_addr != cmd.raft_addr || m->http_addr != cmd.http_addr)
+          return refusal("address_mismatch",
+                         "member " + std::to_string(cmd.id.value) + " is known at other addresses");
+        if (m->voter)
+          return refusal("already_voter",
+                         "member " + std::to_string(cmd.id.value) + " is a voter already");
+        return std::nullopt;  // added already: the answer is the configuration
+      }
+      now.push_back(Member{cmd.id, false, cmd.raft_addr, cmd.http_addr});
+      step(now);
+      return std::nullopt;
+    }
+    case MembershipOp::promote:
+      return plan_promotions(cmd.ids, now, steps);
+    case MembershipOp::set_voters:
+      return plan_voters(cmd.ids, now, steps);
+    case MembershipOp::remove: {
+      NodeId id = cmd.ids.empty() ? NodeId(0) : cmd.ids.front();
+      const Member* m = find_member(now, id);
+      if (!m) return refusal("not_a_member", "node " + std::to_string(id.value) + " is no member");
+      if (m->voter && std::count_if(now.begin(), now.end(), [](auto& x) { return x.voter; }) == 1)
+        return refusal("last_voter", "the last voter cannot be removed");
+      std::erase_if(now, [&](const Member& x) { return x.id == id; });
+      step(now);
+      return std::nullopt;
+    }
+  }
+  return refusal("bad_request", "unknown membership operation");
+}
+
+std::optional<MembershipReply> NodeImpl::plan_promotions(const std::vector<NodeId>& ids,
+                                                         std::vector<Member> now,
+                                                         std::vector<std::vector<Member>>* steps) {
+  if (ids.empty()) return refusal("bad_request", "ids must name at least one learner");
+  for (NodeId id : ids) {
+    auto it = std::find_if(now.begin(), now.end(), [&](const Member& m) { return m.id == id; });
+    if (it == now.end())
+      return refusal("not_a_learner", "node " + std::to_string(id.value) + " is no member");
+    if (it->voter) continue;  // promoted already
+    if (auto behind = learner_behind(id)) return behind;
+    it->voter = true;
+    steps->push_back(sorted(now));
+  }
+  return std::nullopt;
+}
+
+std::optional<MembershipReply> NodeImpl::plan_voters(const std::vector<NodeId>& voters,
+                                                     std::vector<Member> now,
+                                                     std::vector<std::vector<Member>>* steps) {
+  if (voters.empty()) return refusal("last_voter", "voters must name at least one member");
+  for (NodeId id : voters)
+    if (!find_member(now, id))
+      return refusal("not_a_member", "node " + std::to_string(id.value) + " is no member");
+  // Voters added first, so the cluster never tolerates fewer failures on the way.
+  for (Member& m : now) {
+    bool wanted = std::find(voters.begin(), voters.end(), m.id) != voters.end();
+    if (!wanted || m.voter) continue;
+    if (auto behind = learner_behind(m.id)) return behind;
+    m.voter = true;
+    steps->push_back(sorted(now));
+  }
+  for (Member& m : now) {
+    bool wanted = std::find(voters.begin(), voters.end(), m.id) != voters.end();
+    if (wanted || !m.voter) continue;
+    m.voter = false;  // stays a learner: DELETE .../members/:id removes it
+    steps->push_back(sorted(now));
+  }
+  return std::nullopt;
+}
+
+std::optional<MembershipReply> NodeImpl::learner_behind(NodeId id) const {
+  if (!cluster->raft->recently_heard(id))
+    return refusal("learner_behind",
+                   "learner " + std::to_string(id.value) + " has not been heard from lately");
+  uint64_t last = cluster->raft->last_index().value;
+  uint64_t match = cluster->raft->match_of(id).value;
+  if (last - std::min(last, match) <= config.promote_max_lag) return std::nullopt;
+  return refusal("learner_behind", "learner " + std::to_string(id.value) + " is " +
+                                       std::to_string(last - match) +
+                                       " entries behind (QUEEN_RAFT_PROMOTE_MAX_LAG " +
+                                       std::to_string(config.promote_max_lag) + ")");
+}
+
+// Whether a majority of `next`'s voters was heard from lately: a change that would leave the
+// cluster without a reachable majority is refused rather than wedge it.
+bool NodeImpl::reachable_majority(const std::vector<Member>& next) const {
+  size_t voters = 0, heard = 0;
+  for (const Member& m : next) {
+    if (!m.voter) continue;
+    ++voters;
+    if (m.id.value == config.node_id || cluster->raft->recently_heard(m.id)) ++heard;
+  }
+  return heard >= voters / 2 + 1;
+}
+
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MembershipCmd& x) {
+  if (!cluster) {
+    return send(Parked{h, Reply{refusal("bad_request",
+                                        "a single node has no membership; start it with "
+                                        "QUEEN_RAFT_PEERS to form a cluster")}});
+  }
+  if (x.op == MembershipOp::get) return send(Parked{h, Reply{membership_view()}});
+  Cluster& c = *cluster;
+  if (c.job || c.raft->membership_index() > c.raft->commit())
+    return send(Parked{h, Reply{refusal("in_flight", "another membership change is in flight")}});
+  std::vector<std::vector<Member>> steps;
+  if (auto refused = plan_membership(x, &steps)) {
+    MembershipReply r = membership_view();
+    r.code = refused->code;
+    r.error = refused->error;
+    return send(Parked{h, Reply{std::move(r)}});
+  }
+  for (const auto& s : steps)
+    if (!reachable_majority(s))
+      return send(Parked{
+          h, Reply{refusal("no_quorum", "the new voters' majority has not been heard from")}});
+  c.job = MembershipJob{h, std::move(steps), 0};
+  membership_step();
+}
+
+// Proposes the job's next configuration once the one before committed, and answers the job
+// with the configuration it made after its last one.
+void NodeImpl::membership_step() {
+  Cluster& c = *cluster;
+  while (c.job && !stopped) {
+    MembershipJob& job = *c.job;
+    if (job.proposed_at != 0 && commit < job.proposed_at && !config.mutants.changes_in_flight)
+      return;
+    if (job.steps.empty()) {
+      if (job.proposed_at != 0 && commit < job.proposed_at) return;
+      ReplyHandle h = job.handle;
+      c.job.reset();
+      return send(Parked{h, Reply{membership_view()}});
+    }
+    if (!open.empty()) seal();
+    open.entry.effects.push_back(EffMembership{std::move(job.steps.front())});
+    job.steps.erase(job.steps.begin());
+    ++open.commands;
+    job.proposed_at = open.entry.index.value;
+    seal();
+    write_sealed();
+  }
+}
+
+// A leader that stops leading answers its change: the next leader may or may not commit it.
+void NodeImpl::drop_membership_job() {
+  Cluster& c = *cluster;
+  if (!c.job) return;
+  ReplyHandle h = c.job->handle;
+  c.job.reset();
+  send(Parked{h, Reply{refusal("leader_changed",
+                               "the leader changed during the change; read the membership "
+                               "to see whether it took effect")}});
+}
+
+// FORCE_RECOVER: the node leads alone; its configuration goes into the log, so that it holds
+// after the next restart without the variable.
+void NodeImpl::force_recover_step() {
+  Cluster& c = *cluster;
+  if (!c.force_recovering || !c.writable || c.job) return;
+  c.force_recovering = false;
+  open.entry.effects.push_back(EffMembership{c.member_lists.rbegin()->second});
+  ++open.commands;
+  seal();
+  write_sealed();
+}
+
+}  // namespace queen
