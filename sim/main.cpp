@@ -51,7 +51,8 @@ const char* kUsage =
     "  --without: turns one fault off in every seed (the faults= list of a seed's line names\n"
     "             the ones it has): crash | crash-after-push-reply | crash-mid-sync | pause |\n"
     "             reply-loss | slow-sync | fsync-fail | read-corrupt | writer-backpressure |\n"
-    "             net-drop | net-dup | net-forge | partition | long-outage | graceful-stop\n";
+    "             net-drop | net-dup | net-forge | partition | long-outage | graceful-stop\n"
+    "             membership\n";
 
 Args g_args;
 

@@ -80,6 +80,9 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.unbounded_terms = mutant == Mutant::unbounded_terms;
   c.mutants.forward_fresh_request_id = mutant == Mutant::forward_fresh_request_id;
   c.mutants.transfer_before_acks_commit = mutant == Mutant::transfer_before_acks_commit;
+  c.mutants.learner_in_quorum = mutant == Mutant::learner_in_quorum;
+  c.mutants.changes_in_flight = mutant == Mutant::changes_in_flight;
+  c.mutants.removed_leader_serves = mutant == Mutant::removed_leader_serves;
   c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
   return c;
 }
@@ -175,6 +178,7 @@ const FaultRow kFaults[] = {
     QUEEN_FAULT("partition", partition_per_100k_events, "net_partitioned_drops"),
     QUEEN_FAULT("long-outage", faults.long_outage_per_mille, "snapshots_installed"),
     QUEEN_FAULT("graceful-stop", faults.graceful_stop_per_100k_events, "graceful_stops"),
+    QUEEN_FAULT("membership", faults.membership_per_100k_events, "membership_changes"),
 };
 #undef QUEEN_FAULT
 
@@ -233,6 +237,12 @@ constexpr MutantRow kMutants[] = {
     {Mutant::forward_fresh_request_id, "forward-fresh-request-id", "3"},
     // a graceful stop fails the acks it took instead of committing them
     {Mutant::transfer_before_acks_commit, "transfer-before-acks-commit", "7"},
+    // a leader commits with a learner's copy: a later leader lacks a committed entry
+    {Mutant::learner_in_quorum, "learner-in-quorum", "2"},
+    // two changes in flight: two majorities that do not meet
+    {Mutant::changes_in_flight, "changes-in-flight", "2"},
+    // a leader demoted by a committed change leads on
+    {Mutant::removed_leader_serves, "removed-leader-serves", "2"},
 };
 
 const MutantRow* mutant_row(Mutant m) {
@@ -292,6 +302,14 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
     p.net.forge_per_mille = forger ? static_cast<uint32_t>(forge.range(1, 20)) : 0;
   }
   choose_writer(seed, &p);
+  if (nodes > 1) {  // a stream of its own, so the draws above stay what they were
+    Rng members = Rng::stream(seed, "params-membership");
+    bool aimed = mutant == Mutant::learner_in_quorum || mutant == Mutant::changes_in_flight ||
+                 mutant == Mutant::removed_leader_serves;
+    if ((members.per_mille(500) && mutant != Mutant::no_foreign_lease_grace) || aimed)
+      p.faults.membership_per_100k_events = static_cast<uint32_t>(members.range(50, 500));
+    if (aimed) p.partition_per_100k_events = std::max<uint32_t>(p.partition_per_100k_events, 40);
+  }
   return p;
 }
 

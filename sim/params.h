@@ -31,6 +31,9 @@ enum class Mutant {
   unbounded_terms,              // peer messages with out-of-bounds terms and indexes are accepted
   forward_fresh_request_id,     // a follower's retry at the leader mints a new request id
   transfer_before_acks_commit,  // a graceful stop hands over before its acks commit
+  learner_in_quorum,            // a learner's match counts towards commit
+  changes_in_flight,            // a membership change is proposed before the last commits
+  removed_leader_serves,        // a leader demoted by a committed change leads on
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);
@@ -57,6 +60,9 @@ struct FaultParams {
   int64_t long_outage_ms_max = 8000;
   // Cluster: the leader stops gracefully (Node::hand_over, then its process exits).
   uint32_t graceful_stop_per_100k_events = 0;
+  // Cluster: the operator changes the voters (PUT voters: one demoted to a learner, or all
+  // voters again), the leader too; healed by making every node a voter again.
+  uint32_t membership_per_100k_events = 0;
   DiskFaultRates disk;
   ClockModel clock;
 };

@@ -16,7 +16,7 @@ constexpr int64_t kStrictAfterHealUs = 6'000'000;  // longer than any pause or r
 
 SimWorld* g_current_world = nullptr;
 
-class Run {
+class Run : public ClientSink {
  public:
   Run(const RunParams& p, const RunOptions& o)
       : p_(p),
@@ -25,7 +25,8 @@ class Run {
         checker_(world_, p),
         workload_(world_, checker_, p),
         faults_rng_(world_.stream("faults.schedule")),
-        outage_rng_(world_.stream("faults.outage")) {
+        outage_rng_(world_.stream("faults.outage")),
+        membership_rng_(world_.stream("faults.membership")) {
     world_.trace().set_echo(o.trace_out);
     g_current_world = &world_;
     world_.before_crash = [this](int n, const Node& node) { checker_.before_crash(n, node); };
@@ -113,6 +114,80 @@ class Run {
     workload_.graceful_stop_began(leader);
   }
 
+  // The operator changes the voters now and then: one node (the leader, too) is demoted to a
+  // learner, or every node is made a voter again (one promotion per change, core/raft).
+  void change_membership() {
+    const FaultParams& f = p_.faults;
+    if (membership_waiting() || f.membership_per_100k_events == 0 ||
+        !membership_rng_.per_100k(f.membership_per_100k_events))
+      return;
+    MembershipCmd cmd;
+    cmd.op = MembershipOp::set_voters;
+    // Half the time every node votes; else one or two are left out (demoted to learners).
+    int keep = membership_rng_.per_mille(500)
+                   ? p_.nodes
+                   : static_cast<int>(membership_rng_.range(1, p_.nodes - 1));
+    int first = static_cast<int>(membership_rng_.range(0, p_.nodes - 1));
+    for (int k = 0; k < keep; ++k)
+      cmd.ids.push_back(NodeId(static_cast<uint64_t>((first + k) % p_.nodes) + 1));
+    std::sort(cmd.ids.begin(), cmd.ids.end());
+    send_membership(std::move(cmd));
+  }
+
+  void send_membership(MembershipCmd cmd) {
+    int to = static_cast<int>(membership_rng_.range(0, p_.nodes - 1));
+    if (!world_.up(to)) return;
+    CommandEnvelope env;
+    int64_t now_ms = world_.node_now_us(to) / 1000;
+    env.request_id =
+        RequestId{make_uuid_v7(now_ms, membership_rng_.next(), membership_rng_.next())};
+    env.deadline_ms = now_ms + kMembershipTimeoutMs;
+    env.command = std::move(cmd);
+    if (!world_.submit(to, std::move(env), this)) return;
+    membership_waiting_ = true;
+    membership_sent_us_ = world_.now_us();
+  }
+
+  // A change is on its way (its node may crash: past its deadline it is given up).
+  bool membership_waiting() const {
+    return membership_waiting_ &&
+           world_.now_us() < membership_sent_us_ + (kMembershipTimeoutMs + 1000) * 1000;
+  }
+
+  // Healing: every node is a voter again, asked until a leader answers so.
+  void restore_membership() {
+    if (!cluster() || p_.faults.membership_per_100k_events == 0) return;
+    membership_restored_ = false;
+    restore_membership_again();
+  }
+
+  void restore_membership_again() {
+    if (membership_restored_ || !ok()) return;
+    if (!membership_waiting()) {
+      MembershipCmd cmd;
+      cmd.op = MembershipOp::set_voters;
+      for (int n = 0; n < p_.nodes; ++n) cmd.ids.push_back(NodeId(static_cast<uint64_t>(n) + 1));
+      send_membership(std::move(cmd));
+    }
+    world_.after(200'000, "membership-restore", [this] { restore_membership_again(); });
+  }
+
+  void on_reply_sent(ReplyHandle, const Reply&, bool lost) override {
+    if (lost) membership_waiting_ = false;
+  }
+
+  void on_reply(ReplyHandle, const Reply& reply) override {
+    membership_waiting_ = false;
+    const auto* m = std::get_if<MembershipReply>(&reply.body);
+    if (m == nullptr || !m->code.empty()) return;
+    world_.count("membership_changes");
+    size_t voters = 0;
+    for (const MemberView& v : m->members) voters += v.voter ? 1 : 0;
+    world_.note(strf("membership: %zu voters of %zu members at entry %llu", voters,
+                     m->members.size(), static_cast<unsigned long long>(m->index)));
+    if (voters == static_cast<size_t>(p_.nodes)) membership_restored_ = true;
+  }
+
   // Raft's safety, observed after every event: at most one leader per term (election
   // safety), and nodes that applied the same number of entries applied the same entries
   // (state machine safety, which needs log matching and leader completeness).
@@ -127,6 +202,12 @@ class Run {
         if (!fresh && it->second != n) {
           world_.violation("2 election safety", strf("n%d and n%d both lead term %llu", it->second,
                                                      n, static_cast<unsigned long long>(v.term)));
+          return;
+        }
+        if (v.membership_committed && !v.voter) {
+          world_.violation("2 a removed leader leads",
+                           strf("n%d leads term %llu, no voter of its committed configuration", n,
+                                static_cast<unsigned long long>(v.term)));
           return;
         }
         if (v.writable && (v.term != writable_term_)) {
@@ -161,6 +242,7 @@ class Run {
     bool pushed = workload_.take_push_answered();
     if (cluster()) inject_net_faults();
     if (cluster()) graceful_stop();
+    if (cluster()) change_membership();
     // In a cluster the victim is any node; a crash after a push answer hits the one answering.
     int victim = cluster() ? static_cast<int>(faults_rng_.range(0, p_.nodes - 1)) : kNode;
     if (pushed) victim = workload_.target();
@@ -214,6 +296,7 @@ class Run {
 
   void heal() {
     world_.note("heal: faults off");
+    restore_membership();
     if (graceful_ >= 0) {  // a stop under way ends now: its process exits and restarts
       if (world_.up(graceful_)) world_.crash_node(graceful_, "graceful stop: exits", true);
       workload_.graceful_stop_ended();
@@ -374,7 +457,13 @@ class Run {
   Checker checker_;
   Workload workload_;
   Rng faults_rng_;
-  Rng outage_rng_;  // long outages: a stream of its own, so other faults keep their draws
+  Rng outage_rng_;
+  Rng membership_rng_;               // the operator's membership changes: a stream of their own
+  bool membership_waiting_ = false;  // a change was sent and not answered yet
+  bool membership_restored_ = false;
+  int64_t membership_sent_us_ = 0;
+  static constexpr int64_t kMembershipTimeoutMs =
+      5000;  // long outages: a stream of its own, so other faults keep their draws
   int64_t heal_us_ = 0;
   int64_t partitioned_until_us_ = 0;
   uint64_t partitions_ = 0;                              // cuts and heals so far
