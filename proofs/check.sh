@@ -70,6 +70,16 @@ runs=(
   "raft_election STALE_VOTES         |raft_election.pml|refuted|safety|-DMUTANT_STALE_VOTES"
   "raft_election PREVOTE_AS_VOTE     |raft_election.pml|refuted|safety|-DMUTANT_PREVOTE_AS_VOTE"
   "raft_election reach SECOND_TERM   |raft_election.pml|reached|safety|-DREACH_SECOND_TERM"
+
+  "membership_change                 |membership_change.pml|holds  |safety|"
+  "membership_change 4 servers, log<=4|membership_change.pml|holds  |safety|-DN=4 -DINIT=7 -DLOGLEN=4"
+  "membership_change 4 servers, data |membership_change.pml|holds  |safety|-DN=4 -DINIT=7 -DLOGLEN=3 -DWITH_DATA"
+  "membership_change NO_OWN_TERM_COMMIT|membership_change.pml|refuted|safety|-DMUTANT_NO_OWN_TERM_COMMIT"
+  "membership_change LEARNER_IN_QUORUM|membership_change.pml|refuted|safety|-DMUTANT_LEARNER_IN_QUORUM"
+  "membership_change TWO_IN_FLIGHT   |membership_change.pml|refuted|safety|-DN=4 -DINIT=7 -DLOGLEN=4 -DMUTANT_TWO_IN_FLIGHT"
+  "membership_change TWO_AT_ONCE     |membership_change.pml|refuted|safety|-DN=4 -DINIT=7 -DLOGLEN=4 -DMUTANT_TWO_AT_ONCE"
+  "membership_change reach NEW_CONFIG|membership_change.pml|reached|safety|-DREACH_NEW_CONFIG"
+  "membership_change reach PROMOTED  |membership_change.pml|reached|safety|-DN=4 -DINIT=7 -DLOGLEN=4 -DREACH_PROMOTED"
 )
 
 now_ms() { date +%s%3N; }
