@@ -225,6 +225,21 @@ struct Cluster {
       }
   }
 
+  // `steps` rounds; in one round of `one_in` on average a random node crashes (or, when down,
+  // restarts). Stops at the first violation.
+  void run_with_crashes(int steps, uint64_t one_in) {
+    for (int t = 0; t < steps && violation.empty(); ++t) {
+      step_all();
+      if (rng() % one_in != 0) continue;
+      SimNode& victim = *nodes[rng() % nodes.size()];
+      if (victim.up) {
+        crash(victim);
+      } else {
+        restart(victim);
+      }
+    }
+  }
+
   std::optional<NodeId> leader() {
     for (auto& n : nodes)
       if (n->up && n->raft->role() == Role::leader) return n->id;
@@ -299,17 +314,7 @@ TEST(Raft, ElectionSafetyAndLogMatchingUnderLossDuplicationAndCrashes) {
     Cluster c(seed % 2 ? 3 : 5, seed);
     c.drop_pct = 10;
     c.dup_pct = 5;
-    for (int t = 0; t < 600 && c.violation.empty(); ++t) {
-      c.step_all();
-      if (c.rng() % 50 == 0) {
-        SimNode& victim = *c.nodes[c.rng() % c.nodes.size()];
-        if (victim.up) {
-          c.crash(victim);
-        } else {
-          c.restart(victim);
-        }
-      }
-    }
+    c.run_with_crashes(600, 50);
     for (auto& n : c.nodes)
       if (!n->up) c.restart(*n);
     c.drop_pct = c.dup_pct = 0;
@@ -512,17 +517,7 @@ std::string run_membership(uint64_t seed, const Config& mutants, uint64_t* chang
   c.change_per_mille = 40;
   c.drop_pct = 10;
   c.dup_pct = 5;
-  for (int t = 0; t < 800 && c.violation.empty(); ++t) {
-    c.step_all();
-    if (c.rng() % 60 == 0) {
-      SimNode& victim = *c.nodes[c.rng() % c.nodes.size()];
-      if (victim.up) {
-        c.crash(victim);
-      } else {
-        c.restart(victim);
-      }
-    }
-  }
+  c.run_with_crashes(800, 60);
   for (auto& n : c.nodes)
     if (!n->up) c.restart(*n);
   c.drop_pct = c.dup_pct = 0;
@@ -665,17 +660,7 @@ bool mutant_caught(bool commit_without_majority, bool vote_twice) {
     c.base.mutant_vote_twice = vote_twice;
     for (auto& n : c.nodes) n->start(c.base, LogIndex(0));
     c.drop_pct = 15;
-    for (int t = 0; t < 600 && c.violation.empty(); ++t) {
-      c.step_all();
-      if (c.rng() % 40 == 0) {
-        SimNode& victim = *c.nodes[c.rng() % c.nodes.size()];
-        if (victim.up) {
-          c.crash(victim);
-        } else {
-          c.restart(victim);
-        }
-      }
-    }
+    c.run_with_crashes(600, 40);
     c.check_log_matching();
     if (!c.violation.empty()) return true;
   }
