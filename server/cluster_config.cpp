@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/state/entry.h"
 #include "server/config.h"
 
 namespace queen::server {
@@ -96,7 +97,8 @@ std::string derived_cluster_id(const std::vector<PeerSpec>& peers) {
   return hex;
 }
 
-// QUEEN_RAFT_JOIN, QUEEN_RAFT_PROMOTE_MAX_LAG and QUEEN_RAFT_FORCE_RECOVER.
+// QUEEN_RAFT_JOIN, QUEEN_RAFT_PROMOTE_MAX_LAG, QUEEN_RAFT_FORCE_RECOVER,
+// QUEEN_RAFT_FORMAT_MAX and QUEEN_RAFT_CLUSTER_VERSION_MS.
 Status read_membership_settings(const Lookup& lookup, const ClusterConfig& c, NodeConfig* node) {
   if (auto join = lookup("QUEEN_RAFT_JOIN"); join && !join->empty()) {
     auto on = parse_bool(*join);
@@ -113,6 +115,20 @@ Status read_membership_settings(const Lookup& lookup, const ClusterConfig& c, No
     if (node->join)
       return make_error(Errc::bad_request,
                         "QUEEN_RAFT_FORCE_RECOVER and QUEEN_RAFT_JOIN exclude each other");
+  }
+  auto format = positive(lookup, "QUEEN_RAFT_FORMAT_MAX", kFormatMax);
+  if (!format.ok()) return format.error();
+  if (format.value() > kFormatMax)
+    return make_error(Errc::bad_request, "QUEEN_RAFT_FORMAT_MAX=" + std::to_string(format.value()) +
+                                             " is above " + std::to_string(kFormatMax) +
+                                             ", the highest format this build reads");
+  node->format_max = static_cast<uint32_t>(format.value());
+  if (auto ms = lookup("QUEEN_RAFT_CLUSTER_VERSION_MS"); ms && !ms->empty()) {
+    auto v = to_i64(*ms);
+    if (!v || *v < 0)
+      return make_error(Errc::bad_request, "QUEEN_RAFT_CLUSTER_VERSION_MS=" + *ms +
+                                               " is not an integer >= 0 (0 freezes the version)");
+    node->cluster_version_ms = *v;
   }
   node->cluster_id = c.cluster_id;
   return ok_status();

@@ -102,6 +102,9 @@ struct HealthReply {
   uint64_t applied_index = 0;
   uint64_t queues = 0;
   uint64_t partitions = 0;
+  uint32_t cluster_version = 1;  // the cluster format entries are written in
+  uint32_t format_max = 1;       // the highest this node reads
+  bool fenced = false;           // its disk is not the one the cluster admitted it with
 };
 
 struct DlqRecord {
@@ -440,6 +443,9 @@ struct MemberView {
   std::string raft_addr;
   std::string http_addr;
   uint64_t match = 0;  // its durable log end as the leader last heard (the leader's own: its own)
+  uint64_t disk = 0;   // the disk it is pinned to (0: none yet)
+  uint64_t heard_disk = 0;  // the disk its messages last came from (0: not heard from)
+  uint32_t kinds = 0;       // the highest cluster format it said it reads (0: not heard from)
 };
 
 // The configuration in use and, for a refused change, why (code empty: none refused). The codes
@@ -454,6 +460,9 @@ struct MembershipReply {
   uint64_t commit = 0;
   uint64_t index = 0;      // the configuration's entry (0: the first boot's peer list)
   bool committed = false;  // that entry has committed
+  uint32_t cluster_version = 1;  // the cluster format every member reads (entries written in it)
+  uint32_t format_max = 0;       // the highest this node reads
+  bool fenced = false;           // this node's disk is not the one its configuration pins
   std::vector<MemberView> members;
 };
 

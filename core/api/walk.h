@@ -263,7 +263,7 @@ void walk(C& c, ConfigureReply& x) {
 template <class C>
 void walk(C& c, HealthReply& x) {
   c(x.role, x.node_id, x.leader, x.settled, x.term, x.commit_index, x.applied_index, x.queues,
-    x.partitions);
+    x.partitions, x.cluster_version, x.format_max, x.fenced);
 }
 template <class C>
 void walk(C& c, DlqRecord& x) {
@@ -384,11 +384,12 @@ void walk(C& c, MaintenanceReply& x) {
 }
 template <class C>
 void walk(C& c, MemberView& x) {
-  c(x.id, x.voter, x.raft_addr, x.http_addr, x.match);
+  c(x.id, x.voter, x.raft_addr, x.http_addr, x.match, x.disk, x.heard_disk, x.kinds);
 }
 template <class C>
 void walk(C& c, MembershipReply& x) {
-  c(x.cluster_id, x.code, x.error, x.leader, x.term, x.commit, x.index, x.committed, x.members);
+  c(x.cluster_id, x.code, x.error, x.leader, x.term, x.commit, x.index, x.committed,
+    x.cluster_version, x.format_max, x.fenced, x.members);
 }
 template <class C>
 void walk(C& c, FetchEntryReply& x) {

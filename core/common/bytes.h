@@ -147,6 +147,14 @@ class ByteReader {
     }
     pos_ += n;
   }
+  // Skips n bytes (fails the reader when fewer are left).
+  void skip(size_t n) {
+    if (!ok_ || n > left()) {
+      ok_ = false;
+      return;
+    }
+    pos_ += n;
+  }
   // n raw bytes (fails the reader when fewer are left).
   Bytes bytes(size_t n) {
     if (!ok_ || n > left()) {

@@ -26,6 +26,8 @@ struct Mutants {
   bool learner_in_quorum = false;            // Raft counts a learner's match towards commit
   bool changes_in_flight = false;            // a membership change before the last commits
   bool removed_leader_serves = false;        // a leader removed by a committed change leads on
+  bool no_fence = false;                     // a wiped or swapped disk votes and is counted
+  bool ungated_version = false;  // the cluster version rises before every member reads it
 };
 
 struct NodeConfig {
@@ -69,6 +71,12 @@ struct NodeConfig {
   // own log, after a majority of the voters was lost for good.
   uint64_t force_recover = 0;
   std::string cluster_id;  // shown with the membership (a node that joins is given it)
+  // QUEEN_RAFT_FORMAT_MAX: the highest cluster format this node says it reads (kFormatMax; lower
+  // it to stage a rollout, or to stand for an older build in tests).
+  uint32_t format_max = 2;  // kFormatMax (core/state/entry.h)
+  // QUEEN_RAFT_CLUSTER_VERSION_MS: how often the leader looks at whether every member reads a
+  // higher cluster format, and pins the disks of new members (0: the version stays).
+  int64_t cluster_version_ms = 1000;
   int64_t raft_heartbeat_ms = 100;             // QUEEN_RAFT_HEARTBEAT_MS (a Raft tick)
   int64_t raft_election_ms = 1000;             // QUEEN_RAFT_ELECTION_MS (timeout 1-2x)
   int64_t leader_lease_ms = 400;               // QUEEN_CONSUME_LEADER_LEASE_MS

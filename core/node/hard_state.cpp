@@ -15,6 +15,7 @@ Bytes encode_hard_state(const PersistedState& s) {
   w.u8(s.vote ? 1 : 0);
   w.u64(s.vote ? s.vote->value : 0);
   w.u64(s.commit.value);
+  w.u64(s.disk);
   Bytes out;
   RecordHeader h{s.seq, 0, 0, 0, 0, RecordKind::entry};
   encode_record(h, body.data(), body.size(), &out);
@@ -37,6 +38,7 @@ Result<PersistedState> load_hard_state(Env& env, const std::vector<FileInfo>& fi
     bool voted = r.u8() != 0;
     uint64_t vote = r.u64();
     s.commit = LogIndex(r.u64());
+    if (r.left() >= 8) s.disk = r.u64();
     if (!r.ok()) continue;
     if (voted) s.vote = NodeId(vote);
     if (s.seq >= best.seq) best = s;

@@ -1,4 +1,6 @@
-// Raft's hard state on disk: the term, the vote and a commit index known to be committed.
+// Raft's hard state on disk: the term, the vote, a commit index known to be committed, and the
+// id of this disk (minted when the node first starts on an empty data folder: a wiped or
+// swapped disk has another one, which the identity fence of core/raft/raft.h tells apart).
 // Two slot files, raft/hs.0 and raft/hs.1, written alternately (truncate, append, sync), each
 // holding one checksummed record with a sequence number: a crash while one slot is being
 // written leaves the other, older but durable. Loading picks the valid slot with the highest
@@ -23,6 +25,7 @@ struct PersistedState {
   Term term;
   std::optional<NodeId> vote;
   LogIndex commit;
+  uint64_t disk = 0;  // 0 in a slot written before disk ids existed: one is minted at start
 };
 
 std::string hard_state_file(uint64_t seq);

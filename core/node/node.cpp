@@ -142,6 +142,7 @@ void timer_fired(NodeImpl& n, TimerId id) {
     if (id == kRaftTick) {
       n.cluster->raft->tick();
       n.tick_snapshots();
+      n.identity_tick();
       n.out.set_timer(kRaftTick, n.config.raft_heartbeat_ms);
     }
     if (id == kCommitPersistTimer) {
@@ -240,6 +241,21 @@ Outputs Node::on_message(uint64_t from, const Bytes& message) {
     }
     return finish_event();
   }
+  if (n.cluster->raft->fenced(m)) {
+    // The identity fence: a member's disk that is not the one pinned (wiped or swapped).
+    // Counted and logged once per power of two.
+    uint64_t fenced = ++n.stats.raft_messages_fenced;
+    if ((fenced & (fenced - 1)) == 0) {
+      n.env.log(LogLevel::warn, "node " + std::to_string(from) +
+                                    " speaks from a disk other than the one the cluster "
+                                    "admitted it with: it is not counted (remove it and add it "
+                                    "back); " +
+                                    std::to_string(fenced) + " messages so far");
+    }
+    // It still gets the log (Raft counts none of its answers): ready once it is added back.
+    bool catch_up = m.type == raft::MsgType::append_resp || m.type == raft::MsgType::snapshot_ack;
+    if (!catch_up) return finish_event();
+  }
   if (m.type == raft::MsgType::snapshot_chunk) {
     n.on_snapshot_chunk(from, m);
   } else if (m.type == raft::MsgType::snapshot_ack) {
@@ -279,6 +295,19 @@ Outputs Node::hand_over(bool* leading) {
   n.hand_over_tick();
   n.after_event();
   return finish_event();
+}
+
+uint64_t Node::disk_id() const {
+  return impl_->cluster ? impl_->cluster->persisted.disk : 0;
+}
+
+size_t Node::voters() const {
+  return impl_->cluster ? impl_->cluster->raft->membership().voters.size() : 0;
+}
+
+uint64_t Node::pinned_disk(uint64_t member) const {
+  if (!impl_->cluster) return 0;
+  return impl_->cluster->raft->membership().disk_of(NodeId(member));
 }
 
 Node::RaftView Node::raft_view() const {

@@ -46,6 +46,11 @@ struct NodeStats {
   // Peer messages dropped: not decodable, out of bounds (kTermMax, kLogIndexMax), or from a
   // node that is not a member.
   uint64_t raft_messages_refused = 0;
+  // Peer messages dropped by the identity fence: from a disk other than the one pinned.
+  uint64_t raft_messages_fenced = 0;
+  // Entries written of a cluster format above QUEEN_RAFT_FORMAT_MAX (a node of that format
+  // could not read them): always 0 while the cluster version gate holds.
+  uint64_t entries_unreadable = 0;
   // A follower's forwarding: commands sent to a leader (every attempt), attempts after the
   // first (a retry under the same request id, or following a new leader), and commands
   // answered outcome_unknown (an attempt may have been applied; the deadline came first).
@@ -71,6 +76,8 @@ struct NodeStats {
     f("snapshots_sent", snapshots_sent);
     f("snapshots_installed", snapshots_installed);
     f("raft_messages_refused", raft_messages_refused);
+    f("raft_messages_fenced", raft_messages_fenced);
+    f("entries_unreadable", entries_unreadable);
     f("forwarded", forwarded);
     f("forward_retries", forward_retries);
     f("forward_unknown", forward_unknown);
@@ -85,7 +92,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 18 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 20 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:
@@ -139,8 +146,16 @@ class Node {
     // (a leader that is no voter of a committed one must have stepped down).
     bool voter = true;
     bool membership_committed = true;
+    // Its own disk is not the one its configuration pins (wiped or swapped): it does not vote.
+    bool fenced = false;
   };
   RaftView raft_view() const;
+  // The identity fence (cluster only, else 0): this node's disk id, and the disk its
+  // configuration in use pins for `member` (0: none).
+  uint64_t disk_id() const;
+  uint64_t pinned_disk(uint64_t member) const;
+  // The number of voters of the configuration in use (0 on a single node).
+  size_t voters() const;
 
  private:
   // What the event left to do: a checkpoint write (last, see io/outputs.h), the outputs.

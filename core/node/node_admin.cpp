@@ -108,6 +108,10 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, HealthCmd&) {
                 v.applied,
                 store.queues().size(),
                 store.partitions().size()};
+  r.format_max = config.format_max;
+  r.cluster_version = cluster ? cluster->configs.rbegin()->second.cluster_version : kFormatMax;
+  r.fenced = v.fenced;
+  r.settled = r.settled && !r.fenced;  // not a working member until it is added back
   out.reply(h, Reply{r});
 }
 
@@ -142,6 +146,7 @@ Node::RaftView NodeImpl::raft_view() const {
   v.writable = n.cluster->writable;
   v.voter = r.membership().is_voter(r.id());
   v.membership_committed = r.membership_index() <= r.commit();
+  v.fenced = r.self_fenced();
   return v;
 }
 

@@ -97,8 +97,9 @@ struct MembershipJob {
   uint64_t proposed_at = 0;  // the entry of the step in flight (0: none yet)
 };
 
-raft::Membership to_raft(const std::vector<Member>& members);
-const EffMembership* membership_effect(const Entry& e);
+raft::Membership to_raft(const EffConfiguration& c);
+// The configuration an entry carries (EffMembership read as format 1's), if any.
+std::optional<EffConfiguration> configuration_effect(const Entry& e);
 
 struct InFlight {
   Entry entry;
@@ -214,9 +215,10 @@ struct Cluster {
   int64_t consume_from_ms = INT64_MAX;
   bool persist_armed = false;
   bool persist_again = false;  // a hard-state write waits for the one in flight
-  // Member lists by their entry's index, as Raft keeps the configurations: the newest
-  // committed one and every later one (the last is in use).
-  std::map<uint64_t, std::vector<Member>> member_lists;
+  // Configurations by their entry's index, as Raft keeps them: the newest committed one and
+  // every later one (the last is in use).
+  std::map<uint64_t, EffConfiguration> configs;
+  uint64_t identity_ticks = 0;  // ticks since the leader last looked at the members' identities
   uint64_t reported_members = UINT64_MAX;  // the list last handed out (output::Members)
   std::optional<MembershipJob> job;
   bool force_recovering = false;  // QUEEN_RAFT_FORCE_RECOVER: its configuration is not logged yet
@@ -524,6 +526,17 @@ struct NodeImpl {
   void membership_step();
   void drop_membership_job();
   void force_recover_step();
+  // The effect that makes `members` the configuration: EffConfiguration (keeping the pins of
+  // members that stay, and pinning those heard from) once the cluster version is 2,
+  // EffMembership before.
+  Effect configuration_for(std::vector<Member> members) const;
+  EffConfiguration pinned_configuration(std::vector<Member> members, uint32_t version) const;
+  // Leader, every QUEEN_RAFT_CLUSTER_VERSION_MS: raises the cluster version once every member
+  // reads a higher one, and pins the disks of members heard from.
+  void identity_tick();
+  // Counts an entry this node writes of a format above config.format_max (a node of that
+  // format could not read it: the gate failed).
+  void check_format(const Entry& e);
 
   // -------------------------------------------------------------- forwarding (a follower)
   // Whether this node forwards `c` rather than serving it (a follower, not a peer's command).

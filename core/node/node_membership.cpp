@@ -1,6 +1,8 @@
-// The cluster's membership: the configurations the log holds (EffMembership, one voter changed
-// at a time, core/raft/raft.h), the admin commands that change them, and the member list handed
-// to the environment (output::Members) whenever the one in use changes.
+// The cluster's membership: the configurations the log holds (EffMembership, and from cluster
+// format 2 on EffConfiguration; one voter changed at a time, core/raft/raft.h), the admin
+// commands that change them, the member list handed to the environment (output::Members)
+// whenever the one in use changes, and the leader's identity round: it raises the cluster
+// version once every member reads a higher one, and pins each member's disk once heard from.
 #include <algorithm>
 
 #include "core/node/node_impl.h"
@@ -28,18 +30,23 @@ std::vector<Member> sorted(std::vector<Member> list) {
 
 }  // namespace
 
-raft::Membership to_raft(const std::vector<Member>& members) {
+static_assert(kFormatMax == 2, "NodeConfig::format_max defaults to kFormatMax");
+
+raft::Membership to_raft(const EffConfiguration& c) {
   raft::Membership m;
-  for (const Member& x : members) (x.voter ? m.voters : m.learners).push_back(x.id);
+  for (const Member& x : c.members) (x.voter ? m.voters : m.learners).push_back(x.id);
   std::sort(m.voters.begin(), m.voters.end());
   std::sort(m.learners.begin(), m.learners.end());
+  for (const DiskPin& d : c.disks) m.disks[d.id] = d.disk;
   return m;
 }
 
-const EffMembership* membership_effect(const Entry& e) {
-  for (const Effect& x : e.effects)
-    if (const auto* m = std::get_if<EffMembership>(&x)) return m;
-  return nullptr;
+std::optional<EffConfiguration> configuration_effect(const Entry& e) {
+  for (const Effect& x : e.effects) {
+    if (const auto* m = std::get_if<EffMembership>(&x)) return EffConfiguration{m->members, {}, 1};
+    if (const auto* m = std::get_if<EffConfiguration>(&x)) return *m;
+  }
+  return std::nullopt;
 }
 
 // The first boot's configuration: every peer of QUEEN_RAFT_PEERS a voter; none for a node that
@@ -62,40 +69,54 @@ std::vector<Member> NodeImpl::bootstrap_members() const {
 // FORCE_RECOVER replaces it with this node alone, from the end of its own log.
 void NodeImpl::start_membership(raft::Config* rc, LogIndex last) {
   Cluster& c = *cluster;
-  std::vector<Member> members = store.membership();
+  EffConfiguration conf = store.configuration();
   LogIndex at = store.membership_index();
-  if (members.empty() && at.value == 0) members = bootstrap_members();
+  if (conf.members.empty() && at.value == 0) conf.members = bootstrap_members();
   if (config.force_recover == config.node_id) {
-    const Member* self = find_member(members, NodeId(config.node_id));
+    const Member* self = find_member(conf.members, NodeId(config.node_id));
     Member alone = self ? *self : Member{NodeId(config.node_id), true, "", ""};
     alone.voter = true;
-    members = {alone};
+    conf.members = {alone};
+    // The survivor is pinned to the disk it has now (it may be a copy of the lost one).
+    std::erase_if(conf.disks, [&](const DiskPin& d) { return d.id != alone.id; });
+    if (!conf.disks.empty()) conf.disks.front().disk = cluster->persisted.disk;
     at = last;
     c.force_recovering = true;
     env.log(LogLevel::warn, "QUEEN_RAFT_FORCE_RECOVER: this node is the only voter from entry " +
                                 std::to_string(last.value) + "; unset it once the node serves");
   }
-  rc->membership = to_raft(members);
+  rc->membership = to_raft(conf);
   rc->membership_index = at;
-  c.member_lists.clear();
-  c.member_lists[at.value] = std::move(members);
+  c.configs.clear();
+  c.configs[at.value] = std::move(conf);
 }
 
 // Configurations in the log past the store (written, not yet committed): in use already.
 void NodeImpl::recovered_membership(const Entry& e) {
   Cluster& c = *cluster;
-  const EffMembership* m = membership_effect(e);
-  if (!m || c.force_recovering || e.index.value <= c.member_lists.rbegin()->first) return;
-  c.member_lists[e.index.value] = m->members;
-  c.raft->on_membership_entry(e.index, to_raft(m->members));
+  auto m = configuration_effect(e);
+  if (!m || c.force_recovering || e.index.value <= c.configs.rbegin()->first) return;
+  c.raft->on_membership_entry(e.index, to_raft(*m));
+  c.configs[e.index.value] = std::move(*m);
 }
 
 // A follower wrote an entry from its leader: a configuration in it is in use from now on.
 void NodeImpl::follow_membership(const Entry& e) {
-  const EffMembership* m = membership_effect(e);
+  check_format(e);
+  auto m = configuration_effect(e);
   if (!m) return;
-  cluster->member_lists[e.index.value] = m->members;
-  cluster->raft->on_membership_entry(e.index, to_raft(m->members));
+  cluster->raft->on_membership_entry(e.index, to_raft(*m));
+  cluster->configs[e.index.value] = std::move(*m);
+}
+
+void NodeImpl::check_format(const Entry& e) {
+  uint32_t format = entry_format(e);
+  if (format <= config.format_max) return;
+  uint64_t n = ++stats.entries_unreadable;
+  if ((n & (n - 1)) == 0)
+    env.log(LogLevel::error, "entry " + std::to_string(e.index.value) + " is of cluster format " +
+                                 std::to_string(format) + ", above QUEEN_RAFT_FORMAT_MAX " +
+                                 std::to_string(config.format_max));
 }
 
 // After a truncation, a commit or a change: the lists Raft no longer keeps go, and the
@@ -103,17 +124,16 @@ void NodeImpl::follow_membership(const Entry& e) {
 void NodeImpl::settle_membership() {
   Cluster& c = *cluster;
   uint64_t in_use = c.raft->membership_index().value;
-  c.member_lists.erase(c.member_lists.upper_bound(in_use), c.member_lists.end());
-  auto committed = c.member_lists.upper_bound(c.raft->commit().value);
-  if (committed != c.member_lists.begin())
-    c.member_lists.erase(c.member_lists.begin(), std::prev(committed));
+  c.configs.erase(c.configs.upper_bound(in_use), c.configs.end());
+  auto committed = c.configs.upper_bound(c.raft->commit().value);
+  if (committed != c.configs.begin()) c.configs.erase(c.configs.begin(), std::prev(committed));
   // A node that joins knows no configuration until one reaches it: the environment keeps the
   // peers it was started with meanwhile.
-  if (c.member_lists.empty() || c.member_lists.rbegin()->second.empty() ||
-      c.reported_members == c.member_lists.rbegin()->first)
+  if (c.configs.empty() || c.configs.rbegin()->second.members.empty() ||
+      c.reported_members == c.configs.rbegin()->first)
     return;
-  c.reported_members = c.member_lists.rbegin()->first;
-  out.members(c.member_lists.rbegin()->second);
+  c.reported_members = c.configs.rbegin()->first;
+  out.members(c.configs.rbegin()->second.members);
 }
 
 MembershipReply NodeImpl::membership_view() const {
@@ -123,18 +143,32 @@ MembershipReply NodeImpl::membership_view() const {
   r.leader = leader_id();
   r.term = c.raft->term().value;
   r.commit = c.raft->commit().value;
-  r.index = c.member_lists.rbegin()->first;
+  const EffConfiguration& conf = c.configs.rbegin()->second;
+  r.index = c.configs.rbegin()->first;
   r.committed = r.index <= r.commit;
-  for (const Member& m : c.member_lists.rbegin()->second)
-    r.members.push_back(
-        MemberView{m.id, m.voter, m.raft_addr, m.http_addr, c.raft->match_of(m.id).value});
+  r.cluster_version = conf.cluster_version;
+  r.format_max = config.format_max;
+  r.fenced = c.raft->self_fenced();
+  raft::Membership m = to_raft(conf);
+  for (const Member& x : conf.members) {
+    MemberView v{x.id, x.voter, x.raft_addr, x.http_addr, c.raft->match_of(x.id).value};
+    v.disk = m.disk_of(x.id);
+    if (x.id.value == config.node_id) {
+      v.heard_disk = c.persisted.disk;
+      v.kinds = config.format_max;
+    } else if (auto id = c.raft->identity_of(x.id)) {
+      v.heard_disk = id->disk;
+      v.kinds = id->kinds;
+    }
+    r.members.push_back(std::move(v));
+  }
   return r;
 }
 
 // The configurations a command asks for, one voter changed per step; or why it is refused.
 std::optional<MembershipReply> NodeImpl::plan_membership(const MembershipCmd& cmd,
                                                          std::vector<std::vector<Member>>* steps) {
-  std::vector<Member> now = cluster->member_lists.rbegin()->second;
+  std::vector<Member> now = cluster->configs.rbegin()->second.members;
   auto step = [&](std::vector<Member> next) {
     steps->push_back(sorted(next));
     now = steps->back();
@@ -281,7 +315,7 @@ void NodeImpl::membership_step() {
       return send(Parked{h, Reply{membership_view()}});
     }
     if (!open.empty()) seal();
-    open.entry.effects.push_back(EffMembership{std::move(job.steps.front())});
+    open.entry.effects.push_back(configuration_for(std::move(job.steps.front())));
     job.steps.erase(job.steps.begin());
     ++open.commands;
     job.proposed_at = open.entry.index.value;
@@ -307,7 +341,60 @@ void NodeImpl::force_recover_step() {
   Cluster& c = *cluster;
   if (!c.force_recovering || !c.writable || c.job) return;
   c.force_recovering = false;
-  open.entry.effects.push_back(EffMembership{c.member_lists.rbegin()->second});
+  open.entry.effects.push_back(configuration_for(c.configs.rbegin()->second.members));
+  ++open.commands;
+  seal();
+  write_sealed();
+}
+
+Effect NodeImpl::configuration_for(std::vector<Member> members) const {
+  uint32_t version = cluster->configs.rbegin()->second.cluster_version;
+  if (version < 2) return EffMembership{std::move(members)};
+  return pinned_configuration(std::move(members), version);
+}
+
+EffConfiguration NodeImpl::pinned_configuration(std::vector<Member> members,
+                                                uint32_t version) const {
+  const Cluster& c = *cluster;
+  raft::Membership pinned = to_raft(c.configs.rbegin()->second);
+  EffConfiguration next{std::move(members), {}, version};
+  for (const Member& m : next.members) {
+    uint64_t disk = pinned.disk_of(m.id);
+    if (disk == 0 && m.id.value == config.node_id) disk = c.persisted.disk;
+    if (disk == 0)
+      if (auto id = c.raft->identity_of(m.id)) disk = id->disk;
+    if (disk != 0) next.disks.push_back(DiskPin{m.id, disk});
+  }
+  return next;
+}
+
+// The cluster version the members allow: the lowest format any of them reads (0 while one has
+// not been heard from since this leader started).
+static uint32_t readable_version(const NodeImpl& n, const EffConfiguration& conf) {
+  uint32_t v = n.config.format_max;
+  for (const Member& m : conf.members) {
+    if (m.id.value == n.config.node_id) continue;
+    auto id = n.cluster->raft->identity_of(m.id);
+    v = std::min(v, id ? id->kinds : 0u);
+  }
+  return v;
+}
+
+void NodeImpl::identity_tick() {
+  Cluster& c = *cluster;
+  if (config.cluster_version_ms <= 0 || !c.writable || c.job || c.force_recovering) return;
+  int64_t every = std::max<int64_t>(1, config.cluster_version_ms / config.raft_heartbeat_ms);
+  if (static_cast<int64_t>(++c.identity_ticks) < every) return;
+  c.identity_ticks = 0;
+  if (c.raft->check_change(c.raft->membership()) != raft::ChangeRefusal::none) return;
+  const EffConfiguration& now = c.configs.rbegin()->second;
+  uint32_t readable = config.mutants.ungated_version ? kFormatMax : readable_version(*this, now);
+  uint32_t version = std::max(now.cluster_version, std::min(readable, kFormatMax));
+  if (version < 2) return;
+  EffConfiguration next = pinned_configuration(now.members, version);
+  if (next == now) return;
+  if (!open.empty()) seal();
+  open.entry.effects.push_back(std::move(next));
   ++open.commands;
   seal();
   write_sealed();

@@ -3,6 +3,16 @@
 
 namespace queen {
 
+namespace {
+
+std::string hex_u64(uint64_t v) {
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<size_t>(i)] = "0123456789abcdef"[v & 15];
+  return out;
+}
+
+}  // namespace
+
 // -------------------------------------------------------------- cluster (Raft)
 // Leader: hands a sealed entry to Raft, which appends it at the next index.
 bool NodeImpl::propose(const Entry& e) {
@@ -16,10 +26,15 @@ bool NodeImpl::propose(const Entry& e) {
                      static_cast<unsigned long long>(e.index.value));
   c.cache.put(e.index, e.term, data);
   std::optional<LogIndex> idx;
-  if (const EffMembership* m = membership_effect(e)) {
-    raft::Membership next = to_raft(m->members);
+  auto conf = configuration_effect(e);
+  uint32_t version = conf ? conf->cluster_version : c.configs.rbegin()->second.cluster_version;
+  QUEEN_ASSERT(entry_format(e) <= version, "entry %llu is of a format the cluster may not read",
+               static_cast<unsigned long long>(e.index.value));
+  check_format(e);
+  if (conf) {
+    raft::Membership next = to_raft(*conf);
     if (c.raft->check_change(next) == raft::ChangeRefusal::none) {
-      c.member_lists[e.index.value] = m->members;
+      c.configs[e.index.value] = std::move(*conf);
       idx = c.raft->propose_membership(std::move(data), next);
     }
   } else {
@@ -223,6 +238,8 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   auto hs = load_hard_state(env, files);
   if (!hs.ok()) return hs.error();
   c.persisted = hs.value();
+  bool minted = c.persisted.disk == 0;
+  while (c.persisted.disk == 0) c.persisted.disk = env.random_u64();
   for (const auto& f : files) {
     if (f.name == "raft/hs.0") c.hs_file_exists[0] = true;
     if (f.name == "raft/hs.1") c.hs_file_exists[1] = true;
@@ -285,6 +302,8 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   c.commit = commit;
   raft::Config rc;
   rc.id = NodeId(config.node_id);
+  rc.disk = c.persisted.disk;
+  rc.kinds = config.format_max;
   start_membership(&rc, runs.last());
   rc.election_ticks = static_cast<uint32_t>(std::max<int64_t>(
       2, config.raft_election_ms / std::max<int64_t>(1, config.raft_heartbeat_ms)));
@@ -297,10 +316,16 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   rc.mutant_learner_in_quorum = config.mutants.learner_in_quorum;
   rc.mutant_changes_in_flight = config.mutants.changes_in_flight;
   rc.mutant_removed_leader_serves = config.mutants.removed_leader_serves;
+  rc.mutant_no_fence = config.mutants.no_fence;
   c.raft =
       std::make_unique<raft::Raft>(rc, raft::HardState{c.persisted.term, c.persisted.vote},
                                    std::move(runs), c.cache, LogIndex(commit), env_random, &env);
   if (rebased) c.raft->compact(base);
+  // A new disk id is durable before any message carries it.
+  if (minted) {
+    env.log(LogLevel::info, "a new disk: id " + hex_u64(c.persisted.disk));
+    persist_state();
+  }
   for (const auto& [index, f] : inflight) recovered_membership(f.entry);
   settle_membership();
   c.cache.fallback = [this](uint64_t index) -> std::optional<raft::LogEntry> {

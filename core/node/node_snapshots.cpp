@@ -159,6 +159,8 @@ void NodeImpl::send_transfer(raft::MsgType type, uint64_t to, LogIndex index, Te
   m.index = index;
   m.log_term = term;
   m.data = std::move(data);
+  m.disk = cluster->persisted.disk;  // as Raft stamps its own (the identity fence)
+  m.kinds = config.format_max;
   send_message(std::move(m));
 }
 

@@ -62,6 +62,10 @@ Bytes encode_message(const Message& m) {
   }
   w.u32(static_cast<uint32_t>(m.data.size()));
   w.raw(m.data.data(), m.data.size());
+  // The identity trailer: its length first, so that a later format may add fields after these.
+  w.u32(kIdentityTrailerBytes);
+  w.u64(m.disk);
+  w.u32(m.kinds);
   return out;
 }
 
@@ -101,10 +105,24 @@ bool decode_message(const uint8_t* data, size_t size, Message* m) {
     m->entries.push_back(std::move(e));
   }
   m->data = r.bytes(r.count(1));
+  m->disk = 0;
+  m->kinds = 0;
+  if (r.ok() && r.left() > 0) {  // a sender of format 2 or later
+    uint32_t trailer = r.u32();
+    if (trailer < kIdentityTrailerBytes || trailer != r.left()) return false;
+    m->disk = r.u64();
+    m->kinds = r.u32();
+    r.skip(trailer - kIdentityTrailerBytes);
+  }
   return r.ok() && r.left() == 0;
 }
 
 // ---------------------------------------------------------------------------- membership
+
+uint64_t Membership::disk_of(NodeId id) const {
+  auto it = disks.find(id);
+  return it == disks.end() ? 0 : it->second;
+}
 
 bool Membership::is_voter(NodeId id) const {
   return std::binary_search(voters.begin(), voters.end(), id);
@@ -172,6 +190,8 @@ void Raft::reset_election_timer() {
 
 void Raft::send(Message m) {
   m.from = cfg_.id;
+  m.disk = cfg_.disk;
+  m.kinds = cfg_.kinds;
   if (m.term.value == 0) m.term = hs_.term;
   ready_.messages.push_back(std::move(m));
 }
@@ -232,11 +252,36 @@ void Raft::track_members() {
 // have committed: its log may be the one the remaining voters need (counting only their votes,
 // it can win, replicate the change and then step down).
 bool Raft::may_campaign() const {
+  if (self_fenced()) return false;
   if (self_voter()) return true;
   return confs_.size() >= 2 && std::prev(confs_.end(), 2)->second.is_voter(cfg_.id);
 }
 
+// A member whose latest message came from a disk other than its pinned one.
+bool Raft::peer_fenced(NodeId peer) const {
+  uint64_t pinned = membership().disk_of(peer);
+  if (pinned == 0 || cfg_.mutant_no_fence) return false;
+  auto it = identities_.find(peer);
+  return it != identities_.end() && it->second.disk != pinned;
+}
+
+// A pinned member that speaks from another disk than before is another server: what its
+// former disk acknowledged is forgotten, so that it counts again only once its pinned disk
+// answers anew.
+void Raft::note_identity(const Message& m) {
+  PeerIdentity& id = identities_[m.from];
+  bool moved = id.disk != 0 && id.disk != m.disk && membership().disk_of(m.from) != 0;
+  id = PeerIdentity{m.disk, m.kinds};
+  auto it = progress_.find(m.from);
+  if (!moved || it == progress_.end()) return;
+  it->second.match = LogIndex(0);
+  it->second.acked_tick = 0;
+  it->second.next = last_index().next();
+  it->second.inflight = 0;
+}
+
 bool Raft::counted(NodeId peer) const {
+  if (peer_fenced(peer)) return false;
   return membership().is_voter(peer) ||
          (cfg_.mutant_learner_in_quorum && membership().is_learner(peer));
 }
@@ -316,6 +361,7 @@ void Raft::handle_vote_request(const Message& m) {
                   election_elapsed_ < cfg_.election_ticks;
   bool can_vote = hs_.vote == m.from || (!hs_.vote && !leader_.has_value()) ||
                   (pre && m.term > hs_.term) || cfg_.mutant_vote_twice;
+  can_vote = can_vote && !self_fenced();
   Message r;
   r.type = pre ? MsgType::pre_vote_resp : MsgType::vote_resp;
   r.to = m.from;
@@ -573,8 +619,24 @@ LogIndex Raft::match_of(NodeId id) const {
 
 bool Raft::recently_heard(NodeId id) const {
   auto it = progress_.find(id);
-  return role_ == Role::leader && it != progress_.end() && it->second.answered_tick != 0 &&
-         ticks_ - it->second.answered_tick < cfg_.election_ticks;
+  return role_ == Role::leader && !peer_fenced(id) && it != progress_.end() &&
+         it->second.answered_tick != 0 && ticks_ - it->second.answered_tick < cfg_.election_ticks;
+}
+
+bool Raft::fenced(const Message& m) const {
+  uint64_t pinned = membership().disk_of(m.from);
+  return pinned != 0 && m.disk != pinned && !cfg_.mutant_no_fence;
+}
+
+bool Raft::self_fenced() const {
+  uint64_t pinned = membership().disk_of(cfg_.id);
+  return pinned != 0 && pinned != cfg_.disk && !cfg_.mutant_no_fence;
+}
+
+std::optional<PeerIdentity> Raft::identity_of(NodeId id) const {
+  auto it = identities_.find(id);
+  if (it == identities_.end()) return std::nullopt;
+  return it->second;
 }
 
 ChangeRefusal Raft::check_change(const Membership& next) const {
@@ -624,7 +686,7 @@ std::optional<NodeId> Raft::most_caught_up() const {
   std::optional<NodeId> best;
   LogIndex best_match;
   for (const auto& [peer, pr] : progress_) {
-    if (!membership().is_voter(peer)) continue;
+    if (!membership().is_voter(peer) || peer_fenced(peer)) continue;
     if (!best || pr.match > best_match) {
       best = peer;
       best_match = pr.match;
@@ -634,7 +696,9 @@ std::optional<NodeId> Raft::most_caught_up() const {
 }
 
 bool Raft::transfer_leadership(NodeId to) {
-  if (role_ != Role::leader || !progress_.contains(to) || !membership().is_voter(to)) return false;
+  if (role_ != Role::leader || !progress_.contains(to) || !membership().is_voter(to) ||
+      peer_fenced(to))
+    return false;
   transfer_to_ = to;
   if (progress_.at(to).match == last_index()) {
     Message t;
@@ -648,6 +712,15 @@ bool Raft::transfer_leadership(NodeId to) {
 }
 
 void Raft::step(const Message& m) {
+  if (membership().is_member(m.from)) note_identity(m);
+  if (fenced(m)) {
+    ++stats_.fenced;
+    // A fenced follower still gets the log (so that it is ready when added back), but nothing
+    // it says counts: its answers move only its own replication.
+    if (m.type == MsgType::append_resp && role_ == Role::leader && m.term == hs_.term)
+      handle_append_response(m);
+    return;
+  }
   bool vote_kind = m.type == MsgType::vote || m.type == MsgType::pre_vote;
   if (m.term > hs_.term) {
     bool pre_kind = m.type == MsgType::pre_vote || (m.type == MsgType::pre_vote_resp && !m.reject);

@@ -82,6 +82,11 @@ struct Message {
   // proves the follower took the sender as leader no earlier than that tick (leader lease).
   uint64_t ctx = 0;
   Bytes data;  // snapshot_chunk, snapshot_ack: the transfer's own encoding
+  // The sender's identity, in every message (a trailer that decoders from format 2 on read, and
+  // that they skip beyond the fields they know): the id of its disk, minted when its data
+  // folder was created, and the highest cluster format it reads. 0 for a sender that sent none.
+  uint64_t disk = 0;
+  uint32_t kinds = 0;
   bool operator==(const Message&) const = default;
 };
 
@@ -89,6 +94,8 @@ struct Message {
 // 2^48): a message past them is malformed, so term and index arithmetic can never wrap.
 constexpr uint64_t kTermMax = 1ull << 48;
 constexpr uint64_t kLogIndexMax = 1ull << 62;
+// The identity trailer's fields (disk, kinds); a longer trailer is a later format's.
+constexpr uint32_t kIdentityTrailerBytes = 12;
 
 Bytes encode_message(const Message& m);
 // False for bytes that are not a message.
@@ -122,10 +129,15 @@ class TermRuns {
   LogIndex last_;
 };
 
-// Who is counted (voters) and who only follows (learners); both sorted, disjoint.
+// Who is counted (voters) and who only follows (learners); both sorted, disjoint. `disks` pins
+// the disk a member was admitted with: its messages from any other disk are dropped (the
+// identity fence), and a member whose own disk is not the pinned one neither campaigns nor
+// votes. A member without a pin is not fenced.
 struct Membership {
   std::vector<NodeId> voters;
   std::vector<NodeId> learners;
+  std::map<NodeId, uint64_t> disks;
+  uint64_t disk_of(NodeId id) const;
   bool is_voter(NodeId id) const;
   bool is_learner(NodeId id) const;
   bool is_member(NodeId id) const { return is_voter(id) || is_learner(id); }
@@ -145,6 +157,8 @@ const char* to_string(ChangeRefusal r);
 
 struct Config {
   NodeId id;
+  uint64_t disk = 0;   // this node's disk id (stamped on every message)
+  uint32_t kinds = 1;  // the highest cluster format this node reads (stamped on every message)
   // The latest committed configuration the caller holds (its store's), at membership_index
   // (0: the first boot's). Later, uncommitted ones come through on_membership_entry.
   Membership membership;
@@ -164,6 +178,7 @@ struct Config {
   bool mutant_learner_in_quorum = false;      // a learner's match counts towards commit
   bool mutant_changes_in_flight = false;      // a change is proposed before the last commits
   bool mutant_removed_leader_serves = false;  // a leader removed by a committed change leads on
+  bool mutant_no_fence = false;               // a disk other than the pinned one counts
 };
 
 struct HardState {
@@ -188,6 +203,14 @@ struct Stats {
   uint64_t pre_vote_rejections = 0;
   uint64_t leaderships = 0;
   uint64_t step_downs_check_quorum = 0;
+  uint64_t fenced = 0;  // messages dropped: their sender's disk is not the one pinned
+};
+
+// What a member last said of itself (Message::disk and kinds).
+struct PeerIdentity {
+  uint64_t disk = 0;
+  uint32_t kinds = 0;
+  bool operator==(const PeerIdentity&) const = default;
 };
 
 class Raft {
@@ -215,6 +238,15 @@ class Raft {
   LogIndex match_of(NodeId id) const;
   // Leader: whether `id` answered within the last election timeout.
   bool recently_heard(NodeId id) const;
+  // Whether `m` comes from a member's disk other than the one its configuration pins. Such a
+  // message is dropped, except a follower's answer to appends, which moves its replication
+  // (a fenced member still gets the log) but is never counted.
+  bool fenced(const Message& m) const;
+  // Whether this node's own disk is not the one its configuration pins for it: it was wiped or
+  // swapped, and takes no part in elections until it is removed and added back.
+  bool self_fenced() const;
+  // The identity a member last sent (from any message taken since this process started).
+  std::optional<PeerIdentity> identity_of(NodeId id) const;
   // The caller made entries up to `index` durable (leader: its own sync completed).
   void on_persisted(LogIndex index);
   // The caller can no longer read entries up to `upto` (committed): a follower that needs one
@@ -274,6 +306,8 @@ class Raft {
   bool self_voter() const { return membership().is_voter(cfg_.id); }
   bool may_campaign() const;
   bool counted(NodeId peer) const;  // its match and answers count towards a majority
+  bool peer_fenced(NodeId peer) const;
+  void note_identity(const Message& m);
   // Progress for every member but this node, kept for those already tracked.
   void track_members();
   // After a commit: forget configurations the newest committed one replaced, and step down
@@ -321,6 +355,7 @@ class Raft {
   std::optional<NodeId> transfer_to_;
   // Configurations by the index of their entry: the newest committed one and every later one.
   std::map<LogIndex, Membership> confs_;
+  std::map<NodeId, PeerIdentity> identities_;
   Ready ready_;
   bool hs_dirty_ = false;
   LogIndex reported_commit_;

@@ -47,6 +47,12 @@ void encode_entry(const Entry& entry, ByteWriter& w) {
   for (const auto& e : entry.effects) encode_effect(w, e);
 }
 
+uint32_t entry_format(const Entry& e) {
+  for (const Effect& x : e.effects)
+    if (std::holds_alternative<EffConfiguration>(x)) return 2;
+  return 1;
+}
+
 Bytes encode_entry(const Entry& entry) {
   Bytes out;
   ByteWriter w(&out);

@@ -247,12 +247,33 @@ struct EffMembership {
   bool operator==(const EffMembership&) const = default;
 };
 
+// The disk a member was admitted with (core/raft/raft.h, Membership::disks).
+struct DiskPin {
+  NodeId id;
+  uint64_t disk = 0;
+  bool operator==(const DiskPin&) const = default;
+};
+
+// Cluster format 2's configuration: EffMembership's members, the disks they are pinned to (the
+// identity fence), and the cluster format version, which only rises. Written only once every
+// member reads format 2 (core/node/node_membership.cpp raises the version when they all do).
+struct EffConfiguration {
+  std::vector<Member> members;
+  std::vector<DiskPin> disks;  // sorted by id, members only
+  uint32_t cluster_version = 1;
+  bool operator==(const EffConfiguration&) const = default;
+};
+
+// The highest cluster format this build reads and writes. 1: everything before EffConfiguration
+// (and a Raft message without its identity trailer); 2: EffConfiguration.
+constexpr uint32_t kFormatMax = 2;
+
 using Effect =
     std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,
                  EffGroupMeta, EffDlq, EffKvPut, EffKvDelete, EffTimerPut, EffTimerDelete,
                  EffDlqRemove, EffCursorDelete, EffGroupMetaDelete, EffDeleteQueue,
                  EffMessageDelete, EffRequestOutcome, EffTimerDlq, EffTrace, EffRetention,
-                 EffPartitionDelete, EffTraceTrim, EffMembership>;
+                 EffPartitionDelete, EffTraceTrim, EffMembership, EffConfiguration>;
 
 struct Entry {
   LogIndex index;
@@ -261,6 +282,9 @@ struct Entry {
   std::vector<Effect> effects;
   bool operator==(const Entry&) const = default;
 };
+
+// The lowest cluster format that reads `e` (a node of a lower one could not decode it).
+uint32_t entry_format(const Entry& e);
 
 // One effect's binary form (a tag, then its walk), as in an entry record; the store
 // checkpoint reuses it for rows shaped like effects. put_binary/get_binary are the same for

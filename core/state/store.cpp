@@ -280,7 +280,13 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
     } else if (auto* e = std::get_if<EffRetention>(&eff)) {
       apply_retention(*e);
     } else if (auto* e = std::get_if<EffMembership>(&eff)) {
-      membership_ = e->members;
+      configuration_.members = e->members;
+      configuration_.disks.clear();  // format 1 pins none
+      membership_index_ = entry.index;
+    } else if (auto* e = std::get_if<EffConfiguration>(&eff)) {
+      uint32_t version = std::max(configuration_.cluster_version, e->cluster_version);
+      configuration_ = *e;
+      configuration_.cluster_version = version;
       membership_index_ = entry.index;
     } else if (auto* e = std::get_if<EffTraceTrim>(&eff)) {
       while (!traces_.empty() && traces_.front().created_us < e->before_us) traces_.pop_front();

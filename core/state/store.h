@@ -179,9 +179,10 @@ class Store {
   // How many append rows point into each log file: a file none points at holds no payload
   // the store still needs.
   const std::map<LogFileKey, uint64_t>& file_refs() const { return file_refs_; }
-  // The cluster's configuration as the newest applied EffMembership left it (empty: none yet,
-  // the first boot's peer list holds), and that entry's index.
-  const std::vector<Member>& membership() const { return membership_; }
+  // The cluster's configuration as the newest applied EffMembership or EffConfiguration left
+  // it (no members: none yet, the first boot's peer list holds), and that entry's index.
+  const std::vector<Member>& membership() const { return configuration_.members; }
+  const EffConfiguration& configuration() const { return configuration_; }
   LogIndex membership_index() const { return membership_index_; }
 
   // The checkpoint body: the whole store (derived indexes are rebuilt on decode), so that
@@ -220,7 +221,7 @@ class Store {
   void delete_message(const EffMessageDelete& e);
 
   LogIndex applied_;
-  std::vector<Member> membership_;
+  EffConfiguration configuration_;
   LogIndex membership_index_;
   int64_t last_now_us_ = 0;
   uint64_t queue_ids_ = 0;  // ids minted so far (never reused)

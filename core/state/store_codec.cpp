@@ -20,7 +20,9 @@ namespace queen {
 namespace {
 
 // Format 2 adds the cluster's membership after the traces; format 1 (without it) is still read.
-constexpr uint32_t kStoreFormat = 2;
+// Format 3 has it as EffConfiguration (pinned disks, cluster version): written only once the
+// cluster version is 2, so that a snapshot reaches no node that cannot read it.
+constexpr uint32_t kStoreFormat = 3;
 
 void put_count(ByteWriter& w, uint64_t n) {
   QUEEN_ASSERT(n <= UINT32_MAX, "a store table fits a 32-bit count");
@@ -229,7 +231,7 @@ void Store::encode_outcomes(ByteWriter& w, LogIndex base) const {
 }
 
 void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const {
-  w.u32(kStoreFormat);
+  w.u32(configuration_.cluster_version >= 2 ? kStoreFormat : 2);
   w.u64(applied_.value);
   w.i64(last_now_us_);
   w.u64(queue_ids_);
@@ -277,14 +279,17 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
     w.boundary();
   }
   w.u64(membership_index_.value);
-  encode_effect(w, EffMembership{membership_});
+  if (configuration_.cluster_version >= 2) {
+    encode_effect(w, configuration_);
+  } else {
+    encode_effect(w, EffMembership{configuration_.members});
+  }
 }
 
 Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id) {
   Store s;
   uint32_t format = r.u32();
-  if (format != kStoreFormat && format != 1)
-    return make_error(Errc::corrupt, "unknown store format");
+  if (format < 1 || format > kStoreFormat) return make_error(Errc::corrupt, "unknown store format");
   s.applied_ = LogIndex(r.u64());
   s.last_now_us_ = r.i64();
   s.queue_ids_ = r.u64();
@@ -339,10 +344,13 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     EffTrace t;
     if (get_as(r, &t)) s.traces_.push_back(TraceRow{std::move(t), created_us});
   });
-  if (format >= 2) {
+  if (format == 2) {
     s.membership_index_ = LogIndex(r.u64());
     EffMembership m;
-    if (get_as(r, &m)) s.membership_ = std::move(m.members);
+    if (get_as(r, &m)) s.configuration_.members = std::move(m.members);
+  } else if (format == 3) {
+    s.membership_index_ = LogIndex(r.u64());
+    get_as(r, &s.configuration_);
   }
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "store checkpoint framing");
   s.rebuild_indexes();
@@ -372,7 +380,7 @@ bool Store::operator==(const Store& o) const {
          dlq_ == o.dlq_ && kv_ == o.kv_ && kv_expiries_ == o.kv_expiries_ && timers_ == o.timers_ &&
          timers_due_ == o.timers_due_ && outcomes_ == o.outcomes_ &&
          outcome_expiry_ == o.outcome_expiry_ && outcome_bytes_ == o.outcome_bytes_ &&
-         traces_ == o.traces_ && file_refs_ == o.file_refs_ && membership_ == o.membership_ &&
+         traces_ == o.traces_ && file_refs_ == o.file_refs_ && configuration_ == o.configuration_ &&
          membership_index_ == o.membership_index_;
 }
 

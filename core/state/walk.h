@@ -132,6 +132,14 @@ template <class C>
 void walk(C& c, EffMembership& x) {
   c(x.members);
 }
+template <class C>
+void walk(C& c, DiskPin& x) {
+  c(x.id, x.disk);
+}
+template <class C>
+void walk(C& c, EffConfiguration& x) {
+  c(x.members, x.disks, x.cluster_version);
+}
 
 // ---- store checkpoint rows ----
 

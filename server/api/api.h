@@ -46,8 +46,6 @@ constexpr int64_t kLeaseExtendSecondsMax = 86400;
 constexpr uint32_t kDlqLimitMax = 10000;
 constexpr const char* kQueueModeGroup = "__QUEUE_MODE__";
 constexpr const char* kVersion = "0.1.0";
-// The on-disk and wire format this node writes and reads (health's clusterVersion and kinds).
-constexpr uint32_t kClusterFormatVersion = 1;
 constexpr size_t kTraceNamesMax = 16;  // names on one trace
 constexpr size_t kTraceNameBytesMax = 255;
 constexpr uint32_t kTraceQueryLimitMax = 10000;

@@ -2,6 +2,8 @@
 // POST .../promote, PUT .../voters and DELETE .../members/:id. A refusal answers
 // {ok:false, code, error}: 400 for what the request says, 409 for what the cluster's state
 // forbids now, 503 leader_unreachable, 504 timeout (?timeoutMs=, 30 s by default).
+#include <cstdio>
+
 #include "server/api/common.h"
 
 namespace queen::server {
@@ -116,12 +118,22 @@ Parsed parse_membership(std::string_view method, std::string_view what, const st
   return p;
 }
 
+// A disk id as 16 hex digits ("" for none): JSON numbers lose precision past 2^53.
+std::string disk_text(uint64_t disk) {
+  if (disk == 0) return "";
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(disk));
+  return buf;
+}
+
 HttpAnswer render_body(const MembershipReply& r, RenderAs) {
   if (!r.code.empty()) return refusal(status_of(r.code), r.code, r.error);
   JsonWriter w;
   w.begin_object().key("ok").boolean(true).key("clusterId").string(r.cluster_id);
   w.key("leader").number(r.leader).key("term").number(r.term).key("commit").number(r.commit);
   w.key("configIndex").number(r.index).key("committed").boolean(r.committed);
+  w.key("clusterVersion").number(r.cluster_version).key("formatMax").number(r.format_max);
+  w.key("fenced").boolean(r.fenced);
   uint64_t leader_match = 0;
   for (const MemberView& m : r.members)
     if (m.id.value == r.leader) leader_match = m.match;
@@ -132,6 +144,11 @@ HttpAnswer render_body(const MembershipReply& r, RenderAs) {
     w.key("raft").string(m.raft_addr).key("http").string(m.http_addr);
     w.key("match").number(m.match);
     w.key("lag").number(leader_match - std::min(leader_match, m.match));
+    // The identity fence: the disk it is pinned to, the one it last spoke from, and whether
+    // those differ (its messages are dropped until it is removed and added back).
+    w.key("disk").string(disk_text(m.disk)).key("heardDisk").string(disk_text(m.heard_disk));
+    w.key("fenced").boolean(m.disk != 0 && m.heard_disk != 0 && m.disk != m.heard_disk);
+    w.key("formatMax").number(m.kinds);
     w.end_object();
   }
   w.end_array().end_object();

@@ -21,9 +21,13 @@ HttpAnswer render_body(const HealthReply& reply, RenderAs) {
   w.key("commit").number(reply.commit_index);
   w.key("lag").number(reply.commit_index - std::min(reply.commit_index, reply.applied_index));
   w.key("storageReady").boolean(true);
-  // One on-disk and wire format so far: every node reads it, and the cluster runs it.
-  w.key("clusterVersion").number(kClusterFormatVersion);
-  w.key("kinds").begin_array().number(kClusterFormatVersion).end_array();
+  // The cluster format entries are written in, and the formats this node reads (1 up to its
+  // QUEEN_RAFT_FORMAT_MAX); `fenced`: its disk is not the one the cluster admitted it with.
+  w.key("clusterVersion").number(reply.cluster_version);
+  w.key("kinds").begin_array();
+  for (uint32_t k = 1; k <= reply.format_max; ++k) w.number(k);
+  w.end_array();
+  w.key("fenced").boolean(reply.fenced);
   w.key("apply").begin_object().key("failure").number(0).key("skipped").number(0).end_object();
   w.end_object();
   w.key("queues").number(reply.queues);

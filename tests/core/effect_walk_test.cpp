@@ -78,7 +78,7 @@ TEST(EffectWalk, EffectTagsAreTheirIndexPlusOne) {
   ASSERT_FALSE(b.empty());
   EXPECT_EQ(b[0], 1);
   b.clear();
-  encode_effect(w, EffMembership{});
+  encode_effect(w, EffConfiguration{});
   EXPECT_EQ(b[0], std::variant_size_v<Effect>);
   Bytes bad = {0};
   ByteReader r(bad.data(), bad.size());

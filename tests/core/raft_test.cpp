@@ -259,11 +259,33 @@ TEST(RaftMessage, CodecRoundTrip) {
   m.force = true;
   m.entries = {LogEntry{LogIndex(5), Term(3), Bytes{1, 2, 3}}, LogEntry{LogIndex(6), Term(3), {}}};
   m.data = Bytes{7, 8};
+  m.disk = 0x1234567890abcdefull;
+  m.kinds = 2;
   Bytes b = encode_message(m);
   Message d;
   ASSERT_TRUE(decode_message(b.data(), b.size(), &d));
   EXPECT_EQ(d, m);
-  for (size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(decode_message(b.data(), n, &d)) << n;
+  // Cut anywhere, the message is refused, except right before the identity trailer: that is a
+  // message of format 1, which carries none.
+  size_t trailer = 4 + kIdentityTrailerBytes;
+  for (size_t n = 0; n < b.size(); ++n) {
+    bool decoded = decode_message(b.data(), n, &d);
+    EXPECT_EQ(decoded, n == b.size() - trailer) << n;
+  }
+  Message old = m;
+  old.disk = 0;
+  old.kinds = 0;
+  ASSERT_TRUE(decode_message(b.data(), b.size() - trailer, &d));
+  EXPECT_EQ(d, old);
+  // A later format's longer trailer: the fields known are read, the rest skipped.
+  Bytes longer(b.begin(), b.end() - trailer);
+  ByteWriter w(&longer);
+  w.u32(kIdentityTrailerBytes + 3);
+  w.u64(m.disk);
+  w.u32(m.kinds);
+  for (uint8_t x : {9, 9, 9}) w.u8(x);
+  ASSERT_TRUE(decode_message(longer.data(), longer.size(), &d));
+  EXPECT_EQ(d, m);
 }
 
 // A forged term or index at the top of the range would wrap on the next election or append:

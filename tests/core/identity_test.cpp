@@ -1,0 +1,162 @@
+// The identity fence and the cluster format version, on in-memory clusters: a voter whose disk
+// was wiped comes back under its old id and is neither counted nor voted for until it is
+// removed and added back; the leader raises the cluster version only once every member reads
+// it, and pins each member's disk once it does.
+#include <gtest/gtest.h>
+
+#include "tests/core/test_cluster.h"
+
+namespace queen::testing {
+namespace {
+
+void fast_identity(NodeConfig& c) {
+  c.cluster_version_ms = 50;
+}
+
+std::optional<MembershipReply> view(TestCluster& c, int i) {
+  auto r = c.membership(i, MembershipCmd{});
+  const auto* m = as<MembershipReply>(r);
+  if (m == nullptr) return std::nullopt;
+  return *m;
+}
+
+const MemberView* member(const MembershipReply& r, int i) {
+  for (const MemberView& m : r.members)
+    if (m.id.value == static_cast<uint64_t>(i) + 1) return &m;
+  return nullptr;
+}
+
+// Every member pinned to the disk it speaks from, at cluster version 2.
+bool all_pinned(TestCluster& c, int leader) {
+  auto v = view(c, leader);
+  if (!v || v->cluster_version != 2) return false;
+  for (const MemberView& m : v->members)
+    if (m.disk == 0 || m.disk != m.heard_disk) return false;
+  return true;
+}
+
+bool fenced(TestCluster& c, int leader, int i) {
+  auto v = view(c, leader);
+  const MemberView* m = v ? member(*v, i) : nullptr;
+  return m != nullptr && m->disk != 0 && m->heard_disk != 0 && m->disk != m->heard_disk;
+}
+
+struct Wiped {
+  int leader = -1;
+  int wiped = -1;
+  int other = -1;
+};
+
+// A pinned cluster of three whose follower `wiped` restarted on an empty disk.
+Wiped wipe_a_pinned_follower(TestCluster& c) {
+  Wiped w;
+  EXPECT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  w.leader = c.leader();
+  EXPECT_TRUE(c.run_until(3000, [&] { return all_pinned(c, w.leader); }));
+  EXPECT_NE(as<PushReply>(c.push(w.leader, "before")), nullptr);
+  w.wiped = (w.leader + 1) % 3;
+  w.other = (w.leader + 2) % 3;
+  c.crash(w.wiped);
+  c.wipe(w.wiped);
+  c.start(w.wiped);
+  EXPECT_TRUE(c.run_until(2000, [&] { return fenced(c, w.leader, w.wiped); }));
+  return w;
+}
+
+TEST(IdentityFence, AWipedVoterIsNotCountedUntilRemovedAndAddedBack) {
+  TestCluster c(3, fast_identity);
+  Wiped w = wipe_a_pinned_follower(c);
+  // It still gets the log, and learns that it is fenced: it never campaigns.
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.node(w.wiped).raft_view().fenced; }));
+  uint64_t term = c.node(w.wiped).raft_view().term;
+  EXPECT_GT(c.node(w.leader).stats().raft_messages_fenced, 0u);
+  // With the other follower down, the leader and the wiped disk are no majority.
+  c.crash(w.other);
+  EXPECT_EQ(as<PushReply>(c.push(w.leader, "unsafe", 1000)), nullptr);
+  EXPECT_EQ(c.node(w.wiped).raft_view().role, std::string("follower"));
+  EXPECT_LE(c.node(w.wiped).raft_view().term, term + 1);
+  c.start(w.other);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  ASSERT_NE(l, w.wiped);
+  // The runbook: remove it, add it back as a learner, promote it.
+  MembershipCmd remove{MembershipOp::remove, {NodeId(w.wiped + 1)}, NodeId(0), "", ""};
+  ASSERT_NE(as<MembershipReply>(c.membership(l, remove)), nullptr);
+  MembershipCmd add{MembershipOp::add_learner, {}, NodeId(w.wiped + 1), "r:1", "h:1"};
+  auto added = c.membership(l, add);
+  ASSERT_NE(as<MembershipReply>(added), nullptr);
+  EXPECT_EQ(as<MembershipReply>(added)->code, "");
+  ASSERT_TRUE(c.run_until(3000, [&] { return all_pinned(c, l); }));
+  MembershipCmd promote{MembershipOp::promote, {NodeId(w.wiped + 1)}, NodeId(0), "", ""};
+  auto promoted = c.membership(l, promote, 3000);
+  ASSERT_NE(as<MembershipReply>(promoted), nullptr);
+  ASSERT_EQ(as<MembershipReply>(promoted)->code, "");
+  // Now it counts: the leader and the re-added node commit without the third.
+  int third = 3 - l - w.wiped;
+  c.crash(third);
+  EXPECT_NE(as<PushReply>(c.push(l, "counted", 1000)), nullptr);
+}
+
+// The planted bug: without the fence, the wiped disk is counted, and the push the test above
+// refuses commits on a single durable copy.
+TEST(IdentityFence, WithoutTheFenceTheWipedDiskIsCounted) {
+  TestCluster c(3, [](NodeConfig& n) {
+    fast_identity(n);
+    n.mutants.no_fence = true;
+  });
+  EXPECT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  EXPECT_TRUE(c.run_until(3000, [&] {
+    auto v = view(c, l);
+    return v && v->cluster_version == 2;
+  }));
+  int f = (l + 1) % 3;
+  c.crash(f);
+  c.wipe(f);
+  c.start(f);
+  c.crash((l + 2) % 3);
+  EXPECT_NE(as<PushReply>(c.push(l, "unsafe", 1000)), nullptr);
+}
+
+TEST(ClusterVersion, RisesOnlyOnceEveryMemberReadsIt) {
+  // An older build stands in for node 3 (started again before any time passed): the version of
+  // a new cluster with it stays 1, and no disk is pinned.
+  TestCluster old(3, fast_identity);
+  old.format_max[2] = 1;
+  old.crash(2);
+  old.wipe(2);
+  old.start(2);
+  ASSERT_TRUE(old.run_until(2000, [&] { return old.leader() >= 0; }));
+  old.run_ms(1000);
+  int l = old.leader();
+  auto v = view(old, l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->cluster_version, 1u);
+  for (const MemberView& m : v->members) EXPECT_EQ(m.disk, 0u) << m.id.value;
+  ASSERT_NE(as<PushReply>(old.push(l, "mixed")), nullptr);
+  // Node 3 is upgraded (restarted on the new build): the version rises, the disks are pinned,
+  // and no node was ever sent an entry it could not read.
+  old.format_max.erase(2);
+  old.crash(2);
+  old.start(2);
+  ASSERT_TRUE(
+      old.run_until(3000, [&] { return old.leader() >= 0 && all_pinned(old, old.leader()); }));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(old.node(i).stats().entries_unreadable, 0u) << i;
+}
+
+// The planted bug: a leader that raises the version without asking sends node 3 an entry it
+// cannot read.
+TEST(ClusterVersion, AnUngatedRaiseIsCaught) {
+  TestCluster c(3, [](NodeConfig& n) {
+    fast_identity(n);
+    n.mutants.ungated_version = true;
+  });
+  c.format_max[2] = 1;
+  c.crash(2);
+  c.wipe(2);
+  c.start(2);
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.node(2).stats().entries_unreadable > 0; }));
+}
+
+}  // namespace
+}  // namespace queen::testing
