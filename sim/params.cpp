@@ -83,6 +83,11 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   c.mutants.learner_in_quorum = mutant == Mutant::learner_in_quorum;
   c.mutants.changes_in_flight = mutant == Mutant::changes_in_flight;
   c.mutants.removed_leader_serves = mutant == Mutant::removed_leader_serves;
+  c.mutants.no_fence = mutant == Mutant::no_fence;
+  // Two changes in flight are searched for with the voter-change rule alone (no identity round
+  // adding configurations beside the operator's): seed 254 is the first in 1-300.
+  if (mutant == Mutant::changes_in_flight) c.cluster_version_ms = 0;
+  c.mutants.ungated_version = mutant == Mutant::ungated_version;
   c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
   return c;
 }
@@ -179,6 +184,8 @@ const FaultRow kFaults[] = {
     QUEEN_FAULT("long-outage", faults.long_outage_per_mille, "snapshots_installed"),
     QUEEN_FAULT("graceful-stop", faults.graceful_stop_per_100k_events, "graceful_stops"),
     QUEEN_FAULT("membership", faults.membership_per_100k_events, "membership_changes"),
+    QUEEN_FAULT("wipe", faults.wipe_per_100k_events, "disk_wipes"),
+    QUEEN_FAULT("older-build", faults.older_build, "upgrades"),
 };
 #undef QUEEN_FAULT
 
@@ -243,6 +250,10 @@ constexpr MutantRow kMutants[] = {
     {Mutant::changes_in_flight, "changes-in-flight", "2"},
     // a leader demoted by a committed change leads on
     {Mutant::removed_leader_serves, "removed-leader-serves", "2"},
+    // a wiped disk counted: a leader lacks what the disk had acknowledged before
+    {Mutant::no_fence, "no-fence", "2"},
+    // a node of an older build is sent an entry it cannot read
+    {Mutant::ungated_version, "ungated-version", "2"},
 };
 
 const MutantRow* mutant_row(Mutant m) {
@@ -267,6 +278,25 @@ const char* mutant_name(Mutant m) {
 const char* mutant_invariant(Mutant m) {
   const MutantRow* r = mutant_row(m);
   return r ? r->invariant : "";
+}
+
+// The identity faults, from a stream of their own (so the draws before stay what they were):
+// wiped disks, and a node of an older build upgraded during the run.
+void choose_identity(uint64_t seed, Mutant mutant, RunParams* p) {
+  Rng r = Rng::stream(seed, "params-identity");
+  FaultParams& f = p->faults;
+  // The membership mutants aim at the operator's voter changes, which a wipe holds back.
+  if (mutant == Mutant::learner_in_quorum || mutant == Mutant::changes_in_flight ||
+      mutant == Mutant::removed_leader_serves)
+    return;
+  bool wipes = r.per_mille(300) || mutant == Mutant::no_fence;
+  if (wipes) f.wipe_per_100k_events = static_cast<uint32_t>(r.range(20, 200));
+  if (mutant == Mutant::no_fence) f.wipe_per_100k_events = 400;
+  f.readmit_delay_ms = r.range(500, 4000);
+  if (r.per_mille(300) || mutant == Mutant::ungated_version) {
+    f.older_build = static_cast<uint32_t>(r.range(1, p->nodes));
+    f.upgrade_after_ms = r.range(1000, p->safety_ms);
+  }
 }
 
 RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
@@ -309,7 +339,11 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
     if ((members.per_mille(500) && mutant != Mutant::no_foreign_lease_grace) || aimed)
       p.faults.membership_per_100k_events = static_cast<uint32_t>(members.range(50, 500));
     if (aimed) p.partition_per_100k_events = std::max<uint32_t>(p.partition_per_100k_events, 40);
+    // The planted membership bugs show only while a change is under way: changes come often.
+    if (aimed)
+      p.faults.membership_per_100k_events = static_cast<uint32_t>(members.range(2000, 5000));
   }
+  if (nodes > 1) choose_identity(seed, mutant, &p);
   return p;
 }
 
@@ -370,6 +404,11 @@ std::string RunParams::describe() const {
         (unsigned long long)node.snapshot_chunk_bytes, (long long)node.raft_purge_hold_ms);
     for (const ClockModel& c : node_clocks)
       s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
+    s += strf(
+        " membership_per_100k_events=%u wipe_per_100k_events=%u readmit_delay_ms=%lld "
+        "older_build=%u upgrade_after_ms=%lld",
+        faults.membership_per_100k_events, faults.wipe_per_100k_events,
+        (long long)faults.readmit_delay_ms, faults.older_build, (long long)faults.upgrade_after_ms);
   }
   return s;
 }

@@ -34,6 +34,8 @@ enum class Mutant {
   learner_in_quorum,            // a learner's match counts towards commit
   changes_in_flight,            // a membership change is proposed before the last commits
   removed_leader_serves,        // a leader demoted by a committed change leads on
+  no_fence,                     // a wiped disk under its old id votes and is counted
+  ungated_version,              // the cluster version rises before every member reads it
 };
 
 std::optional<Mutant> parse_mutant(std::string_view name);
@@ -63,6 +65,15 @@ struct FaultParams {
   // Cluster: the operator changes the voters (PUT voters: one demoted to a learner, or all
   // voters again), the leader too; healed by making every node a voter again.
   uint32_t membership_per_100k_events = 0;
+  // Cluster: a node's disk is wiped and it restarts empty under its old id (once every node
+  // pins its disk, and while no other wiped node waits); the operator removes it and adds it
+  // back after readmit_delay_ms.
+  uint32_t wipe_per_100k_events = 0;
+  int64_t readmit_delay_ms = 2000;
+  // Cluster: node older_build - 1 starts as an older build (QUEEN_RAFT_FORMAT_MAX=1) and is
+  // upgraded at its first restart after upgrade_after_ms (at the heal, if none came).
+  uint32_t older_build = 0;
+  int64_t upgrade_after_ms = 0;
   DiskFaultRates disk;
   ClockModel clock;
 };

@@ -26,7 +26,8 @@ class Run : public ClientSink {
         workload_(world_, checker_, p),
         faults_rng_(world_.stream("faults.schedule")),
         outage_rng_(world_.stream("faults.outage")),
-        membership_rng_(world_.stream("faults.membership")) {
+        membership_rng_(world_.stream("faults.membership")),
+        identity_rng_(world_.stream("faults.identity")) {
     world_.trace().set_echo(o.trace_out);
     g_current_world = &world_;
     world_.before_crash = [this](int n, const Node& node) { checker_.before_crash(n, node); };
@@ -61,6 +62,7 @@ class Run : public ClientSink {
     for (int n = 0; n < p_.nodes; ++n) {
       if (!p_.node_clocks.empty()) s.clock = p_.node_clocks[n];
       s.config.node_id = static_cast<uint64_t>(n) + 1;
+      s.config.format_max = p_.faults.older_build == s.config.node_id ? 1 : kFormatMax;
       s.config.voters.clear();
       if (p_.nodes > 1)
         for (int v = 1; v <= p_.nodes; ++v) s.config.voters.push_back(static_cast<uint64_t>(v));
@@ -118,15 +120,18 @@ class Run : public ClientSink {
   // learner, or every node is made a voter again (one promotion per change, core/raft).
   void change_membership() {
     const FaultParams& f = p_.faults;
-    if (membership_waiting() || f.membership_per_100k_events == 0 ||
+    // While a wiped node waits to be added back, the operator changes nothing else.
+    if (membership_waiting() || f.membership_per_100k_events == 0 || wiped_ >= 0 ||
         !membership_rng_.per_100k(f.membership_per_100k_events))
       return;
     MembershipCmd cmd;
     cmd.op = MembershipOp::set_voters;
-    // Half the time every node votes; else one or two are left out (demoted to learners).
-    int keep = membership_rng_.per_mille(500)
-                   ? p_.nodes
-                   : static_cast<int>(membership_rng_.range(1, p_.nodes - 1));
+    // Half the time every node votes; else one or two are left out (demoted to learners). The
+    // membership mutants get swings between one voter and all of them: changes of two steps.
+    bool aimed = p_.mutant == Mutant::learner_in_quorum || p_.mutant == Mutant::changes_in_flight;
+    int keep = membership_rng_.per_mille(aimed ? 300 : 500) ? p_.nodes
+               : aimed                                      ? 1
+                       : static_cast<int>(membership_rng_.range(1, p_.nodes - 1));
     int first = static_cast<int>(membership_rng_.range(0, p_.nodes - 1));
     for (int k = 0; k < keep; ++k)
       cmd.ids.push_back(NodeId(static_cast<uint64_t>((first + k) % p_.nodes) + 1));
@@ -134,18 +139,20 @@ class Run : public ClientSink {
     send_membership(std::move(cmd));
   }
 
-  void send_membership(MembershipCmd cmd) {
+  std::optional<ReplyHandle> send_membership(MembershipCmd cmd) {
     int to = static_cast<int>(membership_rng_.range(0, p_.nodes - 1));
-    if (!world_.up(to)) return;
+    if (!world_.up(to)) return std::nullopt;
     CommandEnvelope env;
     int64_t now_ms = world_.node_now_us(to) / 1000;
     env.request_id =
         RequestId{make_uuid_v7(now_ms, membership_rng_.next(), membership_rng_.next())};
     env.deadline_ms = now_ms + kMembershipTimeoutMs;
     env.command = std::move(cmd);
-    if (!world_.submit(to, std::move(env), this)) return;
+    auto handle = world_.submit(to, std::move(env), this);
+    if (!handle) return std::nullopt;
     membership_waiting_ = true;
     membership_sent_us_ = world_.now_us();
+    return handle;
   }
 
   // A change is on its way (its node may crash: past its deadline it is given up).
@@ -154,16 +161,24 @@ class Run : public ClientSink {
            world_.now_us() < membership_sent_us_ + (kMembershipTimeoutMs + 1000) * 1000;
   }
 
-  // Healing: every node is a voter again, asked until a leader answers so.
+  // Healing: a wiped node is added back, and every node is a voter again, asked until a leader
+  // answers so.
   void restore_membership() {
-    if (!cluster() || p_.faults.membership_per_100k_events == 0) return;
+    const FaultParams& f = p_.faults;
+    if (!cluster() || (f.membership_per_100k_events == 0 && f.wipe_per_100k_events == 0)) return;
     membership_restored_ = false;
     restore_membership_again();
   }
 
   void restore_membership_again() {
     if (membership_restored_ || !ok()) return;
-    if (!membership_waiting()) {
+    if (wiped_ >= 0) {
+      readmit_at_us_ = std::min(readmit_at_us_, world_.now_us());
+      readmit();
+    } else if (p_.faults.membership_per_100k_events == 0) {
+      membership_restored_ = true;
+      return;
+    } else if (!membership_waiting()) {
       MembershipCmd cmd;
       cmd.op = MembershipOp::set_voters;
       for (int n = 0; n < p_.nodes; ++n) cmd.ids.push_back(NodeId(static_cast<uint64_t>(n) + 1));
@@ -172,13 +187,94 @@ class Run : public ClientSink {
     world_.after(200'000, "membership-restore", [this] { restore_membership_again(); });
   }
 
+  // ---- the identity faults: a wiped disk under its old id, and an older build upgraded
+
+  // The wiped node is fenced until the operator removes it, adds it back as a learner and
+  // promotes it: one step per answer, each retried until it is answered.
+  void readmit() {
+    if (wiped_ < 0 || membership_waiting() || world_.now_us() < readmit_at_us_) return;
+    MembershipCmd cmd;
+    NodeId id(static_cast<uint64_t>(wiped_) + 1);
+    cmd.op = readmit_step_ == 0   ? MembershipOp::remove
+             : readmit_step_ == 1 ? MembershipOp::add_learner
+                                  : MembershipOp::promote;
+    if (readmit_step_ == 1) {
+      cmd.id = id;
+      cmd.raft_addr = strf("n%d:raft", wiped_ + 1);
+      cmd.http_addr = strf("n%d:http", wiped_ + 1);
+    } else {
+      cmd.ids = {id};
+    }
+    readmit_handle_ = send_membership(std::move(cmd));
+  }
+
+  void readmit_answered(const MembershipReply& m) {
+    bool done = m.code.empty() || (readmit_step_ == 0 && m.code == "not_a_member");
+    if (!done) {
+      readmit_at_us_ = world_.now_us() + 300'000;  // learner_behind, in_flight: again later
+      return;
+    }
+    world_.note(strf("readmit n%d: step %d done", wiped_, readmit_step_));
+    if (++readmit_step_ < 3) return;
+    world_.count("readmissions");
+    wiped_ = -1;
+  }
+
+  // Every node's configuration pins `victim` to the disk it has (a wipe now is fenced by all),
+  // and the voters left without it are a majority (the fault model loses one disk of three).
+  bool may_wipe(int victim) {
+    const Node* v = world_.node(victim);
+    if (v == nullptr) return false;
+    for (int n = 0; n < p_.nodes; ++n) {
+      const Node* node = world_.node(n);
+      if (node == nullptr || node->pinned_disk(static_cast<uint64_t>(victim) + 1) != v->disk_id())
+        return false;
+      if (node->voters() < 3) return false;
+    }
+    return true;
+  }
+
+  // A node's disk is replaced by an empty one and it restarts under its old id (an operator's
+  // mistake the fence must absorb); half the time the leader crashes with it.
+  void maybe_wipe() {
+    const FaultParams& f = p_.faults;
+    if (f.wipe_per_100k_events == 0 || wiped_ >= 0 || graceful_ >= 0 ||
+        !identity_rng_.per_100k(f.wipe_per_100k_events))
+      return;
+    int victim = static_cast<int>(identity_rng_.range(0, p_.nodes - 1));
+    bool leader_too = identity_rng_.per_mille(500);
+    if (!may_wipe(victim)) return;
+    int leader = writable_leader();
+    world_.crash_node(victim, "injected: its disk is wiped", true);
+    world_.disk(victim).wipe();
+    world_.count("disk_wipes");
+    if (leader_too && leader >= 0 && leader != victim)
+      world_.crash_node(leader, "injected with a wipe", true);
+    wiped_ = victim;
+    readmit_step_ = 0;
+    readmit_at_us_ = world_.now_us() + f.readmit_delay_ms * 1000;
+  }
+
+  // The older build's node runs the new one from its next start on.
+  void upgrade(int n) {
+    if (p_.faults.older_build != static_cast<uint64_t>(n) + 1 || upgraded_) return;
+    world_.next_config(n).format_max = kFormatMax;
+    upgraded_ = true;
+    world_.count("upgrades");
+    world_.note(strf("n%d upgraded: reads cluster format %u from its next start", n, kFormatMax));
+  }
+
   void on_reply_sent(ReplyHandle, const Reply&, bool lost) override {
     if (lost) membership_waiting_ = false;
   }
 
-  void on_reply(ReplyHandle, const Reply& reply) override {
+  void on_reply(ReplyHandle h, const Reply& reply) override {
     membership_waiting_ = false;
     const auto* m = std::get_if<MembershipReply>(&reply.body);
+    if (readmit_handle_ == h) {
+      readmit_handle_.reset();
+      if (m != nullptr) readmit_answered(*m);
+    }
     if (m == nullptr || !m->code.empty()) return;
     world_.count("membership_changes");
     size_t voters = 0;
@@ -215,6 +311,12 @@ class Run : public ClientSink {
           checker_.leader_changed();
         }
       }
+      if (node->stats().entries_unreadable > 0) {
+        world_.violation("2 an entry a node cannot read",
+                         strf("n%d (cluster format %u) was sent an entry of a later format", n,
+                              world_.next_config(n).format_max));
+        return;
+      }
       auto [it, fresh] = chains_.emplace(v.applied, std::make_pair(v.applied_chain, n));
       if (!fresh && it->second.first != v.applied_chain) {
         world_.violation("2 state machine safety",
@@ -243,6 +345,8 @@ class Run : public ClientSink {
     if (cluster()) inject_net_faults();
     if (cluster()) graceful_stop();
     if (cluster()) change_membership();
+    if (cluster()) maybe_wipe();
+    if (cluster()) readmit();
     // In a cluster the victim is any node; a crash after a push answer hits the one answering.
     int victim = cluster() ? static_cast<int>(faults_rng_.range(0, p_.nodes - 1)) : kNode;
     if (pushed) victim = workload_.target();
@@ -260,6 +364,7 @@ class Run : public ClientSink {
       int64_t down_us = -1;  // the world's usual restart delay
       if (cluster() && outage_rng_.per_mille(f.long_outage_per_mille))
         down_us = outage_rng_.range(f.long_outage_ms_min, f.long_outage_ms_max) * 1000;
+      if (world_.elapsed_us() >= f.upgrade_after_ms * 1000) upgrade(victim);
       world_.crash_node(victim, why, true, down_us);
       return;
     }
@@ -297,6 +402,11 @@ class Run : public ClientSink {
   void heal() {
     world_.note("heal: faults off");
     restore_membership();
+    if (p_.faults.older_build != 0 && !upgraded_) {  // the rolling upgrade's last restart
+      int n = static_cast<int>(p_.faults.older_build) - 1;
+      upgrade(n);
+      if (world_.up(n)) world_.crash_node(n, "upgrade: restarts on the new build", true);
+    }
     if (graceful_ >= 0) {  // a stop under way ends now: its process exits and restarts
       if (world_.up(graceful_)) world_.crash_node(graceful_, "graceful stop: exits", true);
       workload_.graceful_stop_ended();
@@ -462,6 +572,12 @@ class Run : public ClientSink {
   bool membership_waiting_ = false;  // a change was sent and not answered yet
   bool membership_restored_ = false;
   int64_t membership_sent_us_ = 0;
+  Rng identity_rng_;      // wipes: a stream of their own
+  int wiped_ = -1;        // the node wiped and not yet added back (-1: none)
+  int readmit_step_ = 0;  // 0: remove it, 1: add it as a learner, 2: promote it
+  int64_t readmit_at_us_ = 0;
+  std::optional<ReplyHandle> readmit_handle_;
+  bool upgraded_ = false;
   static constexpr int64_t kMembershipTimeoutMs =
       5000;  // long outages: a stream of its own, so other faults keep their draws
   int64_t heal_us_ = 0;

@@ -93,6 +93,12 @@ class SimDisk {
   // Afterwards every byte left is durable.
   CrashReport crash();
 
+  // The disk is replaced by an empty one (the node must be down).
+  void wipe() {
+    files_.clear();
+    writer_free_at_us_ = 0;
+  }
+
   // Files holding bytes not yet durable (a crash now decides their fate one by one).
   size_t volatile_files() const;
 

@@ -166,6 +166,10 @@ bool SimWorld::paused(int node) const {
   return nodes_[node]->paused_until_us > now_us_;
 }
 
+NodeConfig& SimWorld::next_config(int node) {
+  return nodes_[node]->setup.config;
+}
+
 void SimWorld::set_disk_rates(int node, const DiskFaultRates& rates) {
   nodes_[node]->setup.disk = rates;
   nodes_[node]->disk->set_rates(rates);

@@ -137,6 +137,8 @@ class SimWorld {
   bool paused(int node) const;
   int64_t resume_us(int node) const;  // when a paused node runs again
   void set_disk_rates(int node, const DiskFaultRates& rates);
+  // The configuration `node` starts with next (an upgrade takes effect at its next start).
+  NodeConfig& next_config(int node);
   void set_client_faults(const ClientNetFaults& faults) { client_faults_ = faults; }
   // The links between nodes (node k sends as id k + 1).
   SimNetwork& network() { return *network_; }
