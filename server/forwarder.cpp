@@ -1,5 +1,7 @@
 #include "server/forwarder.h"
 
+#include <charconv>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -44,6 +46,34 @@ asio::awaitable<std::optional<ForwardResponse>> exchange(asio::any_io_executor e
 }
 
 }  // namespace
+
+std::optional<HttpAddress> HttpAddressBook::find(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return std::nullopt;
+  return it->second;
+}
+
+void HttpAddressBook::update(const std::vector<Member>& members) {
+  std::map<uint64_t, HttpAddress> next;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Member& m : members) {
+    size_t colon = m.http_addr.rfind(':');
+    unsigned port = 0;
+    if (colon != std::string::npos) {
+      const char* first = m.http_addr.data() + colon + 1;
+      const char* last = m.http_addr.data() + m.http_addr.size();
+      auto [end, ec] = std::from_chars(first, last, port);
+      if (ec != std::errc() || end != last || port > 65535) port = 0;
+    }
+    if (port != 0) {
+      next[m.id.value] = HttpAddress{m.http_addr.substr(0, colon), static_cast<uint16_t>(port)};
+    } else if (auto it = nodes_.find(m.id.value); it != nodes_.end()) {
+      next[m.id.value] = it->second;
+    }
+  }
+  nodes_ = std::move(next);
+}
 
 void forward_request(asio::any_io_executor executor, const HttpAddress& to, ForwardRequest request,
                      int64_t timeout_ms, std::function<void(std::optional<ForwardResponse>)> done) {

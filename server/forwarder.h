@@ -17,8 +17,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "core/state/entry.h"
 
 namespace queen::server {
 
@@ -31,12 +36,27 @@ struct HttpAddress {
   uint16_t port = 0;
 };
 
+// Every member's HTTP address, by node id: the first boot's peers, then each member list the
+// node takes into use (a member added later is reached too). Read by the HTTP threads, written
+// by the node thread.
+class HttpAddressBook {
+ public:
+  explicit HttpAddressBook(std::map<uint64_t, HttpAddress> nodes) : nodes_(std::move(nodes)) {}
+  std::optional<HttpAddress> find(uint64_t id) const;
+  // The members now (an address that is not host:port keeps the one known before).
+  void update(const std::vector<Member>& members);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, HttpAddress> nodes_;
+};
+
 struct ForwardOptions {
   uint64_t self_id = 0;
   // QUEEN_RAFT_CLIENT_OFFLOAD: forward the prepared command over the raft port's forward
   // streams (server/command_forwarder.h); off: the whole HTTP request, as below.
   bool offload = true;
-  std::map<uint64_t, HttpAddress> nodes;  // every voter's HTTP address, by node id
+  std::shared_ptr<HttpAddressBook> nodes;
   int64_t timeout_ms = 30000;
 };
 

@@ -124,12 +124,12 @@ void Session::answer_forwarded(ForwardResponse& res) {
 bool Session::forward_to(uint64_t leader) {
   const auto& fwd = *shared_->options.forward;
   auto& f = *forwarding_;
-  auto to = fwd.nodes.find(leader);
-  if (to == fwd.nodes.end() || leader == fwd.self_id || f.attempts_left-- <= 0) return false;
+  auto to = fwd.nodes->find(leader);
+  if (!to || leader == fwd.self_id || f.attempts_left-- <= 0) return false;
   int64_t left_ms =
       std::chrono::duration_cast<milliseconds>(f.until - std::chrono::steady_clock::now()).count();
   if (left_ms <= 0) return false;
-  forward_request(stream_.get_executor(), to->second, *f.request, left_ms,
+  forward_request(stream_.get_executor(), *to, *f.request, left_ms,
                   [self = shared_from_this(), leader](std::optional<ForwardResponse> res) {
                     self->on_forwarded(std::move(res), leader);
                   });
@@ -163,14 +163,14 @@ void Session::adopt_forwarded_request_id(const http::request<http::string_body>&
     envelope->request_id = RequestId{id};
 }
 
-// The configured peer named by an x-queen-forwarded value, or kLocalClients.
+// The member named by an x-queen-forwarded value, or kLocalClients.
 AdmitSource Session::forwarding_peer(boost::beast::string_view header) const {
   const auto& fwd = shared_->options.forward;
   if (!fwd || header.empty()) return kLocalClients;
   uint64_t id = 0;
   auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), id);
   bool peer = ec == std::errc() && end == header.data() + header.size() && id != fwd->self_id &&
-              fwd->nodes.count(id) > 0;
+              fwd->nodes->find(id).has_value();
   return peer ? id : kLocalClients;
 }
 

@@ -40,11 +40,15 @@ std::optional<queen::server::ForwardOptions> forward_options(
   f.self_id = config.cluster->node_id;
   f.offload = config.cluster->client_offload;
   f.timeout_ms = config.stmt_timeout_ms;
-  for (const auto& p : config.cluster->peers) f.nodes[p.id] = {p.http_host, p.http_port};
+  std::map<uint64_t, queen::server::HttpAddress> nodes;
+  for (const auto& p : config.cluster->peers) nodes[p.id] = {p.http_host, p.http_port};
+  f.nodes = std::make_shared<queen::server::HttpAddressBook>(std::move(nodes));
   return f;
 }
 
-queen::server::HttpServerOptions http_options(const queen::server::ServerConfig& config) {
+queen::server::HttpServerOptions http_options(
+    const queen::server::ServerConfig& config,
+    std::optional<queen::server::ForwardOptions> forward) {
   return queen::server::HttpServerOptions{
       .bind_addr = config.bind_addr,
       .port = config.port,
@@ -64,7 +68,7 @@ queen::server::HttpServerOptions http_options(const queen::server::ServerConfig&
       .disk_check_ms = config.disk_check_ms,
       .slow_command_ms = config.slow_command_ms,
       .settings = queen::server::edge_settings(config),
-      .forward = forward_options(config)};
+      .forward = std::move(forward)};
 }
 
 std::optional<queen::real::TransportOptions> transport_options(
@@ -146,7 +150,12 @@ int main() {
                                               .payload_key = config.encryption_key,
                                               .transport = transport_options(config)},
                           router);
-  server::HttpServer http(http_options(config), driver, router);
+  auto forward = forward_options(config);
+  if (forward) {  // members added later are reached too (a follower forwards to them)
+    driver.set_members_listener(
+        [book = forward->nodes](const std::vector<Member>& members) { book->update(members); });
+  }
+  server::HttpServer http(http_options(config, std::move(forward)), driver, router);
   if (auto handler = http.forward_handler()) driver.set_forward_handler(*handler);
   Status started = driver.start();
   if (!started)

@@ -86,6 +86,7 @@ Status NodeDriver::start() {
     env_->set_peer_sender([this](uint64_t to, Bytes m) { transport_->send(to, std::move(m)); });
     env_->set_members_handler([this](const std::vector<Member>& members) {
       transport_->set_peers(peer_addresses(members));
+      if (members_listener_) members_listener_(members);
     });
     if (command_forwarder_) env_->set_command_forwarder(command_forwarder_);
   }

@@ -60,6 +60,11 @@ class NodeDriver {
   void set_command_forwarder(RealEnv::CommandForwarder forwarder) {
     command_forwarder_ = std::move(forwarder);
   }
+  // Before start(), in a cluster: told (on the node thread) each member list the node takes into
+  // use, after the transport (the HTTP edge keeps the members' addresses from it).
+  void set_members_listener(std::function<void(const std::vector<Member>&)> listener) {
+    members_listener_ = std::move(listener);
+  }
   // From any thread: the leader's reply to a command the node forwarded (nullopt: the stream
   // failed), posted to the node thread.
   void forward_reply(uint64_t forward_id, std::optional<Reply> reply);
@@ -92,6 +97,7 @@ class NodeDriver {
   std::unique_ptr<Transport> transport_;
   ForwardHandler forward_handler_;
   RealEnv::CommandForwarder command_forwarder_;
+  std::function<void(const std::vector<Member>&)> members_listener_;
   std::thread thread_;
   std::atomic<size_t> commands_queued_{0};
   std::atomic<uint64_t> known_leader_{0};
