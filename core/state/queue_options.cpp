@@ -29,28 +29,39 @@ void put_binary(ByteWriter& w, const QueueOptions* options) {
   if (extended) w.i64(o.min_pop_wait_time_ms);
 }
 
+// Only what put_binary writes is accepted (a bool byte is 0 or 1, no flag beyond the two, the
+// extension only with a value in it), so that a decoded options value encodes to its bytes.
 void get_binary(ByteReader& r, QueueOptions* out) {
   QueueOptions& o = *out;
+  auto flag = [&r] {
+    uint8_t b = r.u8();
+    if (b > 1) r.invalidate();
+    return b == 1;
+  };
   o.lease_time_s = r.i64();
   o.retry_limit = r.i64();
   o.retry_delay_ms = r.i64();
   o.priority = r.i64();
   o.max_size = r.i64();
   o.ttl_s = r.i64();
-  o.dead_letter_queue = r.u8() != 0;
-  o.dlq_after_max_retries = r.u8() != 0;
+  o.dead_letter_queue = flag();
+  o.dlq_after_max_retries = flag();
   o.dedup_window_s = r.i64();
   o.delayed_processing_s = r.i64();
   o.window_buffer_s = r.i64();
-  o.retention_enabled = r.u8() != 0;
+  o.retention_enabled = flag();
   o.retention_s = r.i64();
   o.completed_retention_s = r.i64();
   o.max_wait_time_s = r.i64();
   uint8_t flags = r.u8();
+  if (flags > 3) r.invalidate();
   o.encryption_enabled = (flags & 1) != 0;
   o.ns = r.str();
   o.task = r.str();
-  if (flags & 2) o.min_pop_wait_time_ms = r.i64();
+  if (flags & 2) {
+    o.min_pop_wait_time_ms = r.i64();
+    if (o.min_pop_wait_time_ms == 0) r.invalidate();
+  }
 }
 
 }  // namespace queen
