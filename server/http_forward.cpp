@@ -57,7 +57,7 @@ bool Session::retryable(const ErrorReply& e) {
 bool Session::try_forward(const Reply& reply) {
   const auto* e = std::get_if<ErrorReply>(&reply.body);
   if (!forwarding_ || !e || !retryable(*e)) return false;
-  forwarding_->last = render_reply(reply, held_render_);
+  forwarding_->last = render_reply(reply, held_render_, held_view_);
   uint64_t self_id = shared_->options.forward->self_id;
   if (e->leader != 0 && e->leader != self_id) return forward_to(e->leader);
   return resubmit_later();

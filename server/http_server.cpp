@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include "server/http_session.h"
+#include "server/status_history.h"
 
 namespace queen::server {
 
@@ -30,6 +31,21 @@ void ReplyRouter::deliver(ReplyHandle handle, Reply reply) {
   if (target) target->on_reply(handle, std::move(reply));
 }
 
+// ---------- status sampler ----------
+
+namespace {
+
+// Keeps each metrics reply as a sample of the status history.
+class StatusSampler final : public ReplyTarget {
+ public:
+  void on_reply(ReplyHandle, Reply reply) override {
+    if (const auto* m = std::get_if<MetricsReply>(&reply.body))
+      status_history().add(sample_of(*m, real::wall_clock_us() / 1000));
+  }
+};
+
+}  // namespace
+
 // ---------- server ----------
 
 HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, ReplyRouter& router)
@@ -37,6 +53,8 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       acceptor_(context_),
       accept_retry_(context_),
       disk_timer_(context_),
+      sample_timer_(context_),
+      sampler_(std::make_shared<StatusSampler>()),
       shared_(std::make_shared<Shared>(options, driver, router)) {
   for (int i = 1; i < options_.threads; ++i)
     more_contexts_.push_back(std::make_unique<asio::io_context>(1));
@@ -120,9 +138,21 @@ void HttpServer::check_disk_later() {
   });
 }
 
+void HttpServer::sample_status() {
+  EdgeIds ids;
+  Parsed p = parse_metrics(options_.settings, ids);
+  ReplyHandle handle = shared_->router.add(sampler_);
+  if (!shared_->driver.submit(handle, std::move(*p.command))) shared_->router.drop(handle);
+  sample_timer_.expires_after(milliseconds(options_.status_sample_ms));
+  sample_timer_.async_wait([this](beast::error_code ec) {
+    if (!ec) sample_status();
+  });
+}
+
 void HttpServer::run() {
   shared_->disk.check(shared_->admission.in_use());
   check_disk_later();
+  sample_status();
   asio::signal_set signals(context_, SIGINT, SIGTERM);
   signals.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;

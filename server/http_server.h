@@ -98,6 +98,7 @@ struct HttpServerOptions {
   DiskGateOptions disk;
   int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
   int64_t slow_command_ms = 50;  // QUEEN_RAFT_SLOW_COMMAND_MS
+  int64_t status_sample_ms = 5000;  // QUEEN_STATUS_SAMPLE_MS (server/status_history.h)
   EdgeSettings settings;
   std::optional<ForwardOptions> forward;  // a cluster: followers forward to the leader
 };
@@ -128,6 +129,8 @@ class HttpServer {
   void accept_next();
   void accept_later(boost::system::error_code ec);
   void check_disk_later();
+  // Every status_sample_ms: asks the node for its metrics and keeps them in status_history().
+  void sample_status();
 
   // The io_context `n`-th accepted connection lives on: each edge thread runs its own, so a
   // connection's work never crosses threads and no thread wakes another to take it.
@@ -140,6 +143,8 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   boost::asio::steady_timer disk_timer_;
+  boost::asio::steady_timer sample_timer_;
+  std::shared_ptr<ReplyTarget> sampler_;
   std::shared_ptr<Shared> shared_;
   uint16_t bound_port_ = 0;
 };

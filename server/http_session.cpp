@@ -17,7 +17,8 @@ void Session::on_reply(ReplyHandle handle, Reply reply) {
                if (self->try_forward(reply)) return;
                if (self->fetch_again(reply)) return;
                self->forwarding_.reset();
-               self->write_answer(render_reply(reply, self->held_render_), "application/json");
+               self->write_answer(render_reply(reply, self->held_render_, self->held_view_),
+                                  "application/json");
              });
 }
 
@@ -342,6 +343,7 @@ void Session::answer_front() {
   ReplyHandle handle = shared_->router.add(weak_from_this());
   held_ = handle;
   held_render_ = parsed.render;
+  held_view_ = parsed.view;
   int64_t deadline_ms = parsed.command->deadline_ms;
   if (!shared_->driver.submit(handle, std::move(*parsed.command))) {
     shared_->router.drop(handle);

@@ -308,6 +308,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   uint64_t pending_bytes_ = 0;   // body bytes held in pending_
   std::optional<ReplyHandle> held_;
   RenderAs held_render_ = RenderAs::standard;
+  ViewArgs held_view_;
   std::optional<std::chrono::steady_clock::time_point> request_started_;  // being answered
   real::RequestKind request_kind_ = real::RequestKind::other;
   bool request_waits_ = false;              // a long poll: its time is not a slow command's

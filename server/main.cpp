@@ -67,6 +67,7 @@ queen::server::HttpServerOptions http_options(
                .test_pct_file = config.test_disk_pct_file},
       .disk_check_ms = config.disk_check_ms,
       .slow_command_ms = config.slow_command_ms,
+      .status_sample_ms = config.status_sample_ms,
       .settings = queen::server::edge_settings(config),
       .forward = std::move(forward)};
 }

@@ -98,20 +98,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-uint64_t resident_bytes() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  int n = std::fscanf(f, "%ld %ld", &pages, &resident);
-  std::fclose(f);
-  long page = sysconf(_SC_PAGESIZE);
-  return n == 2 && resident > 0 && page > 0 ? static_cast<uint64_t>(resident) * page : 0;
-}
-
-uint64_t micros(const timeval& t) {
-  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
-}
-
 std::string bound_text(int64_t us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", static_cast<double>(us) / 1e6);
@@ -362,6 +348,20 @@ void render_groups(const MetricsReply& m, Exposition& x) {
 }
 
 }  // namespace
+
+uint64_t resident_bytes() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  int n = std::fscanf(f, "%ld %ld", &pages, &resident);
+  std::fclose(f);
+  long page = sysconf(_SC_PAGESIZE);
+  return n == 2 && resident > 0 && page > 0 ? static_cast<uint64_t>(resident) * page : 0;
+}
+
+uint64_t micros(const timeval& t) {
+  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
+}
 
 HttpAnswer render_metrics(const MetricsReply& reply) {
   Exposition x;

@@ -13,6 +13,8 @@
 //   one are left out.
 #pragma once
 
+#include <sys/time.h>
+
 #include "core/api/replies.h"
 #include "server/api/api.h"
 
@@ -25,6 +27,11 @@ HttpAnswer render_metrics(const MetricsReply& reply);
 // second since the process started, requests are those the edge answered, messages those
 // pushed (queued).
 HttpAnswer render_metrics_json(const MetricsReply& reply);
+
+// This process's resident memory (0 when /proc cannot tell).
+uint64_t resident_bytes();
+// A CPU time from getrusage, in microseconds.
+uint64_t micros(const timeval& t);
 
 // {"namespaces":[{namespace, queues, partitions, messages:{total, pending}}]} or, by task,
 // {"tasks":[{task, queues, partitions, messages:{total, pending}}]}.

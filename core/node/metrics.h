@@ -95,6 +95,8 @@ struct TrafficCounters {
   // From an entry's stamp to its commit, for the entries this node proposed.
   LatencyBuckets commit_latency;
   std::map<std::string, PopLagWindow> pop_lag;  // by queue
+  // Messages handed out by pops, by queue (at most kPopLagQueuesMax queues; never forgotten).
+  std::map<std::string, uint64_t> popped_by_queue;
 };
 
 struct QueueMetrics {
@@ -108,6 +110,7 @@ struct QueueMetrics {
   // Pop lag over the last minute or two (PopLagWindow); 0 when nothing was popped.
   uint64_t pop_lag_avg_ms = 0;
   uint64_t pop_lag_max_ms = 0;
+  uint64_t popped = 0;  // messages handed out by pops since the process started
 };
 
 struct GroupLagMetrics {

@@ -317,6 +317,10 @@ void NodeImpl::count_answer(const Reply& r) {
           window = it == t.pop_lag.end() ? nullptr : &it->second;
         }
         if (window != nullptr) window->record(now_us / 1000, (now_us - m.created_us) / 1000);
+        auto popped = t.popped_by_queue.find(m.queue);
+        if (popped == t.popped_by_queue.end() && t.popped_by_queue.size() < kPopLagQueuesMax)
+          popped = t.popped_by_queue.try_emplace(m.queue, 0).first;
+        if (popped != t.popped_by_queue.end()) ++popped->second;
       }
     }
   } else if (const auto* ack = std::get_if<AckReply>(&r.body)) {
@@ -385,6 +389,8 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
       qm.pop_lag_avg_ms = n == 0 ? 0 : (w.now.sum_ms + w.before.sum_ms) / n;
       qm.pop_lag_max_ms = std::max(w.now.max_ms, w.before.max_ms);
     }
+    if (auto it = traffic.popped_by_queue.find(q.name); it != traffic.popped_by_queue.end())
+      qm.popped = it->second;
     if (const QueueState* qs = store.queue(q.id))
       for (const auto& named : qs->partitions)
         qm.deleted += store.partition(named.second)->deleted.size();

@@ -88,6 +88,20 @@ enum class RenderAs : uint8_t {
   maintenance_push,    // /api/v1/system/maintenance
   maintenance_pop,     // /api/v1/system/maintenance/pop
   membership,          // /api/v1/system/raft/...: errors as {ok:false, code, error}
+  status,              // GET /api/v1/status: the queue list and the status history
+  overview,            // GET /api/v1/resources/overview
+  status_queues,       // GET /api/v1/status/queues: a page of the queue list
+  status_queue,        // GET /api/v1/status/queues/:queue: a page of its partitions
+  status_messages,     // GET /api/v1/status/queues/:queue/messages: a bare array
+};
+
+// What a paged or timed read asks for beyond its command (the status family,
+// server/api/status.cpp): a page of the list, a name filter and a time range in buckets.
+struct ViewArgs {
+  uint64_t offset = 0;
+  uint64_t limit = 100;
+  std::string search;  // a substring the names listed contain (empty: any)
+  int64_t from_ms = 0, to_ms = 0, bucket_ms = 0;
 };
 
 // What the edge does with a request: hand `command` to the node, or send `answer` now.
@@ -95,6 +109,7 @@ struct Parsed {
   std::optional<CommandEnvelope> command;
   HttpAnswer answer;
   RenderAs render = RenderAs::standard;  // hand it back to render_reply with the node's reply
+  ViewArgs view;                         // and this
 };
 
 // The per-server settings the parsers need.
@@ -103,6 +118,8 @@ struct EdgeSettings {
   int64_t pop_timeout_ms_default = 30000;
   SubscriptionMode subscription_mode_default = SubscriptionMode::new_only;
   std::shared_ptr<const Authenticator> auth;  // JWT (server/auth.h); null: every route is open
+  std::string console_dir;                    // QUEEN_CONSOLE_DIR (server/console.h)
+  uint16_t http_port = 0;                     // PORT, as the analytics routes report it
 };
 EdgeSettings edge_settings(const ServerConfig& config);
 
@@ -191,6 +208,15 @@ Parsed parse_message_delete(const std::string& partition_id, const std::string& 
                             const EdgeSettings& settings, IdSource& ids);
 // GET /api/v1/resources/namespaces and /tasks: the queue list rendered `as` its roll-up.
 Parsed parse_queue_rollup(RenderAs as, const EdgeSettings& settings, IdSource& ids);
+
+// The status and analytics family (server/api/status.cpp), the console's feeds. `route` is
+// the path below /api/v1/ ("status", "status/queues", "resources/overview",
+// "analytics/queue-lag", ...); `queue` the :queue of the routes that have one.
+Parsed parse_status(std::string_view route, const std::string& queue, const QueryParams& query,
+                    const EdgeSettings& settings, IdSource& ids);
+// The queue list rendered as one of the status kinds.
+HttpAnswer render_status(const QueuesReply& reply, RenderAs as, const ViewArgs& view);
+HttpAnswer render_status_messages(const MessagesReply& reply);
 // Traces: POST /api/v1/traces, GET /api/v1/traces/:partitionId/:transactionId,
 // /api/v1/traces/by-name/:name and /api/v1/traces/names (limit, offset).
 Parsed parse_trace_record(std::string_view body, const EdgeSettings& settings, IdSource& ids);
@@ -199,7 +225,8 @@ Parsed parse_trace_query(TraceQueryKind kind, const std::vector<std::string>& se
 // GET /metrics/prometheus (rendered by server/observability.h).
 Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids, RenderAs as = RenderAs::standard);
 
-HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard);
+HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard,
+                        const ViewArgs& view = {});
 // {"error": message, "code": code} with `status`.
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message);
 

@@ -192,8 +192,12 @@ std::string iso_or_empty(int64_t us) {
 }
 
 EdgeSettings edge_settings(const ServerConfig& config) {
-  return EdgeSettings{config.stmt_timeout_ms, config.pop_timeout_ms_default,
-                      config.subscription_mode_default, config.auth};
+  return EdgeSettings{config.stmt_timeout_ms,
+                      config.pop_timeout_ms_default,
+                      config.subscription_mode_default,
+                      config.auth,
+                      config.console_dir,
+                      config.port};
 }
 
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message) {

@@ -60,7 +60,13 @@ HttpAnswer render_body(const ErrorReply& e, RenderAs as) {
   return a;
 }
 
-HttpAnswer render_reply(const Reply& reply, RenderAs as) {
+HttpAnswer render_reply(const Reply& reply, RenderAs as, const ViewArgs& view) {
+  if (const auto* queues = std::get_if<QueuesReply>(&reply.body);
+      queues && as >= RenderAs::status && as <= RenderAs::status_queue)
+    return render_status(*queues, as, view);
+  if (const auto* messages = std::get_if<MessagesReply>(&reply.body);
+      messages && as == RenderAs::status_messages)
+    return render_status_messages(*messages);
   return std::visit([as](const auto& body) { return render_body(body, as); }, reply.body);
 }
 

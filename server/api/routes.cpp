@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/api/common.h"
+#include "server/console.h"
 
 namespace queen::server {
 namespace {
@@ -39,6 +40,9 @@ Parsed message_parser(const RouteCall& c) {
   return F(c.params.at(0), c.params.at(1), c.settings, c.ids);
 }
 
+Parsed console(const RouteCall& c) {
+  return answer_now(console_page(c.settings.console_dir));
+}
 Parsed metrics_json(const RouteCall& c) {
   return parse_metrics(c.settings, c.ids, RenderAs::metrics_json);
 }
@@ -96,6 +100,25 @@ Parsed namespaces(const RouteCall& c) {
 Parsed tasks(const RouteCall& c) {
   return parse_queue_rollup(RenderAs::tasks, c.settings, c.ids);
 }
+// The status family: one parser; `R` names the route (server/api/status.cpp).
+template <const char* R>
+Parsed status(const RouteCall& c) {
+  std::string none;
+  return parse_status(R, c.params.empty() ? none : c.params.at(0), c.query, c.settings, c.ids);
+}
+constexpr char kStatus[] = "status";
+constexpr char kStatusQueues[] = "status/queues";
+constexpr char kStatusQueue[] = "status/queue";
+constexpr char kStatusMessages[] = "status/queues/messages";
+constexpr char kStatusAnalytics[] = "status/analytics";
+constexpr char kStatusBuffers[] = "status/buffers";
+constexpr char kOverview[] = "resources/overview";
+constexpr char kSystemMetrics[] = "analytics/system-metrics";
+constexpr char kWorkerMetrics[] = "analytics/worker-metrics";
+constexpr char kQueueLag[] = "analytics/queue-lag";
+constexpr char kQueueOps[] = "analytics/queue-ops";
+constexpr char kStatsRefresh[] = "stats/refresh";
+
 Parsed trace_names(const RouteCall& c) {
   return parse_trace_query(TraceQueryKind::names, c.params, c.query, c.settings, c.ids);
 }
@@ -110,6 +133,7 @@ Parsed trace_message(const RouteCall& c) {
 // comes before a parameter in the same place.
 constexpr auto kRoutes = std::to_array<Route>({
     // system
+    {"GET", "/", A::read_only, G::none, kSmall, console},
     {"GET", "/health", A::read_only, G::none, kSmall, bare_parser<parse_health>},
     {"GET", "/metrics", A::read_only, G::none, kSmall, metrics_json, RenderAs::metrics_json},
     {"GET", "/metrics/prometheus", A::read_only, G::none, kSmall, metrics_text},
@@ -154,9 +178,25 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"GET", "/api/v1/resources/queues", A::read_only, G::none, kSmall, queue_list},
     {"GET", "/api/v1/resources/queues/:queue", A::read_only, G::none, kSmall, queue_one},
     {"DELETE", "/api/v1/resources/queues/:queue", A::admin, G::none, kSmall, queue_one},
+    {"GET", "/api/v1/resources/overview", A::read_only, G::none, kSmall, status<kOverview>},
     {"GET", "/api/v1/resources/namespaces", A::read_only, G::none, kSmall, namespaces},
     {"GET", "/api/v1/resources/tasks", A::read_only, G::none, kSmall, tasks},
     // consumer groups
+    {"GET", "/api/v1/status", A::read_only, G::none, kSmall, status<kStatus>},
+    {"GET", "/api/v1/status/queues", A::read_only, G::none, kSmall, status<kStatusQueues>},
+    {"GET", "/api/v1/status/queues/:queue", A::read_only, G::none, kSmall, status<kStatusQueue>},
+    {"GET", "/api/v1/status/queues/:queue/messages", A::read_only, G::none, kSmall,
+     status<kStatusMessages>},
+    {"GET", "/api/v1/status/analytics", A::read_only, G::none, kSmall, status<kStatusAnalytics>},
+    {"GET", "/api/v1/status/buffers", A::read_only, G::none, kSmall, status<kStatusBuffers>},
+    {"GET", "/api/v1/analytics/system-metrics", A::read_only, G::none, kSmall,
+     status<kSystemMetrics>},
+    {"GET", "/api/v1/analytics/worker-metrics", A::read_only, G::none, kSmall,
+     status<kWorkerMetrics>},
+    {"GET", "/api/v1/analytics/queue-lag", A::read_only, G::none, kSmall, status<kQueueLag>},
+    {"GET", "/api/v1/analytics/queue-ops", A::read_only, G::none, kSmall, status<kQueueOps>},
+    {"POST", "/api/v1/stats/refresh", A::admin, G::none, kSmall, status<kStatsRefresh>},
+
     {"GET", "/api/v1/consumer-groups", A::read_only, G::none, kSmall, parse_group_list},
     {"GET", "/api/v1/consumer-groups/lagging", A::read_only, G::none, kSmall, parse_group_lagging},
     {"GET", "/api/v1/consumer-groups/:group", A::read_only, G::none, kSmall, parse_group_details},
