@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything in build/, and runs every check:
 #   1. ctest: core unit and property tests, the core purity check, the edge's integration
-#      tests against the real binary (crash, stress and hardening included), the
-#      simulator's own unit tests (its seed runs are step 2's);
+#      tests against the real binary (crash, stress and hardening included, queenctl's
+#      too), the wire conformance suite, the simulator's own unit tests (its seed runs are
+#      step 2's); then the web console in headless Chromium (tests/browser/run.sh);
 #   2. scripts/sim-ci.sh: 300 simulator seeds twice (determinism), every mutant, the
 #      regression seeds, its one-node and cluster halves side by side; beside them
 #   3. proofs/check.sh: the SPIN models and their mutants;
@@ -25,6 +26,8 @@ step "ctest"
 # The simulator runs that ctest also registers (determinism, mutants, regressions) are left to
 # step 2, which runs the same checks over wider seed ranges.
 ctest --test-dir build --output-on-failure -E '^sim_(determinism|cluster|mutant|regressions)'
+step "web console in a real browser"
+bash tests/browser/run.sh build/server/queen
 step "simulator and proofs, side by side"
 # Each is one single-threaded process at a time: the simulator's one-node and cluster halves
 # and the proofs (about 60, 80 and 95 s of one core) share the two cores; their output follows
