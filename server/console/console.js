@@ -1238,7 +1238,15 @@
               <button type="button" class="danger" data-act="delete"
                 data-testid="kv-delete">Delete</button></div>
           </form>
-          <div id="kv-result" data-testid="kv-result" style="margin-top:12px"></div></div>
+          <div id="kv-result" data-testid="kv-result" style="margin-top:12px"></div>
+          <h2 style="margin-top:18px">Browse keys</h2>
+          <form class="toolbar" id="kv-browse">
+            <input name="browseNs" placeholder="Namespace" required data-testid="kv-browse-ns"
+              value="${q.get('browseNs') || q.get('ns') || ''}">
+            <input name="browsePrefix" placeholder="Key prefix" required
+              data-testid="kv-browse-prefix" value="${q.get('browsePrefix') || ''}">
+            <button type="submit" class="primary" data-testid="kv-browse-list">List</button></form>
+          <div id="kv-keys"></div></div>
         <div class="panel" data-testid="timers-panel"><h2>Timers</h2>
           <form class="toolbar" id="t-form">
             <input name="timerQueue" placeholder="Queue" required
@@ -1249,6 +1257,7 @@
       </div></section>`);
     wireKv(ctx);
     if (q.get('ns') && q.get('key')) await kvAct(ctx, 'get');
+    if (q.get('browseNs') && q.get('browsePrefix')) await browseKeys(ctx, '');
     if (q.get('timerQueue')) await loadTimers(ctx, q.get('after') || '');
   }
 
@@ -1259,10 +1268,15 @@
       const button = ev.target.closest('button[data-act]');
       if (button) await kvAct(ctx, button.dataset.act);
     }));
+    $('#kv-browse', ctx.root).addEventListener('submit', guard(async (ev) => {
+      ev.preventDefault();
+      await browseKeys(ctx, '');
+    }));
     $('#t-form', ctx.root).addEventListener('submit', (ev) => {
       ev.preventDefault();
       const kv = formValues(form);
-      setQuery({ ...formValues(ev.target), ns: kv.ns, key: kv.key, after: '' });
+      const browse = formValues($('#kv-browse', ctx.root));
+      setQuery({ ...formValues(ev.target), ...browse, ns: kv.ns, key: kv.key, after: '' });
     });
   }
 
@@ -1316,6 +1330,45 @@
       <dt>Updated</dt><dd>${when(row.updatedAt)}</dd>
       <dt>Expires</dt><dd>${row.expiresAt ? when(row.expiresAt) : 'never'}</dd></dl>
       <pre class="json" data-testid="kv-json">${jsonHtml(row.value ?? null)}</pre>`);
+  }
+
+  // A page of a namespace's keys under a prefix (the getPrefix operation, keys only); a key
+  // opens in the form above, Next follows nextAfter.
+  async function browseKeys(ctx, after) {
+    const form = $('#kv-browse', ctx.root);
+    if (!form.reportValidity()) return;
+    const v = formValues(form);
+    const op = { op: 'getPrefix', ns: v.browseNs, prefix: v.browsePrefix, keysOnly: true,
+      limit: 50 };
+    if (after) op.after = after;
+    const d = (await api('/api/v1/kv', { method: 'POST', body: { operations: [op] } })).data;
+    const result = (d.results || [])[0] || {};
+    if (!ctx.alive()) return;
+    const rows = (result.rows || []).map((r) => html`<tr data-testid="kv-key-row">
+      <td><a href="#" class="mono" data-key="${r.key}">${r.key}</a></td>
+      <td class="num">${num(r.version)}</td>
+      <td>${r.expiresAt ? when(r.expiresAt) : 'never'}</td></tr>`);
+    const next = result.truncated && result.nextAfter
+      ? html`<button type="button" data-testid="kv-keys-next">Next</button>` : '';
+    mount($('#kv-keys', ctx.root), rows.length
+      ? html`<table><thead><tr><th>Key</th><th class="num">Version</th><th>Expires</th></tr>
+        </thead><tbody>${rows}</tbody></table><div class="buttons">${next}</div>`
+      : html`<div class="unavailable" data-testid="kv-keys-none">No keys with this prefix.</div>`);
+    wireKeyBrowser(ctx, v, result.nextAfter);
+  }
+
+  function wireKeyBrowser(ctx, v, nextAfter) {
+    const list = $('#kv-keys', ctx.root);
+    list.onclick = guard(async (ev) => {
+      if (ev.target.closest('[data-testid="kv-keys-next"]')) return browseKeys(ctx, nextAfter);
+      const link = ev.target.closest('a[data-key]');
+      if (!link) return undefined;
+      ev.preventDefault();
+      const form = $('#kv-form', ctx.root);
+      form.elements.ns.value = v.browseNs;
+      form.elements.key.value = link.dataset.key;
+      return kvAct(ctx, 'get');
+    });
   }
 
   async function loadTimers(ctx, after) {

@@ -140,6 +140,9 @@ acks "$popped" dlq 0 3
 acks "$popped" completed 3 1
 
 call PUT /api/v1/kv/app/greeting '{"value":{"hello":"world","count":3},"forever":true}' >/dev/null
+for i in $(seq 1 60); do
+  call PUT "/api/v1/kv/app/user.$(printf %02d "$i")" "{\"value\":$i,\"forever\":true}" >/dev/null
+done
 call POST /api/v1/timers '{"operations":[{"op":"schedule","queue":"orders","timerKey":"reminder-1",
   "delayMs":3600000},{"op":"schedule","queue":"orders","timerKey":"reminder-2",
   "delayMs":7200000}]}' >/dev/null
