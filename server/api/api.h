@@ -93,6 +93,7 @@ enum class RenderAs : uint8_t {
   status_queues,       // GET /api/v1/status/queues: a page of the queue list
   status_queue,        // GET /api/v1/status/queues/:queue: a page of its partitions
   status_messages,     // GET /api/v1/status/queues/:queue/messages: a bare array
+  group_page,          // GET /api/v1/consumer-groups/:group?limit=: each queue's partitions paged
 };
 
 // What a paged or timed read asks for beyond its command (the status family,
@@ -101,6 +102,7 @@ struct ViewArgs {
   uint64_t offset = 0;
   uint64_t limit = 100;
   std::string search;  // a substring the names listed contain (empty: any)
+  std::string queue;   // only this queue (empty: any)
   int64_t from_ms = 0, to_ms = 0, bucket_ms = 0;
 };
 
@@ -217,6 +219,11 @@ Parsed parse_status(std::string_view route, const std::string& queue, const Quer
 // The queue list rendered as one of the status kinds.
 HttpAnswer render_status(const QueuesReply& reply, RenderAs as, const ViewArgs& view);
 HttpAnswer render_status_messages(const MessagesReply& reply);
+// A page (limit 100, 1-1000; offset 0) and the `search` filter from a query string; the
+// refusal's text naming the field.
+std::optional<std::string> read_page(const QueryParams& query, ViewArgs* view);
+// GET /api/v1/consumer-groups/:group with `limit`: each queue's partitions paged.
+HttpAnswer render_group_page(const GroupsReply& reply, const ViewArgs& view);
 // Traces: POST /api/v1/traces, GET /api/v1/traces/:partitionId/:transactionId,
 // /api/v1/traces/by-name/:name and /api/v1/traces/names (limit, offset).
 Parsed parse_trace_record(std::string_view body, const EdgeSettings& settings, IdSource& ids);

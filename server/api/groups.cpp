@@ -64,6 +64,35 @@ HttpAnswer render_group_details(const GroupsReply& reply) {
   return HttpAnswer{200, w.take(), 0};
 }
 
+}  // namespace
+
+HttpAnswer render_group_page(const GroupsReply& reply, const ViewArgs& v) {
+  JsonWriter w;
+  w.begin_object();
+  for (const GroupView& g : reply.groups) {
+    if (!v.queue.empty() && g.queue != v.queue) continue;
+    std::vector<const GroupPartitionView*> parts;
+    for (const GroupPartitionView& p : g.partitions)
+      if (v.search.empty() || p.partition.find(v.search) != std::string::npos) parts.push_back(&p);
+    w.key(g.queue).begin_object();
+    w.key("partitions").begin_array();
+    for (size_t i = v.offset; i < parts.size() && i < v.offset + v.limit; ++i)
+      render_group_partition(*parts[i], w);
+    w.end_array();
+    w.key("totalLag").number(g.total_lag);
+    w.key("subscriptionMode").string(mode_name(g.mode));
+    w.key("pagination").begin_object();
+    w.key("limit").number(v.limit).key("offset").number(v.offset);
+    w.key("total").number(parts.size());
+    w.end_object();
+    w.end_object();
+  }
+  w.end_object();
+  return HttpAnswer{200, w.take(), 0};
+}
+
+namespace {
+
 // GET /api/v1/consumer-groups/lagging: one row per lagging (group, partition).
 HttpAnswer render_lagging(const GroupsReply& reply) {
   JsonWriter w;
@@ -192,9 +221,18 @@ Parsed parse_group_lagging(const RouteCall& c) {
   return to_node(c.ids, c.settings.stmt_timeout_ms, cmd);
 }
 
+// With `limit` (or `offset`, `search`, `queue`), each queue's partitions come a page at a
+// time with their `pagination`; without, the reference's whole answer.
 Parsed parse_group_details(const RouteCall& c) {
   Parsed p = to_node(c.ids, c.settings.stmt_timeout_ms, GroupDetailsCmd{c.params.at(0)});
   p.render = RenderAs::group_details;
+  for (const char* key : {"limit", "offset", "search", "queue"}) {
+    if (c.query.count(key) == 0) continue;
+    if (auto error = read_page(c.query, &p.view)) return bad_request(*error);
+    if (const std::string* q = query_text(c.query, "queue")) p.view.queue = *q;
+    p.render = RenderAs::group_page;
+    break;
+  }
   return p;
 }
 

@@ -64,6 +64,9 @@ HttpAnswer render_reply(const Reply& reply, RenderAs as, const ViewArgs& view) {
   if (const auto* queues = std::get_if<QueuesReply>(&reply.body);
       queues && as >= RenderAs::status && as <= RenderAs::status_queue)
     return render_status(*queues, as, view);
+  if (const auto* groups = std::get_if<GroupsReply>(&reply.body);
+      groups && as == RenderAs::group_page)
+    return render_group_page(*groups, view);
   if (const auto* messages = std::get_if<MessagesReply>(&reply.body);
       messages && as == RenderAs::status_messages)
     return render_status_messages(*messages);

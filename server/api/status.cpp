@@ -32,23 +32,6 @@ std::string iso_ms(int64_t ms) {
 
 // ---------- query parameters ----------
 
-// A page: limit (default 100, 1-1000) and offset (default 0), and the `search` filter.
-std::optional<std::string> read_page(const QueryParams& q, ViewArgs* v) {
-  const std::pair<const char*, uint64_t*> numbers[] = {{"limit", &v->limit},
-                                                       {"offset", &v->offset}};
-  for (const auto& [name, slot] : numbers) {
-    const std::string* text = query_text(q, name);
-    if (!text) continue;
-    bool digits = !text->empty() && text->find_first_not_of("0123456789") == std::string::npos;
-    auto n = digits ? parse_u64(*text) : std::nullopt;
-    if (!n) return std::string(name) + " must be a non-negative integer";
-    *slot = *n;
-  }
-  v->limit = std::clamp<uint64_t>(v->limit, 1, kPageLimitMax);
-  if (const std::string* s = query_text(q, "search")) v->search = *s;
-  return std::nullopt;
-}
-
 // A time: ISO-8601, or Unix milliseconds.
 std::optional<int64_t> read_time_ms(const std::string& text) {
   if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
@@ -602,6 +585,22 @@ Parsed timed(std::string_view route, const std::string& queue_filter, const View
 }
 
 }  // namespace
+
+std::optional<std::string> read_page(const QueryParams& q, ViewArgs* v) {
+  const std::pair<const char*, uint64_t*> numbers[] = {{"limit", &v->limit},
+                                                       {"offset", &v->offset}};
+  for (const auto& [name, slot] : numbers) {
+    const std::string* text = query_text(q, name);
+    if (!text) continue;
+    bool digits = !text->empty() && text->find_first_not_of("0123456789") == std::string::npos;
+    auto n = digits ? parse_u64(*text) : std::nullopt;
+    if (!n) return std::string(name) + " must be a non-negative integer";
+    *slot = *n;
+  }
+  v->limit = std::clamp<uint64_t>(v->limit, 1, kPageLimitMax);
+  if (const std::string* s = query_text(q, "search")) v->search = *s;
+  return std::nullopt;
+}
 
 HttpAnswer render_status(const QueuesReply& reply, RenderAs as, const ViewArgs& view) {
   switch (as) {

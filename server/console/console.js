@@ -896,7 +896,7 @@
       location.hash = '#/groups';
       notify(`Consumer group ${group} deleted.`);
     }));
-    const d = await ctx.get(`/api/v1/consumer-groups/${enc(group)}`);
+    const d = await ctx.get(`/api/v1/consumer-groups/${enc(group)}?limit=${GROUP_PAGE}`);
     const queues = Object.keys(d || {}).sort();
     if (!queues.length) {
       mount($('#gd-body', ctx.root), html`<div class="panel unavailable">This group has no
@@ -904,14 +904,15 @@
       return;
     }
     mount($('#gd-body', ctx.root), queues.map((q, i) => groupQueuePanel(q, d[q], i)));
-    queues.forEach((q, i) => wireGroupQueue(ctx, group, q, d[q].partitions || [], i));
+    queues.forEach((q, i) => wireGroupQueue(ctx, group, q, d[q], i));
   }
 
   function groupQueuePanel(queue, g, i) {
     const parts = g.partitions || [];
     return html`<div class="panel" data-testid="group-queue" data-queue="${queue}">
       <div class="panel-head"><h2>Queue <a href="#/queues/${enc(queue)}">${queue}</a></h2>
-        <span class="sub">${num(parts.length)} partitions · offset lag ${num(g.totalLag)} ·
+        <span class="sub">${num(g.pagination ? g.pagination.total : parts.length)} partitions
+          · offset lag ${num(g.totalLag)} ·
           subscription ${g.subscriptionMode}</span></div>
       <div class="toolbar">
         <button type="button" data-testid="seek-end" data-act="end">Seek to end</button>
@@ -924,8 +925,11 @@
       <div data-slot="parts-${i}"></div></div>`;
   }
 
-  function groupPartsTable(parts, offset) {
-    const rows = parts.slice(offset, offset + GROUP_PAGE).map((p) => html`
+  // One page of a queue's partitions as the node answered it (paged on the node).
+  function groupPartsTable(page) {
+    const parts = page.partitions || [];
+    const { offset = 0, total = parts.length } = page.pagination || {};
+    const rows = parts.map((p) => html`
       <tr data-testid="group-partition-row" data-partition="${p.partition}">
         <td>${p.partition}</td><td class="num">${num(p.offsetLag)}</td>
         <td class="num">${duration(Number(p.timeLagSeconds) * 1000)}</td>
@@ -935,17 +939,22 @@
     return [table('group-partitions-table', [['Partition'], ['Offset lag', 'num'],
       ['Time lag', 'num'], ['Consumed', 'num'], ['Cursor', 'num'], ['Last consumed'],
       ['Lease']], rows, 'No partition.'),
-    pager('group-partitions', offset, GROUP_PAGE, rows.length, parts.length)];
+    pager('group-partitions', offset, GROUP_PAGE, rows.length, total)];
   }
 
-  function wireGroupQueue(ctx, group, queue, parts, i) {
+  function wireGroupQueue(ctx, group, queue, first, i) {
     const panel = $$('[data-testid="group-queue"]', ctx.root)[i];
     const slot = $(`[data-slot="parts-${i}"]`, panel);
-    const show = (offset) => {
-      mount(slot, groupPartsTable(parts, offset));
+    const render = (page) => {
+      mount(slot, groupPartsTable(page));
       wirePager(slot, 'group-partitions', show);
     };
-    show(0);
+    const show = async (offset) => {
+      const q = new URLSearchParams({ queue, limit: GROUP_PAGE, offset });
+      const d = await ctx.get(`/api/v1/consumer-groups/${enc(group)}?${q}`);
+      if (d && d[queue]) render(d[queue]);
+    };
+    render(first);
     const seekPath = `/api/v1/consumer-groups/${enc(group)}/queues/${enc(queue)}/seek`;
     $('[data-act="end"]', panel).addEventListener('click', guard(async () => {
       if (!(await ask(`Move "${group}" to the end of "${queue}"? It skips every message not yet` +

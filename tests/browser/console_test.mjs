@@ -260,12 +260,33 @@ check('consumer groups: the list, a group\'s lag per partition, and seek to end'
     assert(lag.trim() === fmt(p.offsetLag), `lag of ${p.partition}: ${lag} vs ${p.offsetLag}`);
   }
   assert(d.totalLag > 0, 'the seeded group should lag');
+  await checkGroupPaging();
+  await go('#/groups/analytics', 'group-detail');
+  await waitCount('[data-testid="group-partition-row"]', d.partitions.length);
   await page.click('[data-testid="seek-end"]');
   await page.waitForSelector('[data-testid="confirm-dialog"]:not([hidden])', { timeout: STEP_MS });
   await page.click('[data-testid="confirm-ok"]');
   await eventually('the group to be at the end', async () =>
     (await apiOk('GET', '/api/v1/consumer-groups/analytics')).orders.totalLag === 0);
 });
+
+// A group over more partitions than a page: the node answers one page at a time.
+async function checkGroupPaging() {
+  const all = (await apiOk('GET', '/api/v1/consumer-groups/scan')).fanout.partitions;
+  assert(all.length > 100, `the scan group should cover over 100 partitions, has ${all.length}`);
+  const page2 = (await apiOk('GET', '/api/v1/consumer-groups/scan?queue=fanout&limit=50&offset=50'))
+    .fanout;
+  assert(page2.pagination.total === all.length, `pagination total ${page2.pagination.total}`);
+  await go('#/groups/scan', 'group-detail');
+  await waitCount('[data-testid="group-partition-row"]', 50);
+  await page.click('[data-testid="group-partitions-next"]');
+  await page.waitForFunction((first) => {
+    const row = document.querySelector('[data-testid="group-partition-row"]');
+    return Boolean(row) && row.dataset.partition === first;
+  }, page2.partitions[0].partition, { timeout: STEP_MS });
+  const shown = await attrs('[data-testid="group-partition-row"]', 'data-partition');
+  assert(sameJson(shown, page2.partitions.map((p) => p.partition)), 'page 2 differs from the API');
+}
 
 check('messages: browse a queue and open a payload', async () => {
   const list = (await apiOk('GET', '/api/v1/messages?queue=orders&limit=50')).messages;

@@ -134,6 +134,11 @@ call POST /api/v1/push '{"items":[{"queue":"payments","payload":{"amount":10}},
 popped="$(call GET \
   '/api/v1/pop/queue/orders?batch=12&wait=false&consumerGroup=analytics&subscriptionMode=all')"
 acks "$popped" completed 0 "$(printf '%s' "$popped" | json 'd.messages.length')"
+# A group that read (auto-acked) over a hundred of fanout's partitions: its detail pages.
+for _ in 1 2 3; do
+  call GET "/api/v1/pop/queue/fanout?batch=1000&partitions=64&wait=false&autoAck=true\
+&consumerGroup=scan&subscriptionMode=all" '' 200 204 >/dev/null
+done
 popped="$(call GET '/api/v1/pop/queue/payments?batch=4&wait=false')"
 [[ "$(printf '%s' "$popped" | json 'd.messages.length')" == 4 ]] || fail "payments pop: $popped"
 acks "$popped" dlq 0 3
