@@ -35,13 +35,22 @@ void ReplyRouter::deliver(ReplyHandle handle, Reply reply) {
 
 namespace {
 
-// Keeps each metrics reply as a sample of the status history.
+// Keeps each metrics reply as a sample of the status history. The reply arrives on the node
+// thread; the sample (which reads /proc and getrusage) is taken on the server's own.
 class StatusSampler final : public ReplyTarget {
  public:
+  explicit StatusSampler(asio::any_io_executor executor) : executor_(std::move(executor)) {}
   void on_reply(ReplyHandle, Reply reply) override {
-    if (const auto* m = std::get_if<MetricsReply>(&reply.body))
-      status_history().add(sample_of(*m, real::wall_clock_us() / 1000));
+    auto* m = std::get_if<MetricsReply>(&reply.body);
+    if (m == nullptr) return;
+    int64_t at_ms = real::wall_clock_us() / 1000;
+    asio::post(executor_, [metrics = std::move(*m), at_ms] {
+      status_history().add(sample_of(metrics, at_ms));
+    });
   }
+
+ private:
+  asio::any_io_executor executor_;
 };
 
 }  // namespace
@@ -54,7 +63,7 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       accept_retry_(context_),
       disk_timer_(context_),
       sample_timer_(context_),
-      sampler_(std::make_shared<StatusSampler>()),
+      sampler_(std::make_shared<StatusSampler>(context_.get_executor())),
       shared_(std::make_shared<Shared>(options, driver, router)) {
   for (int i = 1; i < options_.threads; ++i)
     more_contexts_.push_back(std::make_unique<asio::io_context>(1));
