@@ -118,6 +118,9 @@ constexpr char kWorkerMetrics[] = "analytics/worker-metrics";
 constexpr char kQueueLag[] = "analytics/queue-lag";
 constexpr char kQueueOps[] = "analytics/queue-ops";
 constexpr char kStatsRefresh[] = "stats/refresh";
+constexpr char kRetention[] = "analytics/retention";
+constexpr char kParked[] = "analytics/queue-parked-replicas";
+constexpr char kPostgres[] = "analytics/postgres-stats";
 
 Parsed trace_names(const RouteCall& c) {
   return parse_trace_query(TraceQueryKind::names, c.params, c.query, c.settings, c.ids);
@@ -196,6 +199,10 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"GET", "/api/v1/analytics/queue-lag", A::read_only, G::none, kSmall, status<kQueueLag>},
     {"GET", "/api/v1/analytics/queue-ops", A::read_only, G::none, kSmall, status<kQueueOps>},
     {"POST", "/api/v1/stats/refresh", A::admin, G::none, kSmall, status<kStatsRefresh>},
+    {"GET", "/api/v1/analytics/retention", A::read_only, G::none, kSmall, status<kRetention>},
+    {"GET", "/api/v1/analytics/queue-parked-replicas", A::read_only, G::none, kSmall,
+     status<kParked>},
+    {"GET", "/api/v1/analytics/postgres-stats", A::read_only, G::none, kSmall, status<kPostgres>},
 
     {"GET", "/api/v1/consumer-groups", A::read_only, G::none, kSmall, parse_group_list},
     {"GET", "/api/v1/consumer-groups/lagging", A::read_only, G::none, kSmall, parse_group_lagging},

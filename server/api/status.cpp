@@ -639,6 +639,13 @@ Parsed parse_status(std::string_view route, const std::string& queue, const Quer
   int64_t t = settings.stmt_timeout_ms;
   ViewArgs v;
   if (route == "status/buffers") return answer_now(status_buffers());
+  if (route == "analytics/retention" || route == "analytics/queue-parked-replicas" ||
+      route == "analytics/postgres-stats") {
+    return answer_now(error_answer(
+        404, "not_found",
+        "not found: /api/v1/" + std::string(route) +
+            " reports PostgreSQL tables and 1.x replicas, which this broker does not have"));
+  }
   if (route == "stats/refresh") {  // 1.x rolled statistics up in PostgreSQL; these are live
     JsonWriter w;
     w.begin_object().key("skipped").boolean(false);
