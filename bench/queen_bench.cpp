@@ -1,6 +1,7 @@
 // queen-bench: the load generator. Keep-alive HTTP connections against one node; producers
 // push batches (one partition per push), consumers pop and ack (asynchronously, on a second
-// connection), or commit transactions.
+// connection), or commit transactions. --target redis runs the same scenarios against Redis
+// Streams instead (bench/redis_target.cpp).
 // Open loop (--rate > 0): each connection sends on a fixed schedule and latency counts from
 // the scheduled instant, so queueing shows. Closed loop (--rate 0): as fast as answers come.
 // Prints one JSON result line (for bench/results.jsonl) and a human summary.
@@ -28,80 +29,16 @@
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_common.h"
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
+using namespace queen::bench;
+
 namespace {
-
-// Log-linear histogram of microseconds: 64 sub-buckets per power of two (about 1.5% error).
-class Histogram {
- public:
-  void add(int64_t us) {
-    if (us < 0) us = 0;
-    std::lock_guard<std::mutex> g(mu_);
-    ++counts_[index(static_cast<uint64_t>(us))];
-    ++total_;
-  }
-  double percentile_ms(double p) const {
-    std::lock_guard<std::mutex> g(mu_);
-    if (total_ == 0) return 0;
-    uint64_t want = static_cast<uint64_t>(std::ceil(p / 100.0 * total_));
-    uint64_t seen = 0;
-    for (uint32_t i = 0; i < kBuckets; ++i) {
-      seen += counts_[i];
-      if (seen >= want && counts_[i] > 0) return value(i) / 1000.0;
-    }
-    return 0;
-  }
-  uint64_t total() const {
-    std::lock_guard<std::mutex> g(mu_);
-    return total_;
-  }
-
- private:
-  static constexpr uint32_t kBuckets = 60 * 64;  // up to 2^64 us
-  static uint32_t index(uint64_t v) {
-    if (v < 64) return static_cast<uint32_t>(v);
-    int exp = 63 - __builtin_clzll(v);  // >= 6
-    uint32_t sub = static_cast<uint32_t>((v >> (exp - 6)) & 63);
-    return static_cast<uint32_t>((exp - 5) * 64 + sub);
-  }
-  static double value(uint32_t i) {
-    if (i < 64) return i;
-    int exp = static_cast<int>(i / 64) + 5;
-    uint64_t sub = i % 64;
-    return static_cast<double>((uint64_t{1} << exp) + (sub << (exp - 6)));
-  }
-  mutable std::mutex mu_;
-  std::array<uint64_t, kBuckets> counts_{};
-  uint64_t total_ = 0;
-};
-
-struct Options {
-  std::string host = "127.0.0.1";
-  std::string port = "6632";
-  std::string scenario = "push";
-  int producers = 8;
-  int consumers = 8;
-  double duration_s = 10;
-  double rate = 0;  // messages/s over all producers; 0 = closed loop
-  int batch = 100;
-  int payload_bytes = 256;
-  uint64_t partitions = 200;
-  int queues = 1;
-  int pop_batch = 500;
-  int pop_partitions = 1;  // partitions one pop may lease (1-64)
-  std::string queue = "bench";
-  std::string label;
-  // --hosts h:p,h:p: connections go round-robin over these nodes (a cluster); else host:port.
-  std::vector<std::pair<std::string, std::string>> hosts;
-  // --fill: every item of a push goes to its own partition, in order, until `partitions` of
-  // them hold a message; the run ends then (or at the duration).
-  bool fill = false;
-};
 
 // The node connection number `n` talks to.
 std::pair<std::string, std::string> endpoint(const Options& o, int n) {
@@ -154,33 +91,6 @@ class Client {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
 };
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-struct Totals {
-  std::atomic<uint64_t> pushed{0}, consumed{0}, push_errors{0}, pop_errors{0}, txns{0};
-  std::atomic<uint64_t> pops{0};       // pop answers that carried messages
-  std::atomic<uint64_t> next_fill{0};  // --fill: the next partition to give a message
-  std::atomic<int64_t> filled_us{0};   // --fill: when the last one was answered
-  Histogram push_ms, pop_ms, ack_ms, e2e_ms, txn_ms;
-};
-
-// Bodies are built as text: the generator shares the node's cores, so it must stay cheap.
-void append_payload(const Options& o, int64_t sent_us, std::string* out) {
-  *out += "{\"ts\":";
-  *out += std::to_string(sent_us);
-  *out += ",\"pad\":\"";
-  out->append(static_cast<size_t>(std::max(0, o.payload_bytes - 40)), 'x');
-  *out += "\"}";
-}
-
-std::string queue_name(const Options& o, uint64_t i) {
-  return o.queues > 1 ? o.queue + "-" + std::to_string(i % o.queues) : o.queue;
-}
 
 // One push body: `count` items, item i into partition first + i * step.
 std::string push_body(const Options& o, uint64_t first, uint64_t step, int count, int64_t sent_us) {
@@ -422,7 +332,9 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--host")
+    if (k == "--target")
+      o.target = v;
+    else if (k == "--host")
       o.host = v;
     else if (k == "--port")
       o.port = v;
@@ -464,6 +376,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+int usage(const char* why) {
+  std::fprintf(stderr, "queen-bench: %s\n", why);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -474,13 +391,26 @@ int main(int argc, char** argv) {
   int64_t begin_us = now_us();
   auto end = begin + std::chrono::milliseconds(static_cast<int64_t>(o.duration_s * 1000));
   std::vector<std::thread> threads;
-  for (int i = 0; i < o.producers; ++i) threads.emplace_back(producer, std::cref(o), i, end, &t);
-  if (consume)
-    for (int i = 0; i < o.consumers; ++i)
+  bool redis = o.target == "redis";
+  if (o.target != "queen" && !redis) return usage("--target is queen or redis");
+  if (redis && o.scenario == "txn") return usage("the redis target has no transactions");
+  if (redis && !redis_prepare(o)) return 1;
+  for (int i = 0; i < o.producers; ++i) {
+    if (redis)
+      threads.emplace_back(redis_producer, std::cref(o), i, end, &t);
+    else
+      threads.emplace_back(producer, std::cref(o), i, end, &t);
+  }
+  for (int i = 0; consume && i < o.consumers; ++i) {
+    if (redis)
+      threads.emplace_back(redis_consumer, std::cref(o), i, end, &t);
+    else
       threads.emplace_back(consumer, std::cref(o), i, end, &t, o.scenario == "txn");
+  }
   for (auto& th : threads) th.join();
   double secs = std::chrono::duration<double>(Clock::now() - begin).count();
   json r = {{"scenario", o.scenario},
+            {"target", o.target},
             {"label", o.label},
             {"seconds", secs},
             {"producers", o.producers},

@@ -3,7 +3,8 @@
 # and appends the result.
 #   bench/run.sh [--cluster] SCENARIO [queen-bench options...]
 # SCENARIO: push | inout | txn | partitions | queues | queues-shared | hot | fill-1m |
-#           fill-10m | smoke (a 10 s push run for CI).
+#           fill-10m | smoke (a 10 s push run for CI, then the memory per retained message
+#           of 1M messages from queen-memory-bench).
 # hot: the push scenario into one partition for 60 s, so its dedup window fills up.
 # queues-shared: queues with the nodes' queue logs shared, QUEEN_QLOG_SHARDS=4 unless set.
 # fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
@@ -98,4 +99,7 @@ echo "$line" >> bench/results.jsonl
 echo "$line"
 if [[ $scenario == smoke ]]; then
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r["pushed_per_s"] > 0 and r["push_errors"] == 0 else 1)' "$line"
+  # What a retained message costs in memory (heap per dedup row, 1M messages), so a regression
+  # shows in the smoke run's output.
+  build/bench/queen-memory-bench 1000000 100000
 fi

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ libboost-dev nlohmann-json3-dev libxxhash-dev librapidcheck-dev
-          libgtest-dev libssl-dev libmimalloc-dev openssl)
+          libgtest-dev libssl-dev libmimalloc-dev libhiredis-dev openssl)
 
 install_missing() {
   local missing=() p

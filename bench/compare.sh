@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Queen beside its durable peer on this machine: Redis 7 Streams with appendonly yes and
+# appendfsync always. Each round starts a fresh redis-server and a fresh node (each on its own
+# temp folder and free port), runs the same queen-bench scenario against each (the order
+# alternates by round, so drift hits both), and stops them. Prints every round, the medians
+# and the ratio Queen / Redis; appends each run to bench/results.jsonl.
+#   bench/compare.sh SCENARIO [ROUNDS]      (ROUNDS: 5; COMPARE_SECONDS: 10 per run)
+# SCENARIO: push        16 connections, 100 messages a round trip, closed loop
+#           inout       4 producers and 4 consumers (pop/XREADGROUP, async ack/XACK)
+#           inout-16x8  16 producers and 8 consumers
+#           open        in+out at a fixed offered rate (COMPARE_RATE, 40000 msg/s)
+# Payloads are the same 256-byte JSON for both. Needs a Release build (scripts/run.sh) and
+# Debian's redis-server, installed here when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scenario=${1:?usage: bench/compare.sh push|inout|inout-16x8|open [ROUNDS]}
+rounds=${2:-5}
+seconds=${COMPARE_SECONDS:-10}
+bin=${QUEEN_BIN:-build/server/queen}
+bench=build/bench/queen-bench
+[[ -x $bin && -x $bench ]] || { echo "build first: scripts/run.sh --no-start"; exit 2; }
+if ! command -v redis-server >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
+fi
+case $scenario in
+  push) args=(--scenario push --producers 16 --batch 100) ;;
+  inout) args=(--scenario inout --producers 4 --consumers 4 --batch 100 --pop-partitions 8) ;;
+  inout-16x8) args=(--scenario inout --producers 16 --consumers 8 --batch 100
+    --pop-partitions 8) ;;
+  open) args=(--scenario inout --producers 8 --consumers 4 --batch 100 --pop-partitions 8
+    --rate "${COMPARE_RATE:-40000}") ;;
+  *) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+args+=(--duration-s "$seconds" --payload-bytes 256)
+
+data=$(mktemp -d)
+pid=""
+stop_server() {
+  if [[ -n $pid ]]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  pid=""
+}
+trap 'stop_server; rm -rf "$data"' EXIT
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# until_ok CMD...: polls CMD every 50 ms for at most 15 s.
+until_ok() {
+  for _ in $(seq 1 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "compare.sh: the server did not come up" >&2
+  return 1
+}
+
+run_redis() {  # prints queen-bench's result line
+  local port dir
+  port=$(free_port)
+  dir=$(mktemp -d "$data/redis.XXXX")
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
+    --appendfsync always --save '' --daemonize no --logfile "$dir/redis.log" &
+  pid=$!
+  until_ok redis-cli -p "$port" ping
+  "$bench" --target redis --port "$port" --label "compare-$scenario-redis" "${args[@]}"
+  stop_server
+}
+
+run_queen() {
+  local port dir
+  port=$(free_port)
+  dir=$(mktemp -d "$data/queen.XXXX")
+  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$dir LOG_LEVEL=warn "$bin" &
+  pid=$!
+  until_ok curl -sf "http://127.0.0.1:$port/health"
+  "$bench" --target queen --port "$port" --label "compare-$scenario-queen" "${args[@]}"
+  stop_server
+}
+
+results=()
+for round in $(seq 1 "$rounds"); do
+  if ((round % 2)); then order=(queen redis); else order=(redis queen); fi
+  for target in "${order[@]}"; do
+    line=$("run_$target")
+    line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["round"]=int(sys.argv[2]); print(json.dumps(r))' "$line" "$round")
+    echo "$line" >> bench/results.jsonl
+    results+=("$line")
+  done
+done
+printf '%s\n' "${results[@]}" | python3 bench/compare_summary.py
