@@ -135,6 +135,7 @@ void DiskGate::check(uint64_t incoming_bytes) {
   std::optional<int> pct = measure(incoming_bytes);
   if (!pct) return;  // keep the last decision
   last_pct_.store(*pct, std::memory_order_relaxed);
+  edge_counters().disk_used_pct.store(*pct, std::memory_order_relaxed);
   if (*pct >= options_.high_pct) {
     full_.store(true, std::memory_order_relaxed);
   } else if (*pct < options_.low_pct) {

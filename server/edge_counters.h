@@ -1,7 +1,8 @@
 // Process-wide counts of the edge's own decisions, read by /metrics/prometheus: how requests
 // fared at admission (queen_raft_admit_total{outcome}), how many commands took longer than
 // QUEEN_RAFT_SLOW_COMMAND_MS (queen_raft_slow_commands_total), and whether the disk gate is
-// closed (queen_raft_storage_full). Safe from any thread (relaxed atomics).
+// closed (queen_raft_storage_full) and at what use of the disk (the status routes). Safe from
+// any thread (relaxed atomics).
 #pragma once
 
 #include <array>
@@ -22,6 +23,7 @@ struct EdgeCounters {
   std::array<std::atomic<uint64_t>, kAdmitOutcomes> admit{};
   std::atomic<uint64_t> slow_commands{0};
   std::atomic<bool> storage_full{false};
+  std::atomic<int> disk_used_pct{-1};  // the disk gate's last measurement (-1: none yet)
 
   void count(AdmitOutcome outcome) {
     admit[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);

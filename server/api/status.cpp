@@ -9,6 +9,7 @@
 #include <set>
 
 #include "server/api/common.h"
+#include "server/edge_counters.h"
 #include "server/status_history.h"
 
 namespace queen::server {
@@ -262,6 +263,19 @@ void render_point(const StatusBucket& b, JsonWriter& w) {
   w.end_object();
 }
 
+// The disk gate: closed (storage_full) at QUEEN_RAFT_DISK_HIGH_PCT, and the disk's use.
+void render_disk(JsonWriter& w) {
+  int pct = edge_counters().disk_used_pct.load(std::memory_order_relaxed);
+  w.key("disk").begin_object();
+  w.key("storageFull").boolean(edge_counters().storage_full.load(std::memory_order_relaxed));
+  w.key("usedPct");
+  if (pct >= 0)
+    w.number(pct);
+  else
+    w.null();
+  w.end_object();
+}
+
 void render_stats_age(int64_t now_ms, JsonWriter& w) {
   auto latest = status_history().latest();
   w.key("statsAge");
@@ -308,6 +322,7 @@ HttpAnswer render_status_page(const QueuesReply& reply, const ViewArgs& v) {
   render_six(t, w);
   w.key("deadLetterQueue").begin_object().key("totalMessages").number(t.dead_letter).end_object();
   render_raft(w);
+  render_disk(w);
   render_stats_age(v.to_ms, w);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
@@ -375,6 +390,7 @@ HttpAnswer render_overview(const QueuesReply& reply, const ViewArgs& v) {
   w.key("processedPerSecond").raw(fixed(rates.per_second(rates.acked)));
   w.end_object();
   w.key("timestamp").string(iso_ms(v.to_ms));
+  render_disk(w);
   render_stats_age(v.to_ms, w);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};

@@ -556,7 +556,16 @@
       card('Lag', lagText(lag.avg), `max ${lagText(lag.max)}`, 'stat-lag'),
       card('In / out', `${rate(tp.ingestedPerSecond)} / ${rate(tp.processedPerSecond)}`,
         'messages per second now', 'stat-rate'),
+      diskCard(o.disk),
     ]);
+  }
+
+  // The disk gate: open, or full (pushes and other writes answered 507 until it drains).
+  function diskCard(disk) {
+    if (!disk) return card('Disk', DASH, 'not reported', 'stat-disk');
+    const used = disk.usedPct === null || disk.usedPct === undefined ? DASH : `${disk.usedPct}%`;
+    return card('Disk', used, disk.storageFull ? 'full: writes refused' : 'gate open',
+      'stat-disk');
   }
 
   // Time lag as the overview reports it (milliseconds).

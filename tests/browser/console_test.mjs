@@ -159,6 +159,7 @@ check('overview shows the counts, the throughput chart and the Raft state', asyn
   assert(await cardValue('stat-partitions') === fmt(o.partitions), 'partition count');
   assert(await cardValue('stat-dlq') === fmt(o.messages.deadLetter), 'dead-letter count');
   assert(await cardValue('stat-pending') === fmt(o.messages.pending), 'pending count');
+  assert(await cardValue('stat-disk') === `${o.disk.usedPct}%`, 'disk use');
   const h = await apiOk('GET', '/health');
   await waitText('[data-testid="raft-role"]', h.raft.role);
   await waitText('[data-testid="raft-term"]', fmt(h.raft.term));

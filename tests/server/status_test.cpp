@@ -1,10 +1,11 @@
 // The status and analytics routes the console reads, against the real `queen` binary: the
 // queue list and a queue's partitions paged on the server, the throughput history following
-// pushes, pops and acks, the overview's counts, refusals of bad ranges and pages, and the
-// console page itself. The bucket arithmetic is checked on its own below.
+// pushes, pops and acks, the overview's counts and disk gate, refusals of bad ranges and
+// pages, and the console page itself. The bucket arithmetic is checked on its own below.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,8 +29,11 @@ class StatusTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
+    set_disk_pct(10);
     server_ = new ServerProcess(dir_->path() + "/data", dir_->path() + "/server.log",
-                                {{"QUEEN_STATUS_SAMPLE_MS", "100"}});
+                                {{"QUEEN_STATUS_SAMPLE_MS", "100"},
+                                 {"QUEEN_TEST_DISK_PCT_FILE", disk_pct_file()},
+                                 {"QUEEN_RAFT_DISK_CHECK_MS", "20"}});
     std::string error;
     if (!server_->start(&error)) FAIL() << error;
   }
@@ -38,6 +42,10 @@ class StatusTest : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override { client_ = std::make_unique<HttpClient>(server_->port()); }
+
+  // What the node's disk gate reads as the disk's use (QUEEN_TEST_DISK_PCT_FILE).
+  static std::string disk_pct_file() { return dir_->path() + "/disk_pct"; }
+  static void set_disk_pct(int pct) { std::ofstream(disk_pct_file()) << pct << "\n"; }
 
   static std::string name(const std::string& suffix = "") {
     return ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
@@ -164,6 +172,26 @@ TEST_F(StatusTest, TheOverviewCountsWhatTheQueueListHolds) {
   std::multiset<std::string> statuses;
   for (const json& m : browse) statuses.insert(m["status"].get<std::string>());
   EXPECT_EQ(statuses, (std::multiset<std::string>{"pending", "processing"}));
+}
+
+TEST_F(StatusTest, TheDiskGateShowsInTheOverviewAndTheStatus) {
+  auto disk_reads = [&](int pct, bool full) {
+    return eventually(seconds(10), [&] {
+      json o = get_json("/api/v1/resources/overview")["disk"];
+      json s = get_json("/api/v1/status")["disk"];
+      return o["usedPct"] == pct && o["storageFull"] == full && s == o;
+    });
+  };
+  EXPECT_TRUE(disk_reads(10, false));
+  set_disk_pct(95);  // past QUEEN_RAFT_DISK_HIGH_PCT (85): the gate closes
+  struct Reopen {
+    ~Reopen() { set_disk_pct(10); }
+  } reopen;
+  EXPECT_TRUE(disk_reads(95, true));
+  EXPECT_EQ(push(*client_, {{name(), "", "", 1}}).status, 507);
+  set_disk_pct(10);
+  EXPECT_TRUE(disk_reads(10, false));
+  EXPECT_EQ(push(*client_, {{name(), "", "", 1}}).status, 201);
 }
 
 TEST_F(StatusTest, BadPagesAndRangesAreRefusedNamingTheField) {
