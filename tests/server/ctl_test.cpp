@@ -54,13 +54,17 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 class CtlTest : public SharedNodeTest {
  protected:
+  static constexpr int kRunSecondsMax = 30;
+
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
 
   // Runs queenctl with `args` (and `input` on its stdin) against the shared node.
   CtlResult ctl(const std::vector<std::string>& args, const std::string& input = "") {
     std::string base = dir_->path() + "/ctl";
     { std::ofstream(base + ".in") << input; }
-    std::string cmd = "QUEEN_URL=" + quoted(url()) + " " + quoted(QUEENCTL_BINARY);
+    // A run that hangs (a tail that never sees its messages) fails at the deadline instead.
+    std::string cmd = "QUEEN_URL=" + quoted(url()) + " timeout " + std::to_string(kRunSecondsMax) +
+                      " " + quoted(QUEENCTL_BINARY);
     for (const std::string& a : args) cmd += " " + quoted(a);
     cmd += " <" + base + ".in >" + base + ".out 2>" + base + ".err";
     int status = std::system(cmd.c_str());
