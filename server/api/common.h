@@ -281,4 +281,9 @@ HttpAnswer render_body(const FetchReply& r, RenderAs as);              // fetch.
 HttpAnswer render_body(const FetchOffsetsReply& r, RenderAs as);       // fetch.cpp
 HttpAnswer render_body(const PartitionsChangedReply& r, RenderAs as);  // fetch.cpp
 
+// The six counters of a queue or partition ({total, pending, processing, completed, failed,
+// deadLetter}), and their sum over a queue's partitions (server/api/queues.cpp).
+void render_six_counts(const PartitionStatsView& s, JsonWriter& w);
+PartitionStatsView sum_of(const std::vector<PartitionStatsView>& partitions);
+
 }  // namespace queen::server

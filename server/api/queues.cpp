@@ -76,18 +76,6 @@ void render_queue_counts(const QueueView& q, JsonWriter& w) {
   w.end_object();
 }
 
-// The six counters of a queue get, for a partition or the totals.
-void render_six_counts(const PartitionStatsView& s, JsonWriter& w) {
-  w.begin_object();
-  w.key("total").number(s.total);
-  w.key("pending").number(s.pending);
-  w.key("processing").number(s.processing);
-  w.key("completed").number(s.completed);
-  w.key("failed").number(0);  // a failed message is pending again or a dead letter
-  w.key("deadLetter").number(s.dead_letter);
-  w.end_object();
-}
-
 void render_queue_summary(const QueueView& q, JsonWriter& w) {
   w.begin_object();
   w.key("id").decimal_string(q.id.value);
@@ -109,7 +97,6 @@ HttpAnswer render_queue_get(const QueueView& q) {
   w.key("task").string_or_null(q.options.task);
   w.key("createdAt").string(format_iso_us(q.created_us));
   w.key("partitions").begin_array();
-  PartitionStatsView totals;
   for (const PartitionStatsView& p : q.partitions) {
     w.begin_object();
     w.key("id").decimal_string(p.id.value);
@@ -121,15 +108,10 @@ HttpAnswer render_queue_get(const QueueView& q) {
     w.key("oldestMessage").string_or_null(iso_or_empty(p.oldest_us));
     w.key("newestMessage").string_or_null(iso_or_empty(p.newest_us));
     w.end_object();
-    totals.total += p.total;
-    totals.pending += p.pending;
-    totals.processing += p.processing;
-    totals.completed += p.completed;
-    totals.dead_letter += p.dead_letter;
   }
   w.end_array();
   w.key("totals");
-  render_six_counts(totals, w);
+  render_six_counts(sum_of(q.partitions), w);
   w.key("options");
   render_options(q.options, w);
   render_queue_counts(q, w);
@@ -201,6 +183,30 @@ HttpAnswer render_body(const QueuesReply& reply, RenderAs as) {
   if (as == RenderAs::namespaces || as == RenderAs::tasks)
     return render_queue_rollup(reply, as == RenderAs::tasks);
   return render_queues(reply);
+}
+
+// The six counters of a queue get, for a partition or the totals.
+void render_six_counts(const PartitionStatsView& s, JsonWriter& w) {
+  w.begin_object();
+  w.key("total").number(s.total);
+  w.key("pending").number(s.pending);
+  w.key("processing").number(s.processing);
+  w.key("completed").number(s.completed);
+  w.key("failed").number(0);  // a failed message is pending again or a dead letter
+  w.key("deadLetter").number(s.dead_letter);
+  w.end_object();
+}
+
+PartitionStatsView sum_of(const std::vector<PartitionStatsView>& partitions) {
+  PartitionStatsView sum;
+  for (const PartitionStatsView& p : partitions) {
+    sum.total += p.total;
+    sum.pending += p.pending;
+    sum.processing += p.processing;
+    sum.completed += p.completed;
+    sum.dead_letter += p.dead_letter;
+  }
+  return sum;
 }
 
 }  // namespace queen::server

@@ -90,7 +90,7 @@ bool matches(const std::string& name, const std::string& search) {
 // ---------- the current state ----------
 
 struct Totals {
-  uint64_t total = 0, pending = 0, processing = 0, completed = 0, dead_letter = 0;
+  PartitionStatsView counts;  // the six counters, over every queue
   uint64_t partitions = 0;
 };
 
@@ -98,25 +98,14 @@ struct Totals {
 Totals totals_of(const QueuesReply& reply) {
   Totals t;
   for (const QueueView& q : reply.queues) {
-    t.total += q.messages;
-    t.pending += q.pending - std::min(q.pending, q.processing);
-    t.processing += q.processing;
-    t.completed += q.messages - std::min(q.messages, q.pending);
-    t.dead_letter += q.dlq;
+    t.counts.total += q.messages;
+    t.counts.pending += q.pending - std::min(q.pending, q.processing);
+    t.counts.processing += q.processing;
+    t.counts.completed += q.messages - std::min(q.messages, q.pending);
+    t.counts.dead_letter += q.dlq;
     t.partitions += q.partition_count;
   }
   return t;
-}
-
-void render_six(const Totals& t, JsonWriter& w) {
-  w.begin_object();
-  w.key("total").number(t.total);
-  w.key("pending").number(t.pending);
-  w.key("processing").number(t.processing);
-  w.key("completed").number(t.completed);
-  w.key("failed").number(0);  // a failed message is pending again or a dead letter
-  w.key("deadLetter").number(t.dead_letter);
-  w.end_object();
 }
 
 void render_pagination(const ViewArgs& v, uint64_t total, JsonWriter& w) {
@@ -181,15 +170,12 @@ void render_queue_config(const QueueView& q, JsonWriter& w) {
 }
 
 void render_partition(const PartitionStatsView& p, JsonWriter& w) {
-  Totals t{p.total,       p.pending,
-           p.processing,  p.total - std::min(p.total, p.pending + p.processing),
-           p.dead_letter, 1};
   w.begin_object();
   w.key("id").decimal_string(p.id.value);
   w.key("name").string(p.name);
   w.key("createdAt").string(format_iso_us(p.created_us));
   w.key("messages");
-  render_six(t, w);
+  render_six_counts(p, w);
   w.key("lastActivity").string_or_null(iso_or_empty(p.newest_us));
   w.key("oldestMessage").string_or_null(iso_or_empty(p.oldest_us));
   w.key("newestMessage").string_or_null(iso_or_empty(p.newest_us));
@@ -200,15 +186,8 @@ HttpAnswer render_queue_detail(const QueuesReply& reply, const ViewArgs& v) {
   if (reply.queues.empty()) return error_answer(404, "queue_not_found", "Queue not found");
   const QueueView& q = reply.queues.front();
   std::vector<const PartitionStatsView*> parts;
-  Totals totals;
-  for (const PartitionStatsView& p : q.partitions) {
-    totals.total += p.total;
-    totals.pending += p.pending;
-    totals.processing += p.processing;
-    totals.completed += p.total - std::min(p.total, p.pending + p.processing);
-    totals.dead_letter += p.dead_letter;
+  for (const PartitionStatsView& p : q.partitions)
     if (matches(p.name, v.search)) parts.push_back(&p);
-  }
   JsonWriter w;
   w.begin_object();
   render_queue_config(q, w);
@@ -217,7 +196,7 @@ HttpAnswer render_queue_detail(const QueuesReply& reply, const ViewArgs& v) {
     render_partition(*parts[i], w);
   w.end_array();
   w.key("totals");
-  render_six(totals, w);
+  render_six_counts(sum_of(q.partitions), w);
   render_pagination(v, parts.size(), w);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
@@ -319,8 +298,9 @@ HttpAnswer render_status_page(const QueuesReply& reply, const ViewArgs& v) {
   w.key("queueCount").number(all.size());
   Totals t = totals_of(reply);
   w.key("messages");
-  render_six(t, w);
-  w.key("deadLetterQueue").begin_object().key("totalMessages").number(t.dead_letter).end_object();
+  render_six_counts(t.counts, w);
+  w.key("deadLetterQueue").begin_object().key("totalMessages").number(t.counts.dead_letter);
+  w.end_object();
   render_raft(w);
   render_disk(w);
   render_stats_age(v.to_ms, w);
@@ -379,7 +359,7 @@ HttpAnswer render_overview(const QueuesReply& reply, const ViewArgs& v) {
   w.key("namespaces").number(namespaces.size());
   w.key("tasks").number(tasks.size());
   w.key("messages");
-  render_six(t, w);
+  render_six_counts(t.counts, w);
   w.key("lag").begin_object();
   render_spread("time", spread_of(lag_ms), w);
   render_spread("offset", spread_of(depth), w);
