@@ -285,5 +285,7 @@ HttpAnswer render_body(const PartitionsChangedReply& r, RenderAs as);  // fetch.
 // deadLetter}), and their sum over a queue's partitions (server/api/queues.cpp).
 void render_six_counts(const PartitionStatsView& s, JsonWriter& w);
 PartitionStatsView sum_of(const std::vector<PartitionStatsView>& partitions);
+// One queue as the queue lists show it (server/api/queues.cpp).
+void render_queue_summary(const QueueView& q, JsonWriter& w);
 
 }  // namespace queen::server

@@ -76,18 +76,6 @@ void render_queue_counts(const QueueView& q, JsonWriter& w) {
   w.end_object();
 }
 
-void render_queue_summary(const QueueView& q, JsonWriter& w) {
-  w.begin_object();
-  w.key("id").decimal_string(q.id.value);
-  w.key("name").string(q.name);
-  w.key("namespace").string_or_null(q.options.ns);
-  w.key("task").string_or_null(q.options.task);
-  w.key("createdAt").string(format_iso_us(q.created_us));
-  w.key("partitions").number(q.partition_count);
-  render_queue_counts(q, w);
-  w.end_object();
-}
-
 HttpAnswer render_queue_get(const QueueView& q) {
   JsonWriter w;
   w.begin_object();
@@ -207,6 +195,19 @@ PartitionStatsView sum_of(const std::vector<PartitionStatsView>& partitions) {
     sum.dead_letter += p.dead_letter;
   }
   return sum;
+}
+
+// One queue of a list: {id, name, namespace, task, createdAt, partitions, messages}.
+void render_queue_summary(const QueueView& q, JsonWriter& w) {
+  w.begin_object();
+  w.key("id").decimal_string(q.id.value);
+  w.key("name").string(q.name);
+  w.key("namespace").string_or_null(q.options.ns);
+  w.key("task").string_or_null(q.options.task);
+  w.key("createdAt").string(format_iso_us(q.created_us));
+  w.key("partitions").number(q.partition_count);
+  render_queue_counts(q, w);
+  w.end_object();
 }
 
 }  // namespace queen::server

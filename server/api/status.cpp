@@ -128,21 +128,8 @@ HttpAnswer render_queue_page(const QueuesReply& reply, const ViewArgs& v) {
   std::vector<const QueueView*> all = listed(reply, v.search);
   JsonWriter w;
   w.begin_object().key("queues").begin_array();
-  for (size_t i = v.offset; i < all.size() && i < v.offset + v.limit; ++i) {
-    const QueueView& q = *all[i];
-    w.begin_object();
-    w.key("id").decimal_string(q.id.value);
-    w.key("name").string(q.name);
-    w.key("namespace").string_or_null(q.options.ns);
-    w.key("task").string_or_null(q.options.task);
-    w.key("createdAt").string(format_iso_us(q.created_us));
-    w.key("partitions").number(q.partition_count);
-    w.key("messages").begin_object();
-    w.key("total").number(q.messages).key("pending").number(q.pending);
-    w.key("processing").number(q.processing).key("deadLetter").number(q.dlq);
-    w.end_object();
-    w.end_object();
-  }
+  for (size_t i = v.offset; i < all.size() && i < v.offset + v.limit; ++i)
+    render_queue_summary(*all[i], w);
   w.end_array();
   render_pagination(v, all.size(), w);
   w.end_object();
