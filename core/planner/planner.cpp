@@ -194,10 +194,13 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                         [](const PushItem& it) -> const Hash128& { return it.txn_hash; });
     }
     PartitionId pid = target->pid;
+    // The reply takes the edge's strings back to the edge's thread, which frees them; the
+    // frame keeps a copy made here, freed here once the entry is written and applied. A string
+    // freed on a thread other than its allocator's costs that allocator a list walk later.
     PushResult res{i,
                    PushStatus::queued,
                    item.message_id,
-                   item.transaction_id,
+                   std::move(item.transaction_id),
                    std::move(item.queue),
                    std::move(item.partition),
                    pid,
@@ -219,11 +222,10 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
     res.offset = Offset(a.base.value + a.count);
     std::string payload =
         i < sealed.size() && sealed[i] ? std::move(*sealed[i]) : std::move(item.payload);
-    open->bytes += payload.size() + item.transaction_id.size() + 64;
+    open->bytes += payload.size() + res.transaction_id.size() + 64;
     a.hashes.push_back(item.txn_hash);
-    a.frames.push_back(MessageFrame{item.message_id, std::move(item.transaction_id),
-                                    std::move(item.trace_id), std::move(payload),
-                                    std::move(item.producer_sub)});
+    a.frames.push_back(MessageFrame{item.message_id, res.transaction_id, std::move(item.trace_id),
+                                    std::move(payload), std::move(item.producer_sub)});
     ++a.count;
     planned_next_[pid] = res.offset.next();
     if (window_us > 0)
