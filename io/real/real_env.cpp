@@ -1,5 +1,6 @@
 #include "io/real/real_env.h"
 
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,14 +30,22 @@ int64_t RealEnv::now_us() {
 
 void RealEnv::set_timer(TimerId id, int64_t delay_ms) {
   TimerSlot& slot = timers_[id];
-  if (!slot.timer) slot.timer = std::make_unique<boost::asio::steady_timer>(context_);
   uint64_t generation = ++slot.generation;
-  slot.timer->expires_after(std::chrono::milliseconds(delay_ms < 0 ? 0 : delay_ms));
-  slot.timer->async_wait([this, id, generation](const boost::system::error_code& ec) {
-    if (ec) return;  // replaced or shut down
+  auto fire = [this, id, generation] {
     auto it = timers_.find(id);
-    if (it == timers_.end() || it->second.generation != generation) return;
+    if (it == timers_.end() || it->second.generation != generation) return;  // replaced
     if (node_ != nullptr) carry_out(*this, *node_, node_->on_timer(id));
+  };
+  if (delay_ms <= 0) {
+    // Due now (the node's flush after each event): posted, which spares the reactor a
+    // timerfd_settime per arming. A wait still armed for the slot fires later as stale.
+    boost::asio::post(context_, fire);
+    return;
+  }
+  if (!slot.timer) slot.timer = std::make_unique<boost::asio::steady_timer>(context_);
+  slot.timer->expires_after(std::chrono::milliseconds(delay_ms));
+  slot.timer->async_wait([fire](const boost::system::error_code& ec) {
+    if (!ec) fire();  // else: re-armed or shut down
   });
 }
 
