@@ -84,6 +84,8 @@ struct Options {
   // --fill: every item of a push goes to its own partition, in order, until `partitions` of
   // them hold a message; the run ends then (or at the duration).
   bool fill = false;
+  // --messages N: the producers stop once N messages have been pushed in all (0: no limit).
+  uint64_t messages = 0;
 };
 
 inline int64_t now_us() {
@@ -97,6 +99,7 @@ struct Totals {
   std::atomic<uint64_t> pops{0};       // pop answers that carried messages
   std::atomic<uint64_t> next_fill{0};  // --fill: the next partition to give a message
   std::atomic<int64_t> filled_us{0};   // --fill: when the last one was answered
+  std::atomic<uint64_t> next_message{0};  // --messages: messages handed to producers so far
   Histogram push_ms, pop_ms, ack_ms, e2e_ms, txn_ms;
 };
 

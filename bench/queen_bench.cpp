@@ -124,6 +124,11 @@ void producer(const Options& o, int id, Clock::time_point end, Totals* t) {
     int count = o.batch;
     uint64_t first = (static_cast<uint64_t>(id) * 7919 + seq++) % o.partitions;
     uint64_t step = 0;
+    if (o.messages > 0) {
+      uint64_t taken = t->next_message.fetch_add(static_cast<uint64_t>(count));
+      if (taken >= o.messages) break;
+      count = static_cast<int>(std::min<uint64_t>(count, o.messages - taken));
+    }
     if (o.fill) {
       first = t->next_fill.fetch_add(static_cast<uint64_t>(o.batch));
       if (first >= o.partitions) break;
@@ -364,6 +369,8 @@ Options parse(int argc, char** argv) {
       o.queue = v;
     else if (k == "--label")
       o.label = v;
+    else if (k == "--messages")
+      o.messages = std::stoull(v);
     else if (k == "--fill")
       o.fill = v == "1" || v == "true";
     else if (k == "--hosts")

@@ -9,6 +9,11 @@
 # queues-shared: queues with the nodes' queue logs shared, QUEEN_QLOG_SHARDS=4 unless set.
 # fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
 # report the time it took and the node's peak RSS.
+# backlog-50m: push 50M messages (BACKLOG_MESSAGES to change it) into one queue of 200
+# partitions and consume none; then print the node's RSS per retained message (RSS after the
+# push less RSS before it), the peak Pss of the node and its checkpoint copies sampled every
+# 0.5 s, and the time a restart takes until /health answers, beside the first start's
+# (single node only).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
 # (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
 # three nodes' sum and the RSS the largest.
@@ -51,6 +56,7 @@ cleanup() {
   rm -rf "$data"
 }
 trap cleanup EXIT
+launched_ns=$(date +%s%N)
 for i in $(seq 1 "$nodes"); do
   PORT=${http_ports[i - 1]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n$i LOG_LEVEL=warn \
     QUEEN_RAFT_NODE_ID=$i QUEEN_RAFT_PEERS=$peers "$bin" &
@@ -66,6 +72,7 @@ for i in $(seq 1 "$nodes"); do
     sleep 0.1
   done
 done
+fresh_start_ns=$(($(date +%s%N) - launched_ns))
 case $scenario in
   push) args=(--scenario push --producers 8 --batch 100 --duration-s 20) ;;
   inout) args=(--scenario inout --producers 4 --consumers 4 --batch 100 --pop-partitions 8
@@ -80,10 +87,18 @@ case $scenario in
     --duration-s 3600) ;;
   hot) args=(--scenario push --producers 8 --batch 100 --partitions 1 --duration-s 60) ;;
   smoke) args=(--scenario push --producers 2 --batch 100 --duration-s 10) ;;
+  backlog-50m) args=(--scenario push --producers 16 --batch 100
+    --messages "${BACKLOG_MESSAGES:-50000000}" --duration-s 7200) ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 label=$scenario
 if ((nodes > 1)); then label=cluster-$scenario; fi
+if [[ $scenario == backlog-50m ]]; then
+  ((nodes == 1)) || { echo "backlog-50m runs on one node"; exit 2; }
+  rss_before_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  python3 bench/pss_peak.py "${pids[0]}" > "$data/pss_peak" &
+  sampler=$!
+fi
 line=$("$bench" --hosts "$hosts" --label "$label" "${args[@]}" "$@")
 ticks=0
 rss_kb=0
@@ -95,8 +110,30 @@ done
 hz=$(getconf CLK_TCK)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(server_cpu_s=int(sys.argv[2])/int(sys.argv[3]), server_peak_rss_mb=int(sys.argv[4])/1024, commit=sys.argv[5]); print(json.dumps(r))' "$line" "$ticks" "$hz" "$rss_kb" "$commit")
-echo "$line" >> bench/results.jsonl
-echo "$line"
+if [[ $scenario != backlog-50m ]]; then  # its line is written with its figures below
+  echo "$line" >> bench/results.jsonl
+  echo "$line"
+fi
+if [[ $scenario == backlog-50m ]]; then
+  kill -INT "$sampler"
+  wait "$sampler" || true
+  rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  kill "${pids[0]}"
+  wait "${pids[0]}" 2>/dev/null || true
+  start_ns=$(date +%s%N)
+  PORT=${http_ports[0]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n1 LOG_LEVEL=warn \
+    QUEEN_RAFT_NODE_ID=1 "$bin" &
+  pids=($!)
+  # Polls /health every 20 ms until the restarted node answers 200 (at most 10 minutes).
+  for _ in $(seq 1 30000); do
+    curl -sf "http://127.0.0.1:${http_ports[0]}/health" >/dev/null && break
+    sleep 0.02
+  done
+  restart_ns=$(($(date +%s%N) - start_ns))
+  rss_restarted_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  python3 bench/backlog_summary.py "$line" "$rss_before_kb" "$rss_after_kb" \
+    "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" | tee -a bench/results.jsonl
+fi
 if [[ $scenario == smoke ]]; then
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r["pushed_per_s"] > 0 and r["push_errors"] == 0 else 1)' "$line"
   # What a retained message costs in memory (heap per dedup row, 1M messages), so a regression

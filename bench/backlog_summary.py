@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Adds the backlog-50m figures to queen-bench's result line and prints it, then a human
+summary on stderr.
+    bench/backlog_summary.py LINE RSS_BEFORE_KB RSS_AFTER_KB PSS_PEAK_KB RESTART_NS
+                             RSS_RESTARTED_KB FRESH_START_NS"""
+import json
+import sys
+
+
+def main():
+    r = json.loads(sys.argv[1])
+    before, after, peak = (int(v) for v in sys.argv[2:5])
+    restart_s = int(sys.argv[5]) / 1e9
+    restarted = int(sys.argv[6])
+    fresh_start_s = int(sys.argv[7]) / 1e9
+    retained = round(r["pushed_per_s"] * r["seconds"])
+    r.update(
+        retained_messages=retained,
+        rss_before_mb=before / 1024,
+        rss_after_mb=after / 1024,
+        rss_bytes_per_message=(after - before) * 1024 / max(retained, 1),
+        pss_peak_with_copies_mb=peak / 1024,
+        restart_s=restart_s,
+        fresh_start_s=fresh_start_s,
+        rss_restarted_mb=restarted / 1024,
+    )
+    print(json.dumps(r), flush=True)
+    print(
+        f"backlog: {retained} messages retained at {r['pushed_per_s']:.0f} msg/s; RSS "
+        f"{before / 1024:.0f} -> {after / 1024:.0f} MiB, "
+        f"{r['rss_bytes_per_message']:.1f} B per retained message; peak Pss with checkpoint "
+        f"copies {peak / 1024:.0f} MiB; restart {restart_s:.2f} s to /health (an empty node: "
+        f"{fresh_start_s:.2f} s), RSS then {restarted / 1024:.0f} MiB",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
