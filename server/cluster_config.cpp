@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <charconv>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "core/common/text.h"
 #include "core/state/entry.h"
 #include "server/config.h"
 
@@ -20,16 +20,6 @@ std::optional<int64_t> to_i64(std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
-}
-
-bool split_host_port(std::string_view text, std::string* host, uint16_t* port) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  auto p = to_i64(text.substr(colon + 1));
-  if (!p || *p <= 0 || *p > 65535) return false;
-  *host = std::string(text.substr(0, colon));
-  *port = static_cast<uint16_t>(*p);
-  return true;
 }
 
 Result<int64_t> positive(const Lookup& lookup, const std::string& name, int64_t fallback) {
@@ -91,10 +81,7 @@ std::string derived_cluster_id(const std::vector<PeerSpec>& peers) {
     text += std::to_string(p.id) + "=" + p.raft_host + ":" + std::to_string(p.raft_port) + "/" +
             p.http_host + ":" + std::to_string(p.http_port) + ",";
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-  return hex;
+  return hex_u64(XXH3_64bits(text.data(), text.size()));
 }
 
 // QUEEN_RAFT_JOIN, QUEEN_RAFT_PROMOTE_MAX_LAG, QUEEN_RAFT_FORCE_RECOVER,

@@ -1,7 +1,5 @@
 #include "server/forwarder.h"
 
-#include <charconv>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -12,6 +10,7 @@
 #include <chrono>
 #include <memory>
 
+#include "core/common/text.h"
 #include "io/real/connect.h"
 
 namespace queen::server {
@@ -58,16 +57,9 @@ void HttpAddressBook::update(const std::vector<Member>& members) {
   std::map<uint64_t, HttpAddress> next;
   std::lock_guard<std::mutex> lock(mu_);
   for (const Member& m : members) {
-    size_t colon = m.http_addr.rfind(':');
-    unsigned port = 0;
-    if (colon != std::string::npos) {
-      const char* first = m.http_addr.data() + colon + 1;
-      const char* last = m.http_addr.data() + m.http_addr.size();
-      auto [end, ec] = std::from_chars(first, last, port);
-      if (ec != std::errc() || end != last || port > 65535) port = 0;
-    }
-    if (port != 0) {
-      next[m.id.value] = HttpAddress{m.http_addr.substr(0, colon), static_cast<uint16_t>(port)};
+    HttpAddress address;
+    if (split_host_port(m.http_addr, &address.host, &address.port)) {
+      next[m.id.value] = std::move(address);
     } else if (auto it = nodes_.find(m.id.value); it != nodes_.end()) {
       next[m.id.value] = it->second;
     }

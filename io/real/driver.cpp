@@ -3,11 +3,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <charconv>
 #include <future>
 #include <random>
 #include <string>
 
+#include "core/common/text.h"
 #include "core/node/node.h"
 #include "core/state/entry.h"
 #include "io/carry_out.h"
@@ -22,15 +22,9 @@ namespace {
 std::vector<PeerAddress> peer_addresses(const std::vector<Member>& members) {
   std::vector<PeerAddress> out;
   for (const Member& m : members) {
-    size_t colon = m.raft_addr.rfind(':');
-    if (colon == std::string::npos) continue;
-    unsigned port = 0;
-    const char* first = m.raft_addr.data() + colon + 1;
-    const char* last = m.raft_addr.data() + m.raft_addr.size();
-    auto [end, ec] = std::from_chars(first, last, port);
-    if (ec != std::errc() || end != last || port == 0 || port > 65535) continue;
-    out.push_back(
-        PeerAddress{m.id.value, m.raft_addr.substr(0, colon), static_cast<uint16_t>(port)});
+    PeerAddress address{m.id.value, {}, 0};
+    if (split_host_port(m.raft_addr, &address.host, &address.port))
+      out.push_back(std::move(address));
   }
   return out;
 }

@@ -2,8 +2,8 @@
 // POST .../promote, PUT .../voters and DELETE .../members/:id. A refusal answers
 // {ok:false, code, error}: 400 for what the request says, 409 for what the cluster's state
 // forbids now, 503 leader_unreachable, 504 timeout (?timeoutMs=, 30 s by default).
-#include <cstdio>
 
+#include "core/common/text.h"
 #include "server/api/common.h"
 
 namespace queen::server {
@@ -120,10 +120,7 @@ Parsed parse_membership(std::string_view method, std::string_view what, const st
 
 // A disk id as 16 hex digits ("" for none): JSON numbers lose precision past 2^53.
 std::string disk_text(uint64_t disk) {
-  if (disk == 0) return "";
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(disk));
-  return buf;
+  return disk == 0 ? "" : hex_u64(disk);
 }
 
 HttpAnswer render_body(const MembershipReply& r, RenderAs) {
