@@ -534,9 +534,10 @@ struct NodeImpl {
   // Leader, every QUEEN_RAFT_CLUSTER_VERSION_MS: raises the cluster version once every member
   // reads a higher one, and pins the disks of members heard from.
   void identity_tick();
-  // Counts an entry this node writes of a format above config.format_max (a node of that
-  // format could not read it: the gate failed).
-  void check_format(const Entry& e);
+  // Counts an entry (at `index`, of cluster format `format`: entry_format) this node writes of
+  // a format above config.format_max (a node of that format could not read it: the gate
+  // failed).
+  void check_format(LogIndex index, uint32_t format);
 
   // -------------------------------------------------------------- forwarding (a follower)
   // Whether this node forwards `c` rather than serving it (a follower, not a peer's command).

@@ -102,19 +102,18 @@ void NodeImpl::recovered_membership(const Entry& e) {
 
 // A follower wrote an entry from its leader: a configuration in it is in use from now on.
 void NodeImpl::follow_membership(const Entry& e) {
-  check_format(e);
+  check_format(e.index, entry_format(e));
   auto m = configuration_effect(e);
   if (!m) return;
   cluster->raft->on_membership_entry(e.index, to_raft(*m));
   cluster->configs[e.index.value] = std::move(*m);
 }
 
-void NodeImpl::check_format(const Entry& e) {
-  uint32_t format = entry_format(e);
+void NodeImpl::check_format(LogIndex index, uint32_t format) {
   if (format <= config.format_max) return;
   uint64_t n = ++stats.entries_unreadable;
   if ((n & (n - 1)) == 0)
-    env.log(LogLevel::error, "entry " + std::to_string(e.index.value) + " is of cluster format " +
+    env.log(LogLevel::error, "entry " + std::to_string(index.value) + " is of cluster format " +
                                  std::to_string(format) + ", above QUEEN_RAFT_FORMAT_MAX " +
                                  std::to_string(config.format_max));
 }

@@ -1,17 +1,8 @@
 // The replicated log: proposals, Raft's ready work, leadership and the start of a cluster.
+#include "core/common/text.h"
 #include "core/node/node_impl.h"
 
 namespace queen {
-
-namespace {
-
-std::string hex_u64(uint64_t v) {
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<size_t>(i)] = "0123456789abcdef"[v & 15];
-  return out;
-}
-
-}  // namespace
 
 // -------------------------------------------------------------- cluster (Raft)
 // Leader: hands a sealed entry to Raft, which appends it at the next index.
@@ -28,9 +19,10 @@ bool NodeImpl::propose(const Entry& e) {
   std::optional<LogIndex> idx;
   auto conf = configuration_effect(e);
   uint32_t version = conf ? conf->cluster_version : c.configs.rbegin()->second.cluster_version;
-  QUEEN_ASSERT(entry_format(e) <= version, "entry %llu is of a format the cluster may not read",
+  uint32_t format = entry_format(e);
+  QUEEN_ASSERT(format <= version, "entry %llu is of a format the cluster may not read",
                static_cast<unsigned long long>(e.index.value));
-  check_format(e);
+  check_format(e.index, format);
   if (conf) {
     raft::Membership next = to_raft(*conf);
     if (c.raft->check_change(next) == raft::ChangeRefusal::none) {

@@ -714,7 +714,6 @@ bool Raft::transfer_leadership(NodeId to) {
 void Raft::step(const Message& m) {
   if (membership().is_member(m.from)) note_identity(m);
   if (fenced(m)) {
-    ++stats_.fenced;
     // A fenced follower still gets the log (so that it is ready when added back), but nothing
     // it says counts: its answers move only its own replication.
     if (m.type == MsgType::append_resp && role_ == Role::leader && m.term == hs_.term)

@@ -203,7 +203,6 @@ struct Stats {
   uint64_t pre_vote_rejections = 0;
   uint64_t leaderships = 0;
   uint64_t step_downs_check_quorum = 0;
-  uint64_t fenced = 0;  // messages dropped: their sender's disk is not the one pinned
 };
 
 // What a member last said of itself (Message::disk and kinds).
