@@ -526,6 +526,7 @@ class Run : public ClientSink {
       s.checkpoints += t.checkpoints;
       s.entries_committed += t.entries_committed;
       s.recovered_entries += t.recovered_entries;
+      s.recovery_files_skipped += t.recovery_files_skipped;
       s.torn_tails_cut += t.torn_tails_cut;
       s.entries_read_back += t.entries_read_back;
       s.store_checkpoints += t.store_checkpoints;
@@ -545,6 +546,7 @@ class Run : public ClientSink {
     out.counters["checkpoints"] = s.checkpoints;
     out.counters["entries_committed"] = s.entries_committed;
     out.counters["recovered_entries"] = s.recovered_entries;
+    if (!cluster()) out.counters["recovery_files_skipped"] = s.recovery_files_skipped;
     out.counters["torn_tails_cut"] = s.torn_tails_cut;
     out.counters["store_checkpoints"] = s.store_checkpoints;
     out.counters["log_files_reclaimed"] = s.log_files_reclaimed;

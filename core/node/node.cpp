@@ -77,9 +77,11 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
     return finish_event();
   }
   RecoveryStats rs;
+  opt.skip_below_store = true;  // a single node replays only what follows its checkpoint
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
   if (!st.ok()) return st.error();
   n.stats.recovered_entries = rs.entries_replayed;
+  n.stats.recovery_files_skipped = rs.files_skipped;
   n.stats.torn_tails_cut = rs.torn_tails_cut;
   n.commit = n.last_sealed = n.last_written = n.store.applied().value;
   if (n.commit > 0) n.applied_term = Term(1);

@@ -37,6 +37,7 @@ struct NodeStats {
   uint64_t dlq_moves = 0;
   uint64_t checkpoints = 0;
   uint64_t recovered_entries = 0;
+  uint64_t recovery_files_skipped = 0;  // log files a single node's start left unread
   uint64_t store_checkpoints = 0;  // written and durable
   uint64_t log_files_reclaimed = 0;
   uint64_t torn_tails_cut = 0;
@@ -69,6 +70,7 @@ struct NodeStats {
     f("dlq_moves", dlq_moves);
     f("checkpoints", checkpoints);
     f("recovered_entries", recovered_entries);
+    f("recovery_files_skipped", recovery_files_skipped);
     f("store_checkpoints", store_checkpoints);
     f("log_files_reclaimed", log_files_reclaimed);
     f("torn_tails_cut", torn_tails_cut);
@@ -92,7 +94,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 20 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 21 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:

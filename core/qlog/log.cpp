@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <deque>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "core/common/assert.h"
@@ -234,6 +235,7 @@ struct RecordPos {
 
 struct LogScan {
   std::map<uint32_t, uint64_t> files;  // file_no -> size
+  std::set<uint32_t> skipped;          // files left unread: every record below the store
   std::vector<RecordPos> records;
   bool torn = false;
   uint32_t torn_file = 0;
@@ -276,6 +278,7 @@ bool take_record(const RecordView& v, const RecordLocation& where, Scan* scan) {
 Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* stats,
                 const RecoveryOptions& opt, uint64_t total_bytes) {
   for (const auto& [file_no, size] : ls->files) {
+    if (ls->skipped.contains(file_no)) continue;
     auto bytes = env.read(log_file_name(log, file_no), 0, size);
     if (!bytes.ok()) return bytes.error();
     const Bytes& b = bytes.value();
@@ -305,6 +308,41 @@ Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* sta
     }
   }
   return ok_status();
+}
+
+// The entry index of the first record of `file`, if that record is whole.
+std::optional<uint64_t> first_seq(Env& env, LogId log, uint32_t file) {
+  auto head = env.read(log_file_name(log, file), 0, kRecordHeaderBytes);
+  if (!head.ok() || head.value().size() < kRecordHeaderBytes) return std::nullopt;
+  Bytes whole = std::move(head.value());
+  uint64_t len = ByteReader(whole).u32();
+  if (4 + len < kRecordHeaderBytes) return std::nullopt;
+  auto rest = env.read(log_file_name(log, file), kRecordHeaderBytes, 4 + len - kRecordHeaderBytes);
+  if (!rest.ok()) return std::nullopt;
+  whole.insert(whole.end(), rest.value().begin(), rest.value().end());
+  auto rec = decode_record(whole.data(), whole.size());
+  if (!rec.ok()) return std::nullopt;
+  return rec.value().header.seq;
+}
+
+// Marks the files of `ls` whose every record is of an entry at or below `applied`: those
+// before a file whose first record is of such an entry (a log's records are in index order,
+// and one entry's records in a log share a file). Each is noted with that first index as
+// its highest (never lower than the truth). Records at or below the store's applied index
+// were durable before the checkpoint that holds them was written, so no torn tail hides in
+// such a file; a damaged record in it is found when it is read.
+void skip_below_store(Env& env, LogId log, uint64_t applied, LogScan* ls, LogWriter* writer,
+                      RecoveryStats* stats) {
+  for (auto it = ls->files.begin(); it != ls->files.end(); ++it) {
+    auto next = std::next(it);
+    if (next == ls->files.end()) break;
+    auto seq = first_seq(env, log, next->first);
+    if (!seq || *seq > applied) break;
+    ls->skipped.insert(it->first);
+    writer->note_file(log, it->first, *seq);
+    stats->bytes_skipped += it->second;
+    ++stats->files_skipped;
+  }
 }
 
 bool entry_complete(const EntryRec& er, const Scan& scan) {
@@ -368,7 +406,7 @@ Status cut_log(Env& env, LogId log, const LogScan& ls, uint64_t cut_index, LogWr
     active_size = cut_pos;
   }
   for (const auto& [file_no, size] : ls.files)
-    if (file_no <= active) writer->note_file(log, file_no, 0);
+    if (file_no <= active && !ls.skipped.contains(file_no)) writer->note_file(log, file_no, 0);
   for (const auto& r : ls.records)
     if (r.file_no <= active && (!cut || r.seq < cut_index))
       writer->note_file(log, r.file_no, r.seq);
@@ -390,9 +428,18 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
     scan.logs[log].files[file_no] = f.size_bytes;
     total_bytes += f.size_bytes;
   }
-  if (total_bytes > 0)
+  QUEEN_ASSERT(!(opt.skip_below_store && opt.on_below_store),
+               "on_below_store needs the entries a skip would leave unread");
+  if (opt.skip_below_store) {
+    for (auto& [log, ls] : scan.logs)
+      skip_below_store(env, log, store->applied().value, &ls, writer, stats);
+    total_bytes -= stats->bytes_skipped;
+  }
+  if (total_bytes + stats->bytes_skipped > 0)
     env.log(LogLevel::info, "recovery: scanning " + std::to_string(scan.logs.size()) + " logs, " +
-                                std::to_string(total_bytes >> 20) + " MiB");
+                                std::to_string(total_bytes >> 20) + " MiB (" +
+                                std::to_string(stats->bytes_skipped >> 20) +
+                                " MiB of files below the checkpoint left unread)");
   for (auto& [log, ls] : scan.logs) {
     auto st = scan_log(env, log, &ls, &scan, stats, opt, total_bytes);
     if (!st.ok()) return st;

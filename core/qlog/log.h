@@ -113,6 +113,9 @@ struct RecoveryOptions {
   // from an older checkpoint than the newest one written).
   bool require_next_entry = false;
   uint64_t progress_every_bytes = 64u << 20;
+  // Leave unread the files whose every record is of an entry the store already holds (a
+  // single node: nothing below the store is needed again). Not with on_below_store.
+  bool skip_below_store = false;
   // Raft: entries past the persisted commit index are complete on disk but not known to be
   // committed; they are returned (RecoveredEntry, applied=false) instead of applied.
   uint64_t apply_upto = UINT64_MAX;
@@ -138,6 +141,8 @@ struct RecoveredEntry {
 
 struct RecoveryStats {
   uint64_t bytes_scanned = 0;
+  uint64_t bytes_skipped = 0;  // skip_below_store
+  uint64_t files_skipped = 0;
   uint64_t entries_replayed = 0;
   uint64_t torn_tails_cut = 0;
   uint64_t entries_cut = 0;

@@ -53,10 +53,12 @@ class MemEnv : public Env {
     expected_bytes[f] = expected;
     Env::write_whole_file(f, produce, token, expected);
   }
+  uint64_t log_bytes_read = 0;  // of queue log files (qlog/), by read()
   Result<Bytes> read(const std::string& f, uint64_t pos, uint64_t len) override {
     auto it = files.find(f);
     if (it == files.end() || pos + len > it->second.size())
       return make_error(Errc::io, "read past the end of " + f);
+    if (f.starts_with("qlog/")) log_bytes_read += len;
     return Bytes(it->second.begin() + pos, it->second.begin() + pos + len);
   }
   Status truncate(const std::string& f, uint64_t size) override {
