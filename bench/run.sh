@@ -13,7 +13,7 @@
 # partitions and consume none; then print the node's RSS per retained message (RSS after the
 # push less RSS before it), the peak Pss of the node and its checkpoint copies sampled every
 # 0.5 s, and the time a restart takes until /health answers, beside the first start's
-# (single node only).
+# (single node only). backlog-1m: the same with 1M messages (the smoke run's memory figure).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
 # (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
 # three nodes' sum and the RSS the largest.
@@ -87,14 +87,15 @@ case $scenario in
     --duration-s 3600) ;;
   hot) args=(--scenario push --producers 8 --batch 100 --partitions 1 --duration-s 60) ;;
   smoke) args=(--scenario push --producers 2 --batch 100 --duration-s 10) ;;
-  backlog-50m) args=(--scenario push --producers 16 --batch 100
-    --messages "${BACKLOG_MESSAGES:-50000000}" --duration-s 7200) ;;
+  backlog-50m | backlog-1m)
+    count=${BACKLOG_MESSAGES:-$([[ $scenario == backlog-1m ]] && echo 1000000 || echo 50000000)}
+    args=(--scenario push --producers 16 --batch 100 --messages "$count" --duration-s 7200) ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 label=$scenario
 if ((nodes > 1)); then label=cluster-$scenario; fi
-if [[ $scenario == backlog-50m ]]; then
-  ((nodes == 1)) || { echo "backlog-50m runs on one node"; exit 2; }
+if [[ $scenario == backlog-* ]]; then
+  ((nodes == 1)) || { echo "$scenario runs on one node"; exit 2; }
   rss_before_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
   python3 bench/pss_peak.py "${pids[0]}" > "$data/pss_peak" &
   sampler=$!
@@ -110,11 +111,11 @@ done
 hz=$(getconf CLK_TCK)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(server_cpu_s=int(sys.argv[2])/int(sys.argv[3]), server_peak_rss_mb=int(sys.argv[4])/1024, commit=sys.argv[5]); print(json.dumps(r))' "$line" "$ticks" "$hz" "$rss_kb" "$commit")
-if [[ $scenario != backlog-50m ]]; then  # its line is written with its figures below
+if [[ $scenario != backlog-* ]]; then  # its line is written with its figures below
   echo "$line" >> bench/results.jsonl
   echo "$line"
 fi
-if [[ $scenario == backlog-50m ]]; then
+if [[ $scenario == backlog-* ]]; then
   kill -INT "$sampler"
   wait "$sampler" || true
   rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")

@@ -14,7 +14,8 @@
 #      build (build-tsan/); then, under TSan, the broker the server tests start and the
 #      in-process threaded tests.
 #      Any sanitizer report fails the run;
-#   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working.
+#   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working; then
+#      backlog-1m: the node's RSS per retained message and its restart time, at 1M messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -56,4 +57,5 @@ step "sanitizers: core tests and simulator under ASan+UBSan, the broker under TS
 bash scripts/sanitize.sh ci
 step "bench smoke"
 bash bench/run.sh smoke
+bash bench/run.sh backlog-1m  # RSS per retained message and the restart, at 1M messages
 step "done"
