@@ -56,21 +56,26 @@ cleanup() {
   rm -rf "$data"
 }
 trap cleanup EXIT
+# launch_node I: starts node I (1-based) on its ports and folder; its pid goes into pids[I-1].
+launch_node() {
+  PORT=${http_ports[$1 - 1]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n$1 LOG_LEVEL=warn \
+    QUEEN_RAFT_NODE_ID=$1 QUEEN_RAFT_PEERS=$peers "$bin" &
+  pids[$1 - 1]=$!
+}
+# wait_healthy PORT: polls /health every 20 ms until it answers 200 (once the node knows a
+# settled leader), for at most 10 minutes (a restart over a long backlog).
+wait_healthy() {
+  for _ in $(seq 1 30000); do
+    curl -sf "http://127.0.0.1:$1/health" >/dev/null && return 0
+    sleep 0.02
+  done
+}
 launched_ns=$(date +%s%N)
-for i in $(seq 1 "$nodes"); do
-  PORT=${http_ports[i - 1]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n$i LOG_LEVEL=warn \
-    QUEEN_RAFT_NODE_ID=$i QUEEN_RAFT_PEERS=$peers "$bin" &
-  pids+=($!)
-done
+for i in $(seq 1 "$nodes"); do launch_node "$i"; done
 hosts=""
 for i in $(seq 1 "$nodes"); do
-  port=${http_ports[i - 1]}
-  hosts+="${hosts:+,}127.0.0.1:$port"
-  # /health answers 200 once the node knows a settled leader.
-  for _ in $(seq 1 300); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-    sleep 0.1
-  done
+  hosts+="${hosts:+,}127.0.0.1:${http_ports[i - 1]}"
+  wait_healthy "${http_ports[i - 1]}"
 done
 fresh_start_ns=$(($(date +%s%N) - launched_ns))
 case $scenario in
@@ -111,25 +116,18 @@ done
 hz=$(getconf CLK_TCK)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(server_cpu_s=int(sys.argv[2])/int(sys.argv[3]), server_peak_rss_mb=int(sys.argv[4])/1024, commit=sys.argv[5]); print(json.dumps(r))' "$line" "$ticks" "$hz" "$rss_kb" "$commit")
-if [[ $scenario != backlog-* ]]; then  # its line is written with its figures below
+if [[ $scenario != backlog-* ]]; then
   echo "$line" >> bench/results.jsonl
   echo "$line"
-fi
-if [[ $scenario == backlog-* ]]; then
+else  # the line is written with the backlog's figures
   kill -INT "$sampler"
   wait "$sampler" || true
   rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
   kill "${pids[0]}"
   wait "${pids[0]}" 2>/dev/null || true
   start_ns=$(date +%s%N)
-  PORT=${http_ports[0]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n1 LOG_LEVEL=warn \
-    QUEEN_RAFT_NODE_ID=1 "$bin" &
-  pids=($!)
-  # Polls /health every 20 ms until the restarted node answers 200 (at most 10 minutes).
-  for _ in $(seq 1 30000); do
-    curl -sf "http://127.0.0.1:${http_ports[0]}/health" >/dev/null && break
-    sleep 0.02
-  done
+  launch_node 1
+  wait_healthy "${http_ports[0]}"
   restart_ns=$(($(date +%s%N) - start_ns))
   rss_restarted_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
   python3 bench/backlog_summary.py "$line" "$rss_before_kb" "$rss_after_kb" \
