@@ -2,7 +2,9 @@
 """Adds the backlog-50m figures to queen-bench's result line and prints it, then a human
 summary on stderr.
     bench/backlog_summary.py LINE RSS_BEFORE_KB RSS_AFTER_KB PSS_PEAK_KB RESTART_NS
-                             RSS_RESTARTED_KB FRESH_START_NS"""
+                             RSS_RESTARTED_KB FRESH_START_NS AFTER_LINE
+AFTER_LINE is queen-bench's line for the first pushes after the restart (each partition's
+dedup ring is built then, from the hashes in its message records)."""
 import json
 import sys
 
@@ -13,6 +15,7 @@ def main():
     restart_s = int(sys.argv[5]) / 1e9
     restarted = int(sys.argv[6])
     fresh_start_s = int(sys.argv[7]) / 1e9
+    first = json.loads(sys.argv[8])
     retained = round(r["pushed_per_s"] * r["seconds"])
     r.update(
         retained_messages=retained,
@@ -23,6 +26,9 @@ def main():
         restart_s=restart_s,
         fresh_start_s=fresh_start_s,
         rss_restarted_mb=restarted / 1024,
+        after_restart_pushed_per_s=first["pushed_per_s"],
+        after_restart_push_p99_ms=first["push_p99_ms"],
+        after_restart_push_p999_ms=first["push_p999_ms"],
     )
     print(json.dumps(r), flush=True)
     print(
@@ -30,7 +36,10 @@ def main():
         f"{before / 1024:.0f} -> {after / 1024:.0f} MiB, "
         f"{r['rss_bytes_per_message']:.1f} B per retained message; peak Pss with checkpoint "
         f"copies {peak / 1024:.0f} MiB; restart {restart_s:.2f} s to /health (an empty node: "
-        f"{fresh_start_s:.2f} s), RSS then {restarted / 1024:.0f} MiB",
+        f"{fresh_start_s:.2f} s), RSS then {restarted / 1024:.0f} MiB; the first "
+        f"{round(first['pushed_per_s'] * first['seconds'])} pushed after it at "
+        f"{first['pushed_per_s']:.0f} msg/s, p99 {first['push_p99_ms']:.1f} ms, "
+        f"p99.9 {first['push_p999_ms']:.1f} ms",
         file=sys.stderr,
     )
 

@@ -12,8 +12,9 @@
 # backlog-50m: push 50M messages (BACKLOG_MESSAGES to change it) into one queue of 200
 # partitions and consume none; then print the node's RSS per retained message (RSS after the
 # push less RSS before it), the peak Pss of the node and its checkpoint copies sampled every
-# 0.5 s, and the time a restart takes until /health answers, beside the first start's
-# (single node only). backlog-1m: the same with 1M messages (the smoke run's memory figure).
+# 0.5 s, the time a restart takes until /health answers, beside the first start's, and how
+# fast the first 200k messages after it are pushed (each partition's dedup ring is built then,
+# from the hashes in its message records) (single node only). backlog-1m: the same with 1M messages (the smoke run's memory figure).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
 # (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
 # three nodes' sum and the RSS the largest.
@@ -130,8 +131,12 @@ else  # the line is written with the backlog's figures
   wait_healthy "${http_ports[0]}"
   restart_ns=$(($(date +%s%N) - start_ns))
   rss_restarted_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  # The first pushes after the restart build each partition's dedup ring from the records.
+  first=$("$bench" --hosts "$hosts" --label "$label-after-restart" --scenario push \
+    --producers 16 --batch 100 --messages 200000 --duration-s 600)
   python3 bench/backlog_summary.py "$line" "$rss_before_kb" "$rss_after_kb" \
-    "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" | tee -a bench/results.jsonl
+    "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" "$first" |
+    tee -a bench/results.jsonl
 fi
 if [[ $scenario == smoke ]]; then
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r["pushed_per_s"] > 0 and r["push_errors"] == 0 else 1)' "$line"

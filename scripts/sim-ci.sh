@@ -25,8 +25,9 @@ mutant_seeds=${QUEEN_SIM_MUTANT_SEEDS:-1-60}
 required_faults="crashes restarts torn_writes dropped_writes fsync_errors fatal_exits lost_replies
   node_pauses lease_expiries redeliveries dlq_moves whole_file_writes_cut writer_stalls"
 # Every path a command takes (sim/workload_ops.cpp and the clients): none may go unexercised.
+# row_hash_reads: append rows' transactionId hashes read back from their message records.
 required_paths="cancels kv_ops lock_ops timer_ops seeks group_deletes queue_deletes lease_extends
-  dlq_replays reads message_deletes traces subscriptions txn_positions"
+  dlq_replays reads message_deletes traces subscriptions txn_positions row_hash_reads"
 failures=0
 
 [[ -x "$sim" ]] || { echo "sim-ci: no queen-sim at $sim"; exit 2; }

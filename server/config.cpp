@@ -139,10 +139,14 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_RAFT_BATCH_MAX_BYTES", &node->batch_bytes_max);
   read_positive(lookup, "QUEEN_RAFT_SEGMENT_BYTES", &node->segment_bytes);
   if (auto st = read_qlog_shards(lookup, node); !st.ok()) return st;
+  uint64_t row_hash_cache_mb = 0;
+  read_positive(lookup, "QUEEN_ROW_HASH_CACHE_MB", &row_hash_cache_mb);
+  if (row_hash_cache_mb > 0) node->row_hash_cache_bytes = row_hash_cache_mb << 20;
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_MS", &node->durable_every_ms);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
   read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
+  read_positive(lookup, "QUEEN_RAFT_TXN_WINDOW_MIN_S", &node->rows_window_min_s);
   read_positive(lookup, "QUEEN_RAFT_TRACE_RETENTION_S", &node->trace_retention_s);
   int64_t purge_hold_s = 0;
   read_positive(lookup, "QUEEN_RAFT_PURGE_HOLD_S", &purge_hold_s);

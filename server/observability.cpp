@@ -286,6 +286,12 @@ void render_dedup(const MetricsReply& m, Exposition& x) {
   x.sample("queen_dedup_exact_checks_total", {{"by", "cold_scan"}}, m.dedup_cold_scans);
   x.one("queen_dedup_ring_bytes", "gauge", "Memory of the partitions' dedup hash rings.",
         m.dedup_ring_bytes);
+  x.one("queen_row_hash_reads_total", "counter",
+        "Message records read for their transactionId hashes (dedup checks, acks).",
+        m.row_hash_reads);
+  x.one("queen_row_hash_cache_bytes", "gauge",
+        "Memory of the append rows' hashes cached (QUEEN_ROW_HASH_CACHE_MB bounds it).",
+        m.row_hash_cache_bytes);
 }
 
 void render_queues(const MetricsReply& m, Exposition& x) {

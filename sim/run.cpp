@@ -537,6 +537,7 @@ class Run : public ClientSink {
       s.forward_retries += t.forward_retries;
       s.forward_unknown += t.forward_unknown;
       s.transfers += t.transfers;
+      s.row_hash_reads += t.row_hash_reads;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -550,6 +551,7 @@ class Run : public ClientSink {
     out.counters["torn_tails_cut"] = s.torn_tails_cut;
     out.counters["store_checkpoints"] = s.store_checkpoints;
     out.counters["log_files_reclaimed"] = s.log_files_reclaimed;
+    out.counters["row_hash_reads"] = s.row_hash_reads;
     if (cluster()) {
       out.counters["snapshots_sent"] = s.snapshots_sent;
       out.counters["snapshots_installed"] = s.snapshots_installed;

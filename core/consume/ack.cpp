@@ -69,14 +69,14 @@ bool settled_too_late(const MsgState* st, AckStatus status) {
 
 }  // namespace
 
-std::optional<Offset> Engine::resolve_ack(const std::string& group, const PartitionState& p,
-                                          const Hash128& txn_hash) const {
-  std::optional<Offset> found;
+Result<std::optional<Offset>> Engine::resolve_ack(const std::string& group, const PartitionState& p,
+                                                  const Hash128& txn_hash) {
   auto rit = rows_.find(CursorKey{group, p.id});
-  if (rit != rows_.end() && rit->second.batch_start < rit->second.batch_end)
-    found = p.find_hash(txn_hash, rit->second.batch_start, rit->second.batch_end);
-  if (!found) found = p.find_hash(txn_hash, Offset(0), p.next_offset);
-  return found;
+  if (rit != rows_.end() && rit->second.batch_start < rit->second.batch_end) {
+    auto found = hashes_.find(p, txn_hash, rit->second.batch_start, rit->second.batch_end);
+    if (!found.ok() || found.value()) return found;
+  }
+  return hashes_.find(p, txn_hash, Offset(0), p.next_offset);
 }
 
 // Each partition's acks apply in offset order. A failed or retry ack that hands its batch
@@ -90,12 +90,13 @@ AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
   for (uint32_t i = 0; i < cmd.items.size(); ++i) {
     AckItem& item = cmd.items[i];
     const PartitionState* p = store_.partition(item.partition_id);
-    std::optional<Offset> o = p ? resolve_ack(item.group, *p, item.txn_hash) : std::nullopt;
-    if (!o) {
+    auto o = p ? resolve_ack(item.group, *p, item.txn_hash) : std::optional<Offset>();
+    if (!o.ok() || !o.value()) {
       reply.results[i] = refuse_unresolved(item, i, p);
+      if (!o.ok()) reply.results[i].error = "cannot resolve the ack: " + o.error().message;
       continue;
     }
-    steps.push_back(AckStep{&item.group, p->id, *o, signal_rank(item.status), i});
+    steps.push_back(AckStep{&item.group, p->id, *o.value(), signal_rank(item.status), i});
   }
   order_steps(&steps);
   const AckStep* stopped = nullptr;
@@ -302,7 +303,9 @@ bool Engine::plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional
   };
   const PartitionState* p = store_.partition(ack.partition_id);
   if (!p) return refuse("partition " + std::to_string(ack.partition_id.value) + " not found");
-  std::optional<Offset> o = p->find_hash(ack.txn_hash, Offset(0), p->next_offset);
+  auto found = hashes_.find(*p, ack.txn_hash, Offset(0), p->next_offset);
+  if (!found.ok()) return refuse("cannot be resolved: " + found.error().message);
+  std::optional<Offset> o = found.value();
   if (!o) return refuse("message not found");
   res.queue = store_.queue(p->queue)->name;
   res.partition = p->name;
@@ -380,8 +383,11 @@ TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
   std::vector<AckStep> steps;
   for (uint32_t i = 0; i < acks.size(); ++i) {
     const PartitionState* p = store_.partition(acks[i]->partition_id);
-    std::optional<Offset> o =
-        p ? p->find_hash(acks[i]->txn_hash, Offset(0), p->next_offset) : std::nullopt;
+    std::optional<Offset> o;
+    if (p) {
+      auto found = hashes_.find(*p, acks[i]->txn_hash, Offset(0), p->next_offset);
+      if (found.ok()) o = found.value();  // else unresolved: plan_txn_ack says why
+    }
     // An unresolved ack sorts first and refuses the whole call.
     steps.push_back(AckStep{&acks[i]->group, p ? p->id : PartitionId{}, o.value_or(Offset(0)),
                             o ? signal_rank(acks[i]->status) : -1, i});

@@ -19,6 +19,7 @@
 
 #include "core/api/replies.h"
 #include "core/node/config.h"
+#include "core/qlog/row_hashes.h"
 #include "core/state/entry.h"
 #include "core/state/store.h"
 #include "io/env.h"
@@ -61,8 +62,8 @@ class Engine {
  public:
   static constexpr uint32_t kPopPartitionsMax = 64;
 
-  Engine(Env& env, const Store& store, const NodeConfig& config)
-      : env_(env), store_(store), config_(config) {}
+  Engine(Env& env, const Store& store, const NodeConfig& config, RowHashes& hashes)
+      : env_(env), store_(store), config_(config), hashes_(hashes) {}
 
   // Takes the committed cursor rows and subscriptions as the live state (after recovery).
   // Loads the committed cursor rows. A lease timed by another node's clock is held
@@ -149,9 +150,10 @@ class Engine {
   bool plan_position(const PositionOp& pos, TxnConsumePlan* plan);
   CursorRow shadow_row(const std::string& group, const PartitionState& p,
                        const TxnConsumePlan& plan) const;
-  // The offset an ack names: looked up in the group's leased batch first, then the partition.
-  std::optional<Offset> resolve_ack(const std::string& group, const PartitionState& p,
-                                    const Hash128& txn_hash) const;
+  // The offset an ack names: looked up in the group's leased batch first, then the partition;
+  // an error when a row's hashes cannot be read.
+  Result<std::optional<Offset>> resolve_ack(const std::string& group, const PartitionState& p,
+                                            const Hash128& txn_hash);
   // Each moves the item's transaction id into the result: an ack applied at offset `o`, an
   // ack whose message was not found, an ack not applied as an earlier signal stopped it.
   AckResult ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed);
@@ -173,6 +175,7 @@ class Engine {
   Env& env_;
   const Store& store_;
   const NodeConfig& config_;
+  RowHashes& hashes_;
   // Set by each pop: messages created at or after it are held back (push maintenance).
   int64_t hidden_from_us_ = INT64_MAX;
   std::map<CursorKey, CursorRow> rows_;

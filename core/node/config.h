@@ -38,6 +38,9 @@ struct NodeConfig {
   uint64_t batch_bytes_max = 4u << 20;  // QUEEN_RAFT_BATCH_MAX_BYTES per entry
   uint64_t segment_bytes = 64u << 20;   // QUEEN_RAFT_SEGMENT_BYTES: a log file rolls past it
   uint32_t qlog_shards = 0;          // QUEEN_QLOG_SHARDS: queues share this many logs (0: one each)
+  // QUEEN_ROW_HASH_CACHE_MB: the cache of append rows' hashes read back from their records
+  // (core/qlog/row_hashes.h), in bytes.
+  uint64_t row_hash_cache_bytes = 64u << 20;
   uint32_t pop_batch_max = 10000;    // largest batch one pop may lease
   int64_t pop_reply_margin_ms = 50;  // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;
@@ -45,6 +48,9 @@ struct NodeConfig {
   int64_t kv_sweep_ms = 1000;            // QUEEN_RAFT_KV_SWEEP_MS
   int64_t retention_interval_ms = 5000;  // RETENTION_INTERVAL: a retention pass this often
   uint32_t retention_visit_max = 8192;   // QUEEN_RAFT_RETENTION_VISIT: partitions per pass
+  // QUEEN_RAFT_TXN_WINDOW_MIN_S: an append row (and, from cluster format 3, its record) stays
+  // at least this long, whatever the queue's dedup window (kRowsWindowMinS).
+  int64_t rows_window_min_s = 900;
   // PARTITION_CLEANUP_DAYS x 86400: an empty partition idle this long is deleted (0: never,
   // QUEEN_PARTITION_CLEANUP_ENABLED=false).
   int64_t partition_cleanup_after_s = 30 * 86400;
@@ -73,7 +79,7 @@ struct NodeConfig {
   std::string cluster_id;  // shown with the membership (a node that joins is given it)
   // QUEEN_RAFT_FORMAT_MAX: the highest cluster format this node says it reads (kFormatMax; lower
   // it to stage a rollout, or to stand for an older build in tests).
-  uint32_t format_max = 2;  // kFormatMax (core/state/entry.h)
+  uint32_t format_max = 3;  // kFormatMax (core/state/entry.h)
   // QUEEN_RAFT_CLUSTER_VERSION_MS: how often the leader looks at whether every member reads a
   // higher cluster format, and pins the disks of new members (0: the version stays).
   int64_t cluster_version_ms = 1000;

@@ -156,6 +156,9 @@ struct MetricsReply {
   uint64_t dedup_ring_candidates = 0;  // offsets a partition's hash ring named, each checked
   uint64_t dedup_cold_scans = 0;       // windows of small partitions scanned whole
   uint64_t dedup_ring_bytes = 0;       // the hash rings' tables, now
+  // Append rows' hashes read back from their message records (core/qlog/row_hashes.h).
+  uint64_t row_hash_reads = 0;
+  uint64_t row_hash_cache_bytes = 0;  // now
   TrafficCounters traffic;
 
   std::vector<QueueMetrics> queues;     // by queue name

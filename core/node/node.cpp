@@ -77,6 +77,7 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
     return finish_event();
   }
   RecoveryStats rs;
+  n.store.set_standalone();     // its checkpoints go to no other node
   opt.skip_below_store = true;  // a single node replays only what follows its checkpoint
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
   if (!st.ok()) return st.error();
@@ -347,6 +348,7 @@ const NodeStats& Node::stats() const {
   n.stats.lease_expiries = n.engine.stats().lease_expiries;
   n.stats.redeliveries = n.engine.stats().redeliveries;
   n.stats.dlq_moves = n.engine.stats().dlq_moves;
+  n.stats.row_hash_reads = n.hashes.stats().reads;
   return n.stats;
 }
 

@@ -59,6 +59,7 @@ struct NodeStats {
   uint64_t forward_retries = 0;
   uint64_t forward_unknown = 0;
   uint64_t transfers = 0;  // graceful stops that handed leadership over
+  uint64_t row_hash_reads = 0;  // message records read for their hashes (RowHashes)
 
   // Every counter with its name, once: sums and reports go through it.
   template <class F>
@@ -84,6 +85,7 @@ struct NodeStats {
     f("forward_retries", forward_retries);
     f("forward_unknown", forward_unknown);
     f("transfers", transfers);
+    f("row_hash_reads", row_hash_reads);
   }
   NodeStats& operator+=(const NodeStats& other) {
     std::vector<uint64_t> add;
@@ -94,7 +96,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 21 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 22 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:

@@ -367,6 +367,8 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   m.dedup_ring_candidates = dedup.candidates;
   m.dedup_cold_scans = dedup.exact_scans;
   m.dedup_ring_bytes = planner.dedup().ring_bytes();
+  m.row_hash_reads = hashes.stats().reads;
+  m.row_hash_cache_bytes = hashes.cache_bytes();
   // A queue popped from in neither of the last two minutes is forgotten (deleted ones too).
   for (auto it = traffic.pop_lag.begin(); it != traffic.pop_lag.end();) {
     it->second.roll(now_us / 1000);

@@ -124,8 +124,9 @@ void NodeImpl::sweep_kv() {
 void NodeImpl::run_retention() {
   retention_armed = false;
   int64_t now_us = env.now_us();
-  RetentionPass pass = retention.scan(store, now_us, config.retention_visit_max,
-                                      config.partition_cleanup_after_s * 1'000'000);
+  RetentionPass pass =
+      retention.scan(store, now_us, config.retention_visit_max,
+                     config.partition_cleanup_after_s * 1'000'000, config.rows_window_min_s);
   size_t before = open.entry.effects.size();
   // Idle in the store; the planner and the engine know what has not landed there yet.
   std::set<PartitionId> leased;
@@ -180,7 +181,13 @@ void NodeImpl::handle_txn(ReplyHandle h, TxnCmd& cmd) {
   if (!consume.ok) return send(Parked{h, Reply{rollback(reply, consume.reason, consume.error)}});
   std::vector<PushItem> joined;  // only when more than one operation pushes
   const std::vector<PushItem>& items = pushed_items(cmd, &joined);
-  if (auto dup = planner.find_duplicate(items, now_us)) {
+  auto found = planner.find_duplicate(items, now_us);
+  if (!found.ok()) {
+    ErrorReply e{api::Errc::internal,
+                 "cannot check the pushes for duplicates: " + found.error().message};
+    return send(Parked{h, Reply{std::move(e)}});
+  }
+  if (const auto& dup = found.value()) {
     std::string e = "QDUP transactionId " + dup->transaction_id + " is already in partition " +
                     dup->partition + " at offset " + std::to_string(dup->offset.value);
     return send(Parked{h, Reply{rollback(reply, "duplicate", e)}});

@@ -62,7 +62,7 @@ constexpr int64_t kCheckpointIdleFactor = 30;
 constexpr uint64_t kChainDeltasLightBytes = 1u << 20;
 // Every checkpoint writes every row of the store's tables but the append rows (partitions,
 // cursors, request outcomes...), one at a time: each costs about as much to encode as this
-// many bytes of append rows, which go as runs of hashes.
+// many bytes of append rows (whose hashes, when they keep them, go as runs).
 constexpr uint64_t kTableRowEncodeBytes = 1024;
 // A request outcome (a push's answer is a few runs of results) encodes in about a quarter of
 // that: 44 ns named by id in a delta, 58 ns in full, against 233 ns per KiB of append rows.
@@ -229,12 +229,13 @@ struct NodeImpl {
       : env(e),
         config(c),
         writer(out, c.segment_bytes, c.qlog_shards),
-        planner(e, store),
-        engine(e, store, config),
+        hashes(e, c.row_hash_cache_bytes),
+        planner(e, store, hashes),
+        engine(e, store, config, hashes),
         kv(store),
         locks(kv),
         timers(store),
-        reads(env, store) {}
+        reads(env, store, hashes) {}
 
   Env& env;  // asked what the node reads: the clock, randomness, durable bytes
   // The work of the event being handled, returned at its end (Node::finish_event).
@@ -242,6 +243,7 @@ struct NodeImpl {
   NodeConfig config;
   Store store;
   LogWriter writer;
+  RowHashes hashes;  // the append rows' transactionId hashes, read from their records
   Planner planner;
   Engine engine;
   KvPlanner kv;

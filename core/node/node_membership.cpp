@@ -30,7 +30,7 @@ std::vector<Member> sorted(std::vector<Member> list) {
 
 }  // namespace
 
-static_assert(kFormatMax == 2, "NodeConfig::format_max defaults to kFormatMax");
+static_assert(kFormatMax == 3, "NodeConfig::format_max defaults to kFormatMax");
 
 raft::Membership to_raft(const EffConfiguration& c) {
   raft::Membership m;

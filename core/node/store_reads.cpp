@@ -61,7 +61,9 @@ Result<std::vector<PopMessage>> StoreReads::read(PartitionId pid, Offset from, u
 std::optional<Offset> StoreReads::live_message(const PartitionState& p,
                                                const Hash128& txn_hash) const {
   for (Offset from(0);;) {
-    auto o = p.find_hash(txn_hash, from, p.next_offset);
+    auto found = hashes_.find(p, txn_hash, from, p.next_offset);
+    if (!found.ok()) return std::nullopt;
+    std::optional<Offset> o = found.value();
     if (!o || !p.is_gone(*o)) return o;
     from = o->next();
   }

@@ -9,6 +9,7 @@
 
 #include "core/api/replies.h"
 #include "core/common/result.h"
+#include "core/qlog/row_hashes.h"
 #include "core/state/store.h"
 #include "io/env.h"
 
@@ -20,11 +21,13 @@ class StoreReads {
   static constexpr uint32_t kFetchRecordsMax = 10000;
   static constexpr uint64_t kFetchBytesMax = 64ull << 20;
 
-  StoreReads(Env& env, const Store& store) : env_(env), store_(store) {}
+  StoreReads(Env& env, const Store& store, RowHashes& hashes)
+      : env_(env), store_(store), hashes_(hashes) {}
 
   // Up to `max` kept messages of the partition from offset `from` (retention's start at least).
   Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max) const;
-  // The offset of the first live (not deleted, not past retention) message with this hash.
+  // The offset of the first live (not deleted, not past retention) message with this hash
+  // (none when a row's hashes cannot be read, as with a record that cannot be).
   std::optional<Offset> live_message(const PartitionState& p, const Hash128& txn_hash) const;
 
   DlqReply dlq(const DlqQueryCmd& cmd) const;
@@ -49,6 +52,7 @@ class StoreReads {
 
   Env& env_;
   const Store& store_;
+  RowHashes& hashes_;
 };
 
 }  // namespace queen

@@ -122,61 +122,71 @@ DedupIndex::Rows::const_iterator DedupIndex::first_in_window(const PartitionStat
                           [](const AppendRow& r, int64_t v) { return r.created_us < v; });
 }
 
-std::optional<Offset> DedupIndex::scan(const PartitionState& p, const Hash128& h,
-                                       int64_t floor_us) {
+Result<std::optional<Offset>> DedupIndex::scan(const PartitionState& p, const Hash128& h,
+                                               int64_t floor_us) {
   auto it = first_in_window(p, floor_us);
-  if (it == p.rows.end()) return std::nullopt;
-  return p.find_hash(h, it->base, p.next_offset);
+  if (it == p.rows.end()) return std::optional<Offset>();
+  return hashes_.find(p, h, it->base, p.next_offset);
 }
 
-bool DedupIndex::holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us) {
+Result<bool> DedupIndex::holds(const PartitionState& p, const Hash128& h, Offset o,
+                               int64_t floor_us) {
   const AppendRow* row = p.row_of(o);
   if (!row || row->created_us < floor_us) return false;
-  uint64_t i = o.value - row->base.value;
-  return i < row->hashes.size() && row->hashes[i] == h;
+  return hashes_.holds(p, o, h);
 }
 
-HashRing* DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t window_us) {
+Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t window_us) {
   auto rit = rings_.find(p.id);
   if (rit != rings_.end()) {
     rit->second.drop_below(floor_us);
     return &rit->second;
   }
-  auto it = first_in_window(p, floor_us);
+  auto first = first_in_window(p, floor_us);
   size_t hashes = 0;
-  for (auto j = it; j != p.rows.end(); ++j) hashes += j->hashes.size();
+  for (auto j = first; j != p.rows.end(); ++j) hashes += j->count;
   if (hashes <= kColdScanHashesMax) return nullptr;
-  HashRing& ring = rings_[p.id];
-  for (; it != p.rows.end(); ++it)
-    for (uint32_t i = 0; i < it->hashes.size(); ++i)
-      ring.insert(it->hashes[i], Offset(it->base.value + i), it->created_us, window_us);
+  HashRing ring;
+  auto st = hashes_.for_each(p, first, p.rows.cend(),
+                             [&](const Hash128& h, Offset o, const AppendRow& row) {
+                               ring.insert(h, o, row.created_us, window_us);
+                             });
+  if (!st.ok()) return st.error();
   // Hashes still in flight land in the rows later: the filter must know them already.
   int64_t newest_us = p.rows.empty() ? floor_us : p.rows.back().created_us;
   in_flight_.for_each_of(p.id, [&](const InFlightHashes::Slot& s) {
     ring.insert(s.hash, s.offset, newest_us, window_us);
   });
-  return &ring;
+  return &(rings_[p.id] = std::move(ring));
 }
 
-std::optional<DedupHit> DedupIndex::find(PartitionId pid, const Hash128& h, int64_t now_us,
-                                         int64_t window_us) {
+Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p, const Hash128& h,
+                                                         int64_t floor_us, int64_t window_us) {
+  auto ring = warm(p, floor_us, window_us);
+  if (!ring.ok()) return ring.error();
+  if (!ring.value()) {
+    ++stats_.exact_scans;
+    return scan(p, h, floor_us);
+  }
+  std::optional<Error> failed;
+  auto o = ring.value()->find(h, [&](Offset c) {
+    ++stats_.candidates;
+    auto held = holds(p, h, c, floor_us);
+    if (!held.ok()) failed = held.error();
+    return held.ok() && held.value();
+  });
+  if (failed) return *failed;
+  return o;
+}
+
+Result<std::optional<DedupHit>> DedupIndex::find(PartitionId pid, const Hash128& h, int64_t now_us,
+                                                 int64_t window_us) {
   ++stats_.checks;
   std::optional<DedupHit> hit;
-  const PartitionState* p = store_.partition(pid);
-  if (p) {
-    int64_t floor_us = now_us - window_us;
-    HashRing* ring = warm(*p, floor_us, window_us);
-    std::optional<Offset> o;
-    if (!ring) {
-      ++stats_.exact_scans;
-      o = scan(*p, h, floor_us);
-    } else {
-      o = ring->find(h, [&](Offset c) {
-        ++stats_.candidates;
-        return holds(*p, h, c, floor_us);
-      });
-    }
-    if (o) hit = DedupHit{*o, {}};
+  if (const PartitionState* p = store_.partition(pid)) {
+    auto o = find_committed(*p, h, now_us - window_us, window_us);
+    if (!o.ok()) return o.error();
+    if (o.value()) hit = DedupHit{*o.value(), {}};
   }
   if (!hit) {
     if (const InFlightHashes::Slot* s = in_flight_.find(pid, h))

@@ -1,9 +1,9 @@
 // Dedup by transactionId hash, per partition, inside the queue's dedup window.
 //
-// The authority is the committed append rows (their xxh3-128 hashes, creation time and
-// offsets) plus the hashes of entries still in flight. In front of the rows sits a ring of
-// hash generations per busy partition: tables of (key, offset) that name the few offsets a
-// hash may sit at; each candidate is checked against its row, so the ring never decides a
+// The authority is the committed append rows (their xxh3-128 hashes, read through RowHashes,
+// creation time and offsets) plus the hashes of entries still in flight. In front of the rows sits
+// a ring of hash generations per busy partition: tables of (key, offset) that name the few offsets
+// a hash may sit at; each candidate is checked against its row, so the ring never decides a
 // duplicate, and a lookup costs one table probe per generation (no scan of the window). The
 // ring is node-local derived state: a partition without one scans its window exactly and
 // warms up.
@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/result.h"
 #include "core/common/types.h"
+#include "core/qlog/row_hashes.h"
 #include "core/state/store.h"
 
 namespace queen {
@@ -168,11 +170,12 @@ class DedupIndex {
   // Partitions with at most this many hashes in their window are scanned without a ring.
   static constexpr size_t kColdScanHashesMax = 256;
 
-  explicit DedupIndex(const Store& store) : store_(store) {}
+  DedupIndex(const Store& store, RowHashes& hashes) : store_(store), hashes_(hashes) {}
 
-  // The original of `h` in partition `pid` within the window, if any.
-  std::optional<DedupHit> find(PartitionId pid, const Hash128& h, int64_t now_us,
-                               int64_t window_us);
+  // The original of `h` in partition `pid` within the window, if any; an error when a row's
+  // hashes cannot be read.
+  Result<std::optional<DedupHit>> find(PartitionId pid, const Hash128& h, int64_t now_us,
+                                       int64_t window_us);
   // Starts loading what finds of hash_of(*it) for it in [first, last) in `pid` probe, so a
   // push's lookups (each a cache miss per generation) overlap instead of queueing.
   template <class It, class HashOf>
@@ -196,12 +199,16 @@ class DedupIndex {
  private:
   using Rows = std::vector<AppendRow>;
   static Rows::const_iterator first_in_window(const PartitionState& p, int64_t floor_us);
-  static std::optional<Offset> scan(const PartitionState& p, const Hash128& h, int64_t floor_us);
+  Result<std::optional<Offset>> scan(const PartitionState& p, const Hash128& h, int64_t floor_us);
   // Whether p's row holding `o` is inside the window and holds `h` there.
-  static bool holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us);
-  HashRing* warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
+  Result<bool> holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us);
+  // The ring of `p` (null: p is small enough to scan), built from its rows on first use.
+  Result<HashRing*> warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
+  Result<std::optional<Offset>> find_committed(const PartitionState& p, const Hash128& h,
+                                               int64_t floor_us, int64_t window_us);
 
   const Store& store_;
+  RowHashes& hashes_;
   InFlightHashes in_flight_;
   std::map<PartitionId, HashRing> rings_;
   DedupStats stats_;

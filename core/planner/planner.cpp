@@ -208,10 +208,17 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                    {}};
     int64_t window_us = target->dedup_window_us;
     if (window_us > 0) {
-      if (auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us)) {
-        res.status = PushStatus::duplicate;
-        res.offset = hit->offset;
-        res.message_id = hit->message_id ? *hit->message_id : message_id_at(pid, hit->offset);
+      auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us);
+      if (!hit.ok() || hit.value()) {
+        if (!hit.ok()) {
+          res.status = PushStatus::error;
+          res.error = "cannot check the transactionId for a duplicate: " + hit.error().message;
+        } else {
+          const DedupHit& d = *hit.value();
+          res.status = PushStatus::duplicate;
+          res.offset = d.offset;
+          res.message_id = d.message_id ? *d.message_id : message_id_at(pid, d.offset);
+        }
         reply.results.push_back(std::move(res));
         continue;
       }
@@ -254,8 +261,8 @@ std::optional<Planner::PushTarget> Planner::dedup_target(const PushItem& item) c
   return PushTarget{{}, {}, q->id, pid, q->options.dedup_window_s * 1'000'000};
 }
 
-std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& items,
-                                                  int64_t now_us) {
+Result<std::optional<PushResult>> Planner::find_duplicate(const std::vector<PushItem>& items,
+                                                          int64_t now_us) {
   const PushItem* last = nullptr;  // the item `target` was resolved for
   std::optional<PushTarget> target;
   for (uint32_t i = 0; i < items.size(); ++i) {
@@ -264,19 +271,21 @@ std::optional<PushResult> Planner::find_duplicate(const std::vector<PushItem>& i
       target = dedup_target(item);
     last = &item;
     if (!target) continue;
-    if (auto hit = dedup_.find(target->pid, item.txn_hash, now_us, target->dedup_window_us)) {
-      return PushResult{i,
-                        PushStatus::duplicate,
-                        hit->message_id.value_or(Uuid{}),
-                        item.transaction_id,
-                        item.queue,
-                        item.partition,
-                        target->pid,
-                        hit->offset,
-                        {}};
+    auto found = dedup_.find(target->pid, item.txn_hash, now_us, target->dedup_window_us);
+    if (!found.ok()) return found.error();
+    if (const auto& hit = found.value()) {
+      return std::optional<PushResult>(PushResult{i,
+                                                  PushStatus::duplicate,
+                                                  hit->message_id.value_or(Uuid{}),
+                                                  item.transaction_id,
+                                                  item.queue,
+                                                  item.partition,
+                                                  target->pid,
+                                                  hit->offset,
+                                                  {}});
     }
   }
-  return std::nullopt;
+  return std::optional<PushResult>();
 }
 
 bool Planner::plan_delete_queue(const std::string& name, OpenEntry* open) {

@@ -28,7 +28,8 @@ struct OpenEntry {
 
 class Planner {
  public:
-  Planner(Env& env, const Store& store) : env_(env), store_(store), dedup_(store) {}
+  Planner(Env& env, const Store& store, RowHashes& hashes)
+      : env_(env), store_(store), dedup_(store, hashes) {}
 
   // Dedup first (a duplicate keeps its original offset and message id and adds nothing),
   // then one gapless run of offsets per partition for the survivors. Payloads of encrypted
@@ -49,8 +50,9 @@ class Planner {
   // Whether appends to `pid` are planned but not applied yet.
   bool appending(PartitionId pid) const { return planned_next_.contains(pid); }
   // The first item that duplicates a message already stored or in flight (a repeat within
-  // `items` itself is not one); plans nothing.
-  std::optional<PushResult> find_duplicate(const std::vector<PushItem>& items, int64_t now_us);
+  // `items` itself is not one); plans nothing. An error when a row's hashes cannot be read.
+  Result<std::optional<PushResult>> find_duplicate(const std::vector<PushItem>& items,
+                                                   int64_t now_us);
   // Forgets what `entry` planned once the store holds it.
   void on_applied(const Entry& entry);
   // Forgets every plan not yet applied (a node that stopped leading); the store is the truth.

@@ -40,7 +40,8 @@ Offset cap_rows(const PartitionState& p, Offset from, Offset to) {
 }  // namespace
 
 EffRetention retention_marks(const Store& store, const QueueState& q, const PartitionState& p,
-                             const std::vector<std::string>& groups, int64_t now_us) {
+                             const std::vector<std::string>& groups, int64_t now_us,
+                             int64_t rows_window_min_s) {
   const QueueOptions& o = q.options;
   Offset log_start = p.log_start;
   int64_t all_s = 0;
@@ -55,7 +56,7 @@ EffRetention retention_marks(const Store& store, const QueueState& q, const Part
     }
   }
   log_start = cap_rows(p, p.log_start, std::min(log_start, p.next_offset));
-  int64_t rows_s = std::max({o.dedup_window_s, o.completed_retention_s, kRowsWindowMinS});
+  int64_t rows_s = std::max({o.dedup_window_s, o.completed_retention_s, rows_window_min_s});
   Offset rows_start = std::min(log_start, p.first_at_or_after(now_us - rows_s * kUsPerS));
   Offset rows_from = p.rows.empty() ? p.next_offset : p.rows.front().base;
   rows_start = cap_rows(p, rows_from, rows_start);
@@ -73,7 +74,7 @@ bool partition_idle(const Store& store, const PartitionState& p, int64_t now_us,
 }
 
 RetentionPass RetentionScanner::scan(const Store& store, int64_t now_us, uint32_t visit_max,
-                                     int64_t idle_us) {
+                                     int64_t idle_us, int64_t rows_window_min_s) {
   RetentionPass out;
   const auto& parts = store.partitions();
   if (parts.empty()) return out;
@@ -94,7 +95,8 @@ RetentionPass RetentionScanner::scan(const Store& store, int64_t now_us, uint32_
     }
     if (!has_retention(q->options)) continue;
     auto g = groups.find(q->id);
-    EffRetention e = retention_marks(store, *q, p, g == groups.end() ? kNone : g->second, now_us);
+    EffRetention e = retention_marks(store, *q, p, g == groups.end() ? kNone : g->second, now_us,
+                                     rows_window_min_s);
     bool rows_move = !p.rows.empty() && p.rows.front().end() <= e.rows_start;
     if (p.log_start < e.log_start || rows_move) out.effects.push_back(e);
   }

@@ -31,9 +31,11 @@ inline constexpr int64_t kRowsWindowMinS = 900;  // QUEEN_RAFT_TXN_WINDOW_MIN_S
 // RETENTION_BATCH_SIZE: a watermark passes at most this many append rows per step.
 inline constexpr size_t kRetentionRowsPerStepMax = 1000;
 
-// The watermarks retention would move `p` to at `now_us` (the current ones when nothing goes).
+// The watermarks retention would move `p` to at `now_us` (the current ones when nothing goes);
+// `rows_window_min_s` stands for kRowsWindowMinS (QUEEN_RAFT_TXN_WINDOW_MIN_S).
 EffRetention retention_marks(const Store& store, const QueueState& q, const PartitionState& p,
-                             const std::vector<std::string>& groups, int64_t now_us);
+                             const std::vector<std::string>& groups, int64_t now_us,
+                             int64_t rows_window_min_s = kRowsWindowMinS);
 
 // Whether `p` is idle and empty enough to be deleted: no message kept, no append row left
 // (the dedup window has passed), no dead letter, and nothing appended or created for
@@ -49,7 +51,8 @@ struct RetentionPass {
 class RetentionScanner {
  public:
   // A pass over at most `visit_max` partitions; `idle_us` 0 finds no idle partition.
-  RetentionPass scan(const Store& store, int64_t now_us, uint32_t visit_max, int64_t idle_us);
+  RetentionPass scan(const Store& store, int64_t now_us, uint32_t visit_max, int64_t idle_us,
+                     int64_t rows_window_min_s = kRowsWindowMinS);
 
  private:
   PartitionId last_visited_;

@@ -265,8 +265,9 @@ struct EffConfiguration {
 };
 
 // The highest cluster format this build reads and writes. 1: everything before EffConfiguration
-// (and a Raft message without its identity trailer); 2: EffConfiguration.
-constexpr uint32_t kFormatMax = 2;
+// (and a Raft message without its identity trailer); 2: EffConfiguration; 3: store checkpoints
+// whose append rows may leave their hashes in their message records (Store::hashes_on_disk).
+constexpr uint32_t kFormatMax = 3;
 
 using Effect =
     std::variant<EffCreateQueue, EffConfigureQueue, EffCreatePartition, EffAppend, EffCursor,

@@ -29,21 +29,6 @@ const AppendRow* PartitionState::row_of(Offset o) const {
   return o < it->end() ? &*it : nullptr;
 }
 
-std::optional<Offset> PartitionState::find_hash(const Hash128& h, Offset from, Offset to) const {
-  auto it = std::upper_bound(rows.begin(), rows.end(), from,
-                             [](Offset v, const AppendRow& r) { return v < r.base; });
-  if (it != rows.begin()) --it;
-  for (; it != rows.end() && it->base < to; ++it) {
-    for (uint32_t i = 0; i < it->hashes.size(); ++i) {
-      Offset o(it->base.value + i);
-      if (o < from) continue;
-      if (o >= to) break;
-      if (it->hashes[i] == h) return o;
-    }
-  }
-  return std::nullopt;
-}
-
 uint64_t PartitionState::deleted_in(Offset from, Offset to) const {
   if (!(from < to)) return 0;
   auto lo = std::lower_bound(deleted.begin(), deleted.end(), from);
@@ -133,11 +118,13 @@ void Store::apply_retention(const EffRetention& e) {
   p.log_start = log_start;
   for (AppendRow& row : p.rows) {
     if (!(row.end() <= log_start)) break;
+    if (!row.hashes_inline()) continue;  // its record holds its hashes until the row goes
     ref_file(row.where, -1);
     row.where = RecordLocation{};
   }
   auto keep = std::find_if(p.rows.begin(), p.rows.end(),
                            [&](const AppendRow& r) { return !(r.end() <= rows_start); });
+  for (auto it = p.rows.begin(); it != keep; ++it) ref_file(it->where, -1);
   p.rows.erase(p.rows.begin(), keep);
   p.deleted.erase(p.deleted.begin(),
                   std::lower_bound(p.deleted.begin(), p.deleted.end(), log_start));
@@ -258,8 +245,12 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       row.count = e->count;
       row.created_us = entry.now_us;
       if (append_no < locations.size()) row.where = locations[append_no];
-      row.hashes = e->hashes;
-      row.hashes.resize(e->count);
+      if (!hashes_on_disk() || row.where.len == 0) {
+        row.hashes = e->hashes;
+        row.hashes.resize(e->count);
+      } else {
+        disk_rows_ = true;
+      }
       ++append_no;
       ref_file(row.where, +1);
       p.next_offset = row.end();

@@ -36,9 +36,12 @@ struct AppendRow {
   Offset base;
   uint32_t count = 0;
   int64_t created_us = 0;
-  RecordLocation where;  // len 0 once retention released the payloads
-  std::vector<Hash128> hashes;
+  // len 0 once retention released the payloads (a row whose hashes are only in its record
+  // keeps it until the row goes)
+  RecordLocation where;
+  std::vector<Hash128> hashes;  // count of them, or none: read from the record (RowHashes)
   Offset end() const { return Offset(base.value + count); }
+  bool hashes_inline() const { return hashes.size() == count; }
   bool operator==(const AppendRow&) const = default;
 };
 
@@ -51,7 +54,7 @@ struct PartitionState {
   std::vector<AppendRow> rows;  // by base offset
   std::vector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
   // Retention: messages below log_start are gone (their payloads released); rows keep their
-  // hashes for the dedup window until rows_start passes them.
+  // hashes (or their records) for the dedup window until rows_start passes them.
   Offset log_start;
   int64_t last_append_us = 0;
   bool operator==(const PartitionState&) const = default;
@@ -69,8 +72,6 @@ struct PartitionState {
   }
   // Deleted messages in [from, to).
   uint64_t deleted_in(Offset from, Offset to) const;
-  // The first offset in [from, to) whose hash is `h`, if any.
-  std::optional<Offset> find_hash(const Hash128& h, Offset from, Offset to) const;
   // The first offset whose append was created at or after `us`.
   Offset first_at_or_after(int64_t us) const;
 };
@@ -145,6 +146,12 @@ class Store {
   Status apply(const Entry& entry, const std::vector<RecordLocation>& locations);
 
   LogIndex applied() const { return applied_; }
+  // Whether new append rows leave their transactionId hashes in their message records
+  // (core/qlog/row_hashes.h) instead of memory and checkpoints: from cluster format 3, when
+  // every member reads checkpoints without them, or on a node of its own (set_standalone,
+  // which a decoded store must be told again).
+  bool hashes_on_disk() const { return standalone_ || configuration_.cluster_version >= 3; }
+  void set_standalone() { standalone_ = true; }
   QueueId next_queue_id() const { return QueueId(queue_ids_ + 1); }
   PartitionId next_partition_id() const { return PartitionId(partition_ids_ + 1); }
   const DlqEntry* dlq_entry(uint64_t id, QueueId* queue) const;
@@ -221,6 +228,8 @@ class Store {
   void delete_message(const EffMessageDelete& e);
 
   LogIndex applied_;
+  bool standalone_ = false;
+  bool disk_rows_ = false;  // some append row keeps its hashes only in its record
   EffConfiguration configuration_;
   LogIndex membership_index_;
   int64_t last_now_us_ = 0;

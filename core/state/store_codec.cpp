@@ -3,11 +3,11 @@
 // through the binary walk (core/api/binary.h). Three layouts stay explicit code, kept byte
 // for byte for the checkpoints already on disk: a partition's rows in a delta (the old ones
 // named by count and first base), an append row's hashes (as many as its count, no count of
-// their own) and a dead letter's timer (its EffTimerPut form after a presence byte).
-// Derived indexes (queue names, a queue's partitions, expiries, due timers, outcome expiry,
-// file references) are not written: decode rebuilds them. A delta body (encode_delta) is the
-// same but for the partitions' old append rows and the base's request outcomes, which it
-// names instead of writing.
+// their own; from format 4 after a byte saying whether they follow) and a dead letter's timer (its
+// EffTimerPut form after a presence byte). Derived indexes (queue names, a queue's partitions,
+// expiries, due timers, outcome expiry, file references) are not written: decode rebuilds them. A
+// delta body (encode_delta) is the same but for the partitions' old append rows and the base's
+// request outcomes, which it names instead of writing.
 #include "core/state/store.h"
 
 #include <algorithm>
@@ -22,27 +22,36 @@ namespace {
 // Format 2 adds the cluster's membership after the traces; format 1 (without it) is still read.
 // Format 3 has it as EffConfiguration (pinned disks, cluster version): written only once the
 // cluster version is 2, so that a snapshot reaches no node that cannot read it.
-constexpr uint32_t kStoreFormat = 3;
+// Format 4 lets an append row leave its hashes in its message record (Store::hashes_on_disk):
+// written once a row does, which in a cluster waits for cluster version 3.
+constexpr uint32_t kStoreFormat = 4;
 
 void put_count(ByteWriter& w, uint64_t n) {
   QUEEN_ASSERT(n <= UINT32_MAX, "a store table fits a 32-bit count");
   w.u32(static_cast<uint32_t>(n));
 }
 
-void put_row(ByteWriter& w, const AppendRow& row) {
+void put_row(ByteWriter& w, const AppendRow& row, uint32_t format) {
   w.u64(row.base.value);
   w.u32(row.count);
   w.i64(row.created_us);
   put_walked(w, row.where);
-  w.hashes(row.hashes.data(), row.hashes.size());
+  QUEEN_ASSERT(format >= 4 || row.hashes_inline(), "a row without hashes needs format 4");
+  if (format >= 4) w.u8(row.hashes_inline() ? 1 : 0);
+  if (row.hashes_inline()) w.hashes(row.hashes.data(), row.hashes.size());
 }
 
-AppendRow get_row(ByteReader& r) {
+AppendRow get_row(ByteReader& r, uint32_t format) {
   AppendRow row;
   row.base = Offset(r.u64());
-  row.count = r.count(16);
+  row.count = format >= 4 ? r.u32() : r.count(16);
   row.created_us = r.i64();
   get_walked(r, &row.where);
+  if (format >= 4 && r.u8() == 0) return row;
+  if (row.count > r.left() / 16) {
+    r.invalidate();
+    return row;
+  }
   row.hashes.resize(row.count);
   for (Hash128& h : row.hashes) h = r.hash();
   return row;
@@ -63,7 +72,8 @@ Offset delta_mark(const AppendsSince& since, PartitionId pid) {
 
 // A partition's fields and rows. In a delta (`since`), the rows before the partition's mark
 // go as a count and the first one's base: the base store holds them.
-void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* since) {
+void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* since,
+                   uint32_t format) {
   w.u64(p.id.value);
   w.u64(p.queue.value);
   w.str(p.name);
@@ -78,7 +88,7 @@ void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* s
     if (fresh != p.rows.begin()) w.u64(p.rows.front().base.value);
   }
   put_count(w, static_cast<uint64_t>(p.rows.end() - fresh));
-  for (auto it = fresh; it != p.rows.end(); ++it) put_row(w, *it);
+  for (auto it = fresh; it != p.rows.end(); ++it) put_row(w, *it, format);
   put_count(w, p.deleted.size());
   for (Offset o : p.deleted) w.u64(o.value);
 }
@@ -95,7 +105,7 @@ bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint3
   p.rows.assign(std::make_move_iterator(at), std::make_move_iterator(at + count));
   for (AppendRow& row : p.rows) {
     if (!(row.end() <= p.log_start)) break;
-    row.where = RecordLocation{};
+    if (row.hashes_inline()) row.where = RecordLocation{};
   }
   return true;
 }
@@ -110,7 +120,7 @@ void take_from_base(ByteReader& r, Store::Partitions* base, PartitionState& p) {
   if (from) base->erase(bit);
 }
 
-PartitionState get_partition(ByteReader& r, Store::Partitions* base) {
+PartitionState get_partition(ByteReader& r, Store::Partitions* base, uint32_t format) {
   PartitionState p;
   p.id = PartitionId(r.u64());
   p.queue = QueueId(r.u64());
@@ -122,7 +132,7 @@ PartitionState get_partition(ByteReader& r, Store::Partitions* base) {
   if (base) take_from_base(r, base, p);
   uint32_t rows = r.count(44);
   p.rows.reserve(p.rows.size() + rows);
-  for (uint64_t i = 0; i < rows && r.ok(); ++i) p.rows.push_back(get_row(r));
+  for (uint64_t i = 0; i < rows && r.ok(); ++i) p.rows.push_back(get_row(r, format));
   uint32_t deleted = r.count(8);
   p.deleted.reserve(deleted);
   for (uint64_t i = 0; i < deleted && r.ok(); ++i) p.deleted.push_back(Offset(r.u64()));
@@ -231,7 +241,8 @@ void Store::encode_outcomes(ByteWriter& w, LogIndex base) const {
 }
 
 void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const {
-  w.u32(configuration_.cluster_version >= 2 ? kStoreFormat : 2);
+  uint32_t format = disk_rows_ ? kStoreFormat : configuration_.cluster_version >= 2 ? 3 : 2;
+  w.u32(format);
   w.u64(applied_.value);
   w.i64(last_now_us_);
   w.u64(queue_ids_);
@@ -246,7 +257,7 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
   }
   put_count(w, partitions_.size());
   for (const auto& [id, p] : partitions_) {
-    put_partition(w, p, since);
+    put_partition(w, p, since, format);
     w.boundary();
   }
   put_count(w, cursors_.size());
@@ -279,7 +290,7 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
     w.boundary();
   }
   w.u64(membership_index_.value);
-  if (configuration_.cluster_version >= 2) {
+  if (format >= 3) {
     encode_effect(w, configuration_);
   } else {
     encode_effect(w, EffMembership{configuration_.members});
@@ -301,7 +312,7 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     if (get_as(r, &q)) s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
   });
   get_table(r, [&] {
-    PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr);
+    PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
     s.partitions_[p.id] = std::move(p);
   });
   get_table(r, [&] {
@@ -348,10 +359,11 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     s.membership_index_ = LogIndex(r.u64());
     EffMembership m;
     if (get_as(r, &m)) s.configuration_.members = std::move(m.members);
-  } else if (format == 3) {
+  } else if (format >= 3) {
     s.membership_index_ = LogIndex(r.u64());
     get_as(r, &s.configuration_);
   }
+  s.disk_rows_ = format >= 4 || (base && base->disk_rows_);
   if (!r.ok() || r.left() != 0) return make_error(Errc::corrupt, "store checkpoint framing");
   s.rebuild_indexes();
   return s;

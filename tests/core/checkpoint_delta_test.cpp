@@ -166,11 +166,13 @@ std::vector<std::string> ids(const std::string& prefix, int n) {
 }
 
 TEST(CheckpointDelta, ADeltaWritesOnlyNewRowsAndARestartLoadsTheChain) {
-  Harness h(frequent_checkpoints());
-  h.push("q", "p", ids("old-", 2000));  // 32 KB of hashes in one row
-  h.env.advance_ms(150);
+  NodeConfig c = frequent_checkpoints();
+  c.durable_every_ms = 10'000;  // no checkpoint while the rows go in
+  Harness h(c);
+  for (const std::string& id : ids("old-", 600)) h.push("q", "p", {id});  // 600 rows
+  h.env.advance_ms(10'050);
   h.push("q", "p", {"new"});
-  h.env.advance_ms(150);
+  h.env.advance_ms(10'050);
   auto files = chain_files(h.env);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].second, LogIndex(0)) << "the first is full";
@@ -181,7 +183,8 @@ TEST(CheckpointDelta, ADeltaWritesOnlyNewRowsAndARestartLoadsTheChain) {
   h.env.crash();
   h.restart();
   EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
-  // The base's rows came back with their hashes: a retry of an old id is a duplicate.
+  // The base's rows came back: a retry of an old id is a duplicate (its hash read from its
+  // message record).
   PushReply r = h.push("q", "p", {"old-17", "newer"});
   ASSERT_EQ(r.results.size(), 2u);
   EXPECT_EQ(r.results[0].status, PushStatus::duplicate);
@@ -224,11 +227,12 @@ TEST(CheckpointDelta, AChainEndsAtItsLimitAndOnlyTheTwoNewestChainsStay) {
 TEST(CheckpointDelta, ACheckpointsSizeIsGuessedFromTheOnesBefore) {
   NodeConfig c = frequent_checkpoints();
   c.checkpoint_deltas_max = 2;
+  c.durable_every_ms = 10'000;  // one checkpoint per round
   Harness h(c);
   std::map<LogIndex, uint64_t> sizes;  // every checkpoint written (older ones are removed)
   for (int i = 0; i < 5; ++i) {
-    h.push("q", "p", ids("m" + std::to_string(i) + "-", 500));
-    h.env.advance_ms(150);
+    for (const std::string& id : ids("m" + std::to_string(i) + "-", 200)) h.push("q", "p", {id});
+    h.env.advance_ms(10'050);
     for (const auto& [at, base] : chain_files(h.env))
       sizes[at] = h.env.files.at(checkpoint_file(at)).size();
   }

@@ -100,12 +100,9 @@ struct PieceSink final : ByteSink {
 TEST(StoreCheckpoint, AStreamedCheckpointArrivesInPiecesAndReadsBack) {
   Harness h;
   fill(h);
-  std::vector<std::string> ids;
-  for (int i = 0; i < 80000; ++i) ids.push_back("t" + std::to_string(i));
-  for (int batch = 0; batch < 8; ++batch)  // 16-byte hashes: past a 1 MiB piece
-    h.push(
-        "big", "p",
-        std::vector<std::string>(ids.begin() + batch * 10000, ids.begin() + (batch + 1) * 10000));
+  std::string value = "\"" + std::string(60000, 'v') + "\"";
+  for (int i = 0; i < 24; ++i)  // past a 1 MiB piece
+    h.call<KvReply>(KvCmd{{kv_put("big" + std::to_string(i), value, 0)}});
   const Store& s = h.node().store();
   PieceSink sink;
   write_checkpoint(s, Term(2), 9, sink);

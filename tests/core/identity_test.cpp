@@ -26,10 +26,10 @@ const MemberView* member(const MembershipReply& r, int i) {
   return nullptr;
 }
 
-// Every member pinned to the disk it speaks from, at cluster version 2.
+// Every member pinned to the disk it speaks from, at the newest cluster version.
 bool all_pinned(TestCluster& c, int leader) {
   auto v = view(c, leader);
-  if (!v || v->cluster_version != 2) return false;
+  if (!v || v->cluster_version != kFormatMax) return false;
   for (const MemberView& m : v->members)
     if (m.disk == 0 || m.disk != m.heard_disk) return false;
   return true;
@@ -108,7 +108,7 @@ TEST(IdentityFence, WithoutTheFenceTheWipedDiskIsCounted) {
   int l = c.leader();
   EXPECT_TRUE(c.run_until(3000, [&] {
     auto v = view(c, l);
-    return v && v->cluster_version == 2;
+    return v && v->cluster_version == kFormatMax;
   }));
   int f = (l + 1) % 3;
   c.crash(f);
@@ -142,6 +142,46 @@ TEST(ClusterVersion, RisesOnlyOnceEveryMemberReadsIt) {
   ASSERT_TRUE(
       old.run_until(3000, [&] { return old.leader() >= 0 && all_pinned(old, old.leader()); }));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(old.node(i).stats().entries_unreadable, 0u) << i;
+}
+
+// Whether every live node's rows of q/p keep their hashes in memory (`inline_rows`) or not.
+bool rows_are(TestCluster& c, bool inline_rows) {
+  for (int i = 0; i < 3; ++i) {
+    const PartitionState* p = c.node(i).store().partition("q", "p");
+    if (!p || p->rows.empty() || p->rows.back().hashes_inline() != inline_rows) return false;
+  }
+  return true;
+}
+
+// Below cluster format 3 append rows keep their hashes in memory and checkpoints, which a
+// format-2 build reads; once every member reads format 3, new rows keep them only in their
+// message records. Retries of pushes from both sides of the change are still duplicates.
+TEST(ClusterVersion, RowsLeaveTheirHashesOnDiskOnlyFromFormatThree) {
+  TestCluster c(3, fast_identity);
+  c.format_max[2] = 2;
+  c.crash(2);
+  c.start(2);
+  ASSERT_TRUE(c.run_until(3000, [&] {
+    auto v = c.leader() >= 0 ? view(c, c.leader()) : std::nullopt;
+    return v && v->cluster_version == 2;
+  }));
+  ASSERT_NE(as<PushReply>(c.push(c.leader(), "before")), nullptr);
+  ASSERT_TRUE(c.run_until(1000, [&] { return c.converged() && rows_are(c, true); }));
+  c.format_max.erase(2);
+  c.crash(2);
+  c.start(2);
+  ASSERT_TRUE(c.run_until(3000, [&] {
+    auto v = c.leader() >= 0 ? view(c, c.leader()) : std::nullopt;
+    return v && v->cluster_version == 3;
+  }));
+  ASSERT_NE(as<PushReply>(c.push(c.leader(), "after")), nullptr);
+  ASSERT_TRUE(c.run_until(1000, [&] { return c.converged() && rows_are(c, false); }));
+  for (const char* txn : {"before", "after"}) {
+    auto reply = c.push(c.leader(), txn);
+    const auto* r = as<PushReply>(reply);
+    ASSERT_NE(r, nullptr) << txn;
+    EXPECT_EQ(r->results.at(0).status, PushStatus::duplicate) << txn;
+  }
 }
 
 // The planted bug: a leader that raises the version without asking sends node 3 an entry it

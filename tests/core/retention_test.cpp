@@ -120,6 +120,8 @@ TEST(Retention, ARemovedMessagesTransactionIdStaysInTheDedupWindow) {
   EXPECT_EQ(h.push("q", "p", {"a"}).results[0].status, PushStatus::queued);
 }
 
+// A single node's append rows keep their transactionId hashes only in their message records:
+// a file whose messages retention removed stays while their rows are inside the dedup window.
 TEST(Retention, LogFilesOfRemovedMessagesAreReclaimedAndARestartKeepsTheRest) {
   NodeConfig c = fast_retention();
   c.segment_bytes = 2048;
@@ -129,6 +131,14 @@ TEST(Retention, LogFilesOfRemovedMessagesAreReclaimedAndARestartKeepsTheRest) {
   configure(h, "q", retained_for(2));
   std::string big(600, 'x');
   for (int i = 0; i < 12; ++i) {
+    h.push("q", "p", {"m" + std::to_string(i) + big});
+    h.env.advance_ms(400);
+  }
+  ASSERT_GT(part(h, "q").log_start, Offset(1));
+  EXPECT_TRUE(h.env.files.contains(log_file_name(LogId(1), 1)));
+  EXPECT_EQ(h.push("q", "p", {"m0" + big}).results[0].status, PushStatus::duplicate);
+  h.env.now += (kRowsWindowMinS + 3600) * 1'000'000ll;
+  for (int i = 12; i < 16; ++i) {
     h.push("q", "p", {"m" + std::to_string(i) + big});
     h.env.advance_ms(400);
   }

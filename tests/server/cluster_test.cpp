@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "core/state/entry.h"
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
 
@@ -339,7 +340,7 @@ TEST_F(ClusterTest, SigtermOfTheLeaderHandsOverInUnderASecond) {
 bool all_pinned(uint16_t http_port) {
   HttpClient c(http_port);
   json m = c.get("/api/v1/system/raft/membership", 2000).body_json();
-  if (!m.is_object() || m["clusterVersion"] != 2) return false;
+  if (!m.is_object() || m["clusterVersion"] != kFormatMax) return false;
   for (const auto& x : m["members"])
     if (x["disk"] == "" || x["disk"] != x["heardDisk"]) return false;
   return true;

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "core/state/entry.h"
 #include "tests/server/api_helpers.h"
 #include "tests/server/harness.h"
 
@@ -156,7 +157,7 @@ class MembershipTest : public ::testing::Test {
   // At cluster version 2, with every member pinned to the disk it speaks from.
   bool all_pinned(int i) {
     json m = membership(i);
-    if (m.is_null() || m["clusterVersion"] != 2) return false;
+    if (m.is_null() || m["clusterVersion"] != kFormatMax) return false;
     for (const auto& x : m["members"])
       if (x["disk"] == "" || x["disk"] != x["heardDisk"]) return false;
     return true;

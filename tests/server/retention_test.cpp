@@ -37,18 +37,30 @@ TEST(RetentionServer, OldMessagesGoNewOnesStayAndARestartKeepsExactlyThat) {
   ServerProcess server(data, dir.path() + "/server.log",
                        {{"RETENTION_INTERVAL", "100"},
                         {"QUEEN_RAFT_DURABLE_EVERY_MS", "100"},
-                        {"QUEEN_RAFT_SEGMENT_BYTES", "4096"}});
+                        {"QUEEN_RAFT_SEGMENT_BYTES", "4096"},
+                        {"QUEEN_RAFT_TXN_WINDOW_MIN_S", "1"}});
   std::string error;
   ASSERT_TRUE(server.start(&error)) << error;
   HttpClient c(server.port());
   const std::string q = "retained";
-  ASSERT_EQ(configure(c, q, {{"retentionEnabled", true}, {"retentionSeconds", 2}}).status, 200);
+  // The files go once the append rows do: after the dedup window too.
+  ASSERT_EQ(
+      configure(c, q,
+                {{"retentionEnabled", true}, {"retentionSeconds", 2}, {"dedupWindowSeconds", 1}})
+          .status,
+      200);
+  // A queue with the default dedup window (an hour) keeps its removed messages' ids.
+  const std::string windowed = "windowed";
+  ASSERT_EQ(configure(c, windowed, {{"retentionEnabled", true}, {"retentionSeconds", 2}}).status,
+            200);
   std::string big(1500, 'x');
   for (int i = 0; i < 8; ++i)
     ASSERT_EQ(push(c, {{q, "", "old-" + std::to_string(i), big}}).status, 201);
+  ASSERT_EQ(push(c, {{windowed, "", "w-0", big}}).status, 201);
   // Gone once two seconds old, consumed or not.
   EXPECT_TRUE(eventually(milliseconds(15000), [&] {
-    return queue_view(c, q)["messages"]["total"] == 0;
+    return queue_view(c, q)["messages"]["total"] == 0 &&
+           queue_view(c, windowed)["messages"]["total"] == 0;
   })) << queue_view(c, q).dump();
   // The store is checkpointed and the files that held the old payloads are gone.
   // (The queue is the data folder's first: its log is qlog/q1.)
@@ -70,7 +82,7 @@ TEST(RetentionServer, OldMessagesGoNewOnesStayAndARestartKeepsExactlyThat) {
   ASSERT_EQ(msgs.size(), 1u) << got.body;
   EXPECT_EQ(msgs[0]["transactionId"], "keep-0");
   // A retried push of a removed message is still inside its dedup window.
-  HttpResult dup = push(again, {{q, "", "old-3", big}});
+  HttpResult dup = push(again, {{windowed, "", "w-0", big}});
   ASSERT_EQ(dup.status, 201) << dup.body;
   EXPECT_EQ(dup.body_json()[0]["status"], "duplicate") << dup.body;
 }

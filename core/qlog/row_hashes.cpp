@@ -1,0 +1,114 @@
+#include "core/qlog/row_hashes.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/qlog/log.h"
+#include "core/qlog/record.h"
+
+namespace queen {
+
+Status RowHashes::read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out) {
+  if (row.where.len == 0)
+    return make_error(Errc::not_found, "append row at offset " + std::to_string(row.base.value) +
+                                           " has neither hashes nor a record");
+  uint64_t len = kRecordHeaderBytes + uint64_t{row.count} * sizeof(Hash128);
+  auto bytes = env_.read(log_file_name(row.where.log, row.where.file_no), row.where.pos, len);
+  if (!bytes.ok()) return bytes.error();
+  const Bytes& b = bytes.value();
+  ++stats_.reads;
+  stats_.read_bytes += b.size();
+  ByteReader r(b.data(), b.size());
+  r.u32();  // length
+  r.u64();  // checksum: it covers the frames too, which are not read
+  r.u64();  // seq
+  uint64_t rec_pid = r.u64(), base = r.u64();
+  uint32_t count = r.u32();
+  r.i64();
+  auto kind = static_cast<RecordKind>(r.u8());
+  if (!r.ok() || kind != RecordKind::message || rec_pid != pid.value || base != row.base.value ||
+      count != row.count)
+    return make_error(Errc::corrupt,
+                      "the message record of partition " + std::to_string(pid.value) + " offset " +
+                          std::to_string(row.base.value) + " does not match its row");
+  out->resize(count);
+  for (Hash128& h : *out) h = r.hash();
+  if (!r.ok()) return make_error(Errc::truncated, "a message record ends inside its hashes");
+  return ok_status();
+}
+
+Result<const std::vector<Hash128>*> RowHashes::of(PartitionId pid, const AppendRow& row) {
+  if (row.hashes.size() == row.count) return &row.hashes;
+  Key key{pid, row.base};
+  if (auto it = index_.find(key); it != index_.end()) {
+    ++stats_.cache_hits;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return &it->second->hashes;
+  }
+  if (auto st = read(pid, row, &scratch_); !st.ok()) return st.error();
+  if (weight(scratch_.size()) > cache_bytes_max_) return &scratch_;
+  remember(pid, row.base, scratch_);
+  return &lru_.front().hashes;
+}
+
+void RowHashes::remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes) {
+  uint64_t w = weight(hashes.size());
+  if (w > cache_bytes_max_) return;
+  Key key{pid, base};
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  evict_to(cache_bytes_max_ - w);
+  lru_.push_front(Cached{key, hashes});
+  index_[key] = lru_.begin();
+  cache_bytes_ += w;
+}
+
+void RowHashes::remember(const Entry& entry) {
+  for (const Effect& e : entry.effects)
+    if (const auto* a = std::get_if<EffAppend>(&e)) remember(a->pid, a->base, a->hashes);
+}
+
+void RowHashes::evict_to(uint64_t bytes_max) {
+  while (cache_bytes_ > bytes_max && !lru_.empty()) {
+    cache_bytes_ -= weight(lru_.back().hashes.size());
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+}
+
+void RowHashes::clear() {
+  lru_.clear();
+  index_.clear();
+  cache_bytes_ = 0;
+}
+
+Result<std::optional<Offset>> RowHashes::find(const PartitionState& p, const Hash128& h,
+                                              Offset from, Offset to) {
+  auto it = std::upper_bound(p.rows.begin(), p.rows.end(), from,
+                             [](Offset v, const AppendRow& r) { return v < r.base; });
+  if (it != p.rows.begin()) --it;
+  for (; it != p.rows.end() && it->base < to; ++it) {
+    if (it->end() <= from) continue;
+    auto hs = of(p.id, *it);
+    if (!hs.ok()) return hs.error();
+    const std::vector<Hash128>& v = *hs.value();
+    uint64_t lo = from.value > it->base.value ? from.value - it->base.value : 0;
+    uint64_t hi = std::min<uint64_t>(v.size(), to.value - it->base.value);
+    for (uint64_t i = lo; i < hi; ++i)
+      if (v[i] == h) return std::optional<Offset>(Offset(it->base.value + i));
+  }
+  return std::optional<Offset>();
+}
+
+Result<bool> RowHashes::holds(const PartitionState& p, Offset o, const Hash128& h) {
+  const AppendRow* row = p.row_of(o);
+  if (!row) return false;
+  auto hs = of(p.id, *row);
+  if (!hs.ok()) return hs.error();
+  uint64_t i = o.value - row->base.value;
+  return i < hs.value()->size() && (*hs.value())[i] == h;
+}
+
+}  // namespace queen

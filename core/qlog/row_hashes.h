@@ -1,0 +1,104 @@
+// The transactionId hashes of append rows, for dedup and ack resolution. A row keeps its
+// hashes in memory only while the store says so (Store::hashes_on_disk: a cluster below
+// format 3, or a row without a record); otherwise they are read from the front of the row's
+// message record (the record's body begins with them: core/state/entry.h), through a cache
+// bounded in bytes that keeps the rows used last. Appends that apply and pops that read
+// their records put their hashes in the cache, so the rows a retry or an ack names are
+// mostly there.
+//
+// A read covers the record's header and hashes, not its frames, so it is not checked
+// against the record's checksum: the header must name the row (kind, partition, base,
+// count) or the read is an error. Reads are of durable bytes only (a row exists once its
+// entry applied, after its syncs).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/common/types.h"
+#include "core/state/entry.h"
+#include "core/state/store.h"
+#include "io/env.h"
+
+namespace queen {
+
+struct RowHashStats {
+  uint64_t reads = 0;       // records read for their hashes
+  uint64_t read_bytes = 0;  // bytes those reads returned
+  uint64_t cache_hits = 0;
+};
+
+class RowHashes {
+ public:
+  // QUEEN_ROW_HASH_CACHE_MB's default.
+  static constexpr uint64_t kCacheBytesDefault = uint64_t{64} << 20;
+
+  RowHashes(Env& env, uint64_t cache_bytes_max) : env_(env), cache_bytes_max_(cache_bytes_max) {}
+
+  // The hashes of `row` of partition `pid` (count of them). The pointer holds until the next
+  // call on this object.
+  Result<const std::vector<Hash128>*> of(PartitionId pid, const AppendRow& row);
+  // The first offset in [from, to) of `p` whose hash is `h`.
+  Result<std::optional<Offset>> find(const PartitionState& p, const Hash128& h, Offset from,
+                                     Offset to);
+  // Whether the message at `o` of `p` has hash `h` (false when no row holds `o`).
+  Result<bool> holds(const PartitionState& p, Offset o, const Hash128& h);
+  // Calls f(hash, offset, row) for every message of rows [first, last) of `p`, reading each row
+  // once and caching none (a scan must not push out the rows in use).
+  template <class F>
+  Status for_each(const PartitionState& p, std::vector<AppendRow>::const_iterator first,
+                  std::vector<AppendRow>::const_iterator last, F f);
+
+  // The hashes of an append now applied, or read with its record by a pop.
+  void remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes);
+  // Those of every append of an entry now applied.
+  void remember(const Entry& entry);
+  // Forgets every cached row (a store replaced by a snapshot or a checkpoint).
+  void clear();
+  const RowHashStats& stats() const { return stats_; }
+  uint64_t cache_bytes() const { return cache_bytes_; }
+
+ private:
+  using Key = std::pair<PartitionId, Offset>;
+  struct Cached {
+    Key key;
+    std::vector<Hash128> hashes;
+  };
+  static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + 64; }
+  Status read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out);
+  void evict_to(uint64_t bytes_max);
+
+  Env& env_;
+  uint64_t cache_bytes_max_;
+  uint64_t cache_bytes_ = 0;
+  std::list<Cached> lru_;  // most recently used first
+  std::map<Key, std::list<Cached>::iterator> index_;
+  std::vector<Hash128> scratch_;
+  RowHashStats stats_;
+};
+
+template <class F>
+Status RowHashes::for_each(const PartitionState& p, std::vector<AppendRow>::const_iterator first,
+                           std::vector<AppendRow>::const_iterator last, F f) {
+  std::vector<Hash128> buf;
+  for (auto it = first; it != last; ++it) {
+    const std::vector<Hash128>* hs = &it->hashes;
+    if (hs->size() != it->count) {
+      if (auto cached = index_.find({p.id, it->base}); cached != index_.end()) {
+        hs = &cached->second->hashes;
+      } else {
+        if (auto st = read(p.id, *it, &buf); !st.ok()) return st;
+        hs = &buf;
+      }
+    }
+    for (uint32_t i = 0; i < hs->size(); ++i) f((*hs)[i], Offset(it->base.value + i), *it);
+  }
+  return ok_status();
+}
+
+}  // namespace queen

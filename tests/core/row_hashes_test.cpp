@@ -1,0 +1,122 @@
+// RowHashes: an append row's hashes read from the front of its message record, through a
+// cache bounded in bytes; a record that does not name its row is refused, not trusted.
+#include "core/qlog/row_hashes.h"
+
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "core/qlog/log.h"
+#include "core/qlog/record.h"
+#include "tests/core/mem_env.h"
+
+namespace queen::testing {
+namespace {
+
+const LogId kLog(1);
+
+std::vector<Hash128> hashes_for(uint64_t base, uint32_t count) {
+  std::vector<Hash128> out;
+  for (uint32_t i = 0; i < count; ++i) out.push_back(hash_of("t" + std::to_string(base + i)));
+  return out;
+}
+
+// Appends a message record of `count` hashes (and a frame's worth of bytes after them) for
+// partition 7 at `base` to the log file, and returns its row (hashes not inline).
+AppendRow append_record(MemEnv& env, uint64_t base, uint32_t count) {
+  Bytes& file = env.files[log_file_name(kLog, 1)];
+  RecordHeader h;
+  h.seq = base + 1;
+  h.pid = 7;
+  h.base_offset = base;
+  h.count = count;
+  h.kind = RecordKind::message;
+  Bytes body;
+  ByteWriter w(&body);
+  std::vector<Hash128> hs = hashes_for(base, count);
+  w.hashes(hs.data(), hs.size());
+  w.str("frames");
+  AppendRow row;
+  row.base = Offset(base);
+  row.count = count;
+  row.where = RecordLocation{kLog, 1, file.size(), 0};
+  row.where.len = static_cast<uint32_t>(encode_record(h, body.data(), body.size(), &file));
+  return row;
+}
+
+TEST(RowHashes, ReadsARowsHashesFromItsRecordOnceThenFromTheCache) {
+  MemEnv env;
+  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  AppendRow a = append_record(env, 0, 3), b = append_record(env, 3, 2);
+  auto got = rh.of(PartitionId(7), b);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(*got.value(), hashes_for(3, 2));
+  ASSERT_TRUE(rh.of(PartitionId(7), b).ok());
+  EXPECT_EQ(rh.stats().reads, 1u);
+  EXPECT_EQ(rh.stats().cache_hits, 1u);
+  PartitionState p;
+  p.id = PartitionId(7);
+  p.rows = {a, b};
+  p.next_offset = Offset(5);
+  auto found = rh.find(p, hash_of("t4"), Offset(0), Offset(5));
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found.value(), Offset(4));
+  found = rh.find(p, hash_of("t4"), Offset(0), Offset(4));  // the range ends before it
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found.value());
+  auto held = rh.holds(p, Offset(1), hash_of("t1"));
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(held.value());
+}
+
+TEST(RowHashes, InlineHashesNeedNoRead) {
+  MemEnv env;
+  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  AppendRow row;
+  row.base = Offset(10);
+  row.count = 2;
+  row.hashes = hashes_for(10, 2);
+  auto got = rh.of(PartitionId(7), row);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got.value(), row.hashes);
+  EXPECT_EQ(rh.stats().reads, 0u);
+}
+
+TEST(RowHashes, TheCacheStaysWithinItsBound) {
+  MemEnv env;
+  const uint64_t bound = 4096;
+  RowHashes rh(env, bound);
+  std::vector<AppendRow> rows;
+  for (uint64_t base = 0; base < 100 * 10; base += 10) rows.push_back(append_record(env, base, 10));
+  for (const AppendRow& row : rows) {
+    ASSERT_TRUE(rh.of(PartitionId(7), row).ok());
+    EXPECT_LE(rh.cache_bytes(), bound);
+  }
+  EXPECT_GT(rh.cache_bytes(), 0u);
+  // The newest rows are still cached; the oldest were pushed out.
+  uint64_t reads = rh.stats().reads;
+  ASSERT_TRUE(rh.of(PartitionId(7), rows.back()).ok());
+  EXPECT_EQ(rh.stats().reads, reads);
+  ASSERT_TRUE(rh.of(PartitionId(7), rows.front()).ok());
+  EXPECT_EQ(rh.stats().reads, reads + 1);
+}
+
+TEST(RowHashes, ARecordThatDoesNotNameItsRowIsAnError) {
+  MemEnv env;
+  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  AppendRow row = append_record(env, 0, 3);
+  AppendRow wrong = row;
+  wrong.base = Offset(1);
+  auto got = rh.of(PartitionId(7), wrong);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Errc::corrupt);
+  EXPECT_FALSE(rh.of(PartitionId(8), row).ok());
+  AppendRow released = row;
+  released.where = RecordLocation{};
+  got = rh.of(PartitionId(7), released);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().code, Errc::not_found);
+}
+
+}  // namespace
+}  // namespace queen::testing
