@@ -12,6 +12,9 @@ Status RowHashes::read(PartitionId pid, const AppendRow& row, std::vector<Hash12
   if (row.where.len == 0)
     return make_error(Errc::not_found, "append row at offset " + std::to_string(row.base.value) +
                                            " has neither hashes nor a record");
+  if (row.count > kRecordBodyBytesMax / sizeof(Hash128))
+    return make_error(Errc::corrupt, "append row at offset " + std::to_string(row.base.value) +
+                                         " counts more messages than a record holds");
   uint64_t len = kRecordHeaderBytes + uint64_t{row.count} * sizeof(Hash128);
   auto bytes = env_.read(log_file_name(row.where.log, row.where.file_no), row.where.pos, len);
   if (!bytes.ok()) return bytes.error();
@@ -37,13 +40,21 @@ Status RowHashes::read(PartitionId pid, const AppendRow& row, std::vector<Hash12
   return ok_status();
 }
 
+std::list<RowHashes::Cached>::iterator RowHashes::cached(const Key& key) {
+  auto it = lru_.begin();
+  for (int i = 0; i < kRecentRows && it != lru_.end(); ++i, ++it)
+    if (it->key == key) return it;
+  auto found = index_.find(key);
+  return found == index_.end() ? lru_.end() : found->second;
+}
+
 Result<const std::vector<Hash128>*> RowHashes::of(PartitionId pid, const AppendRow& row) {
   if (row.hashes.size() == row.count) return &row.hashes;
   Key key{pid, row.base};
-  if (auto it = index_.find(key); it != index_.end()) {
+  if (auto it = cached(key); it != lru_.end()) {
     ++stats_.cache_hits;
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return &it->second->hashes;
+    lru_.splice(lru_.begin(), lru_, it);
+    return &it->hashes;
   }
   if (auto st = read(pid, row, &scratch_); !st.ok()) return st.error();
   if (weight(scratch_.size()) > cache_bytes_max_) return &scratch_;
@@ -55,8 +66,8 @@ void RowHashes::remember(PartitionId pid, Offset base, const std::vector<Hash128
   uint64_t w = weight(hashes.size());
   if (w > cache_bytes_max_) return;
   Key key{pid, base};
-  if (auto it = index_.find(key); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
+  if (auto it = cached(key); it != lru_.end()) {
+    lru_.splice(lru_.begin(), lru_, it);
     return;
   }
   evict_to(cache_bytes_max_ - w);
@@ -76,12 +87,6 @@ void RowHashes::evict_to(uint64_t bytes_max) {
     index_.erase(lru_.back().key);
     lru_.pop_back();
   }
-}
-
-void RowHashes::clear() {
-  lru_.clear();
-  index_.clear();
-  cache_bytes_ = 0;
 }
 
 Result<std::optional<Offset>> RowHashes::find(const PartitionState& p, const Hash128& h,

@@ -58,8 +58,6 @@ class RowHashes {
   void remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes);
   // Those of every append of an entry now applied.
   void remember(const Entry& entry);
-  // Forgets every cached row (a store replaced by a snapshot or a checkpoint).
-  void clear();
   const RowHashStats& stats() const { return stats_; }
   uint64_t cache_bytes() const { return cache_bytes_; }
 
@@ -69,7 +67,11 @@ class RowHashes {
     Key key;
     std::vector<Hash128> hashes;
   };
+  // The acks of one batch ask for the same few rows over and over: those used last are
+  // looked for at the front of the list before the index.
+  static constexpr int kRecentRows = 4;
   static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + 64; }
+  std::list<Cached>::iterator cached(const Key& key);
   Status read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out);
   void evict_to(uint64_t bytes_max);
 
