@@ -84,7 +84,6 @@ void NodeImpl::commit_ready() {
     if (auto st = store.apply(f.entry, f.written.locations); !st.ok())
       return halt(st.error().message);
     note_appends(f.entry);
-    if (store.hashes_on_disk()) hashes.remember(f.entry);
     applied_term = f.entry.term;
     if (cluster && config.track_applied_chain) applied_chain = chain_hash(applied_chain, f.entry);
     planner.on_applied(f.entry);

@@ -145,7 +145,7 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
   auto first = first_in_window(p, floor_us);
   size_t hashes = 0;
   for (auto j = first; j != p.rows.end(); ++j) hashes += j->count;
-  if (hashes <= kColdScanHashesMax) return nullptr;
+  if (hashes <= kColdScanHashesMax && p.rows.end() - first <= kColdScanRowsMax) return nullptr;
   HashRing ring;
   auto st = hashes_.for_each(p, first, p.rows.cend(),
                              [&](const Hash128& h, Offset o, const AppendRow& row) {

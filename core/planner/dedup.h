@@ -167,7 +167,9 @@ struct DedupStats {
 
 class DedupIndex {
  public:
-  // Partitions with at most this many hashes in their window are scanned without a ring.
+  // Partitions with at most this many rows and hashes in their window are scanned without a
+  // ring: each row scanned may cost a read of its record.
+  static constexpr size_t kColdScanRowsMax = 4;
   static constexpr size_t kColdScanHashesMax = 256;
 
   DedupIndex(const Store& store, RowHashes& hashes) : store_(store), hashes_(hashes) {}

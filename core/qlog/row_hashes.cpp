@@ -76,11 +76,6 @@ void RowHashes::remember(PartitionId pid, Offset base, const std::vector<Hash128
   cache_bytes_ += w;
 }
 
-void RowHashes::remember(const Entry& entry) {
-  for (const Effect& e : entry.effects)
-    if (const auto* a = std::get_if<EffAppend>(&e)) remember(a->pid, a->base, a->hashes);
-}
-
 void RowHashes::evict_to(uint64_t bytes_max) {
   while (cache_bytes_ > bytes_max && !lru_.empty()) {
     cache_bytes_ -= weight(lru_.back().hashes.size());

@@ -2,9 +2,9 @@
 // hashes in memory only while the store says so (Store::hashes_on_disk: a cluster below
 // format 3, or a row without a record); otherwise they are read from the front of the row's
 // message record (the record's body begins with them: core/state/entry.h), through a cache
-// bounded in bytes that keeps the rows used last. Appends that apply and pops that read
-// their records put their hashes in the cache, so the rows a retry or an ack names are
-// mostly there.
+// bounded in bytes that keeps the rows used last. Pops put the hashes of the records they
+// read in the cache, so the rows an ack names are mostly there; a push reads a row only to
+// check a dedup candidate or to scan a partition of a few rows.
 //
 // A read covers the record's header and hashes, not its frames, so it is not checked
 // against the record's checksum: the header must name the row (kind, partition, base,
@@ -54,10 +54,8 @@ class RowHashes {
   Status for_each(const PartitionState& p, std::vector<AppendRow>::const_iterator first,
                   std::vector<AppendRow>::const_iterator last, F f);
 
-  // The hashes of an append now applied, or read with its record by a pop.
+  // The hashes of an append read with its record (a pop: its acks follow).
   void remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes);
-  // Those of every append of an entry now applied.
-  void remember(const Entry& entry);
   const RowHashStats& stats() const { return stats_; }
   uint64_t cache_bytes() const { return cache_bytes_; }
 
@@ -70,7 +68,10 @@ class RowHashes {
   // The acks of one batch ask for the same few rows over and over: those used last are
   // looked for at the front of the list before the index.
   static constexpr int kRecentRows = 4;
-  static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + 64; }
+  // What a cached row takes: its hashes, its list node and its index node (each with its
+  // allocator's rounding).
+  static constexpr uint64_t kRowBytes = 128;
+  static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + kRowBytes; }
   std::list<Cached>::iterator cached(const Key& key);
   Status read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out);
   void evict_to(uint64_t bytes_max);

@@ -203,8 +203,9 @@ TEST(Dedup, SurvivesARestartAndWarmsItsRingFromTheRows) {
 
 // The model: per partition, the first offset of each transactionId whose push is still
 // inside the window; everything else gets the next offset.
-// `txn_space` transactionIds, pushes of up to `batch_max`: a small space keeps the partition
-// under DedupIndex::kColdScanHashesMax (exact scans), a large one warms its hash ring.
+// `txn_space` transactionIds, pushes of up to `batch_max`: a small space keeps the partition's
+// window short (exact scans of DedupIndex::kColdScanRowsMax rows at most, then a ring), a
+// large one fills it.
 void check_first_offset_model(int txn_space, int batch_max) {
   Harness h;
   ConfigureCmd c;
