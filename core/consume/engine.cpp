@@ -303,7 +303,7 @@ bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& o
       }
       cached = std::move(a.value());
       cached_row = row;
-      hashes_.remember(p.id, row->base, cached.hashes);  // for the acks to come
+      if (!row->hashes_inline()) hashes_.remember(p.id, row->base, cached.hashes);  // for acks
     }
     // Each offset is read once: its frame's strings move into the message.
     MessageFrame& f = cached.frames[o.value - row->base.value];

@@ -35,9 +35,6 @@ struct RowHashStats {
 
 class RowHashes {
  public:
-  // QUEEN_ROW_HASH_CACHE_MB's default.
-  static constexpr uint64_t kCacheBytesDefault = uint64_t{64} << 20;
-
   RowHashes(Env& env, uint64_t cache_bytes_max) : env_(env), cache_bytes_max_(cache_bytes_max) {}
 
   // The hashes of `row` of partition `pid` (count of them). The pointer holds until the next

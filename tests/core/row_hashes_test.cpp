@@ -14,6 +14,7 @@ namespace queen::testing {
 namespace {
 
 const LogId kLog(1);
+const uint64_t kCacheBytes = 1 << 20;
 
 std::vector<Hash128> hashes_for(uint64_t base, uint32_t count) {
   std::vector<Hash128> out;
@@ -46,7 +47,7 @@ AppendRow append_record(MemEnv& env, uint64_t base, uint32_t count) {
 
 TEST(RowHashes, ReadsARowsHashesFromItsRecordOnceThenFromTheCache) {
   MemEnv env;
-  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  RowHashes rh(env, kCacheBytes);
   AppendRow a = append_record(env, 0, 3), b = append_record(env, 3, 2);
   auto got = rh.of(PartitionId(7), b);
   ASSERT_TRUE(got.ok()) << got.error().message;
@@ -71,7 +72,7 @@ TEST(RowHashes, ReadsARowsHashesFromItsRecordOnceThenFromTheCache) {
 
 TEST(RowHashes, InlineHashesNeedNoRead) {
   MemEnv env;
-  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  RowHashes rh(env, kCacheBytes);
   AppendRow row;
   row.base = Offset(10);
   row.count = 2;
@@ -103,7 +104,7 @@ TEST(RowHashes, TheCacheStaysWithinItsBound) {
 
 TEST(RowHashes, ARecordThatDoesNotNameItsRowIsAnError) {
   MemEnv env;
-  RowHashes rh(env, RowHashes::kCacheBytesDefault);
+  RowHashes rh(env, kCacheBytes);
   AppendRow row = append_record(env, 0, 3);
   AppendRow wrong = row;
   wrong.base = Offset(1);
