@@ -71,12 +71,23 @@ bool settled_too_late(const MsgState* st, AckStatus status) {
 
 Result<std::optional<Offset>> Engine::resolve_ack(const std::string& group, const PartitionState& p,
                                                   const Hash128& txn_hash) {
-  auto rit = rows_.find(CursorKey{group, p.id});
-  if (rit != rows_.end() && rit->second.batch_start < rit->second.batch_end) {
-    auto found = hashes_.find(p, txn_hash, rit->second.batch_start, rit->second.batch_end);
-    if (!found.ok() || found.value()) return found;
+  Offset cursor = p.log_start;
+  if (auto rit = rows_.find(CursorKey{group, p.id}); rit != rows_.end()) {
+    const CursorRow& row = rit->second;
+    if (row.batch_start < row.batch_end) {
+      auto found = hashes_.find(p, txn_hash, row.batch_start, row.batch_end);
+      if (!found.ok() || found.value()) return found;
+    }
+    cursor = row.next;
+  } else if (auto mit = metas_.find(GroupKey{group, p.queue}); mit != metas_.end()) {
+    cursor = std::max(start_offset(mit->second, p), p.log_start);
   }
-  return hashes_.find(p, txn_hash, Offset(0), p.next_offset);
+  cursor = std::min(cursor, p.next_offset);
+  Offset ahead(std::min(p.next_offset.value, cursor.value + kAckScanMessagesMax));
+  auto found = hashes_.find(p, txn_hash, cursor, ahead, kAckScanRowsMax);
+  if (!found.ok() || found.value()) return found;
+  Offset behind(cursor.value - std::min(cursor.value, kAckScanMessagesMax));
+  return hashes_.find_last(p, txn_hash, behind, cursor, kAckScanRowsMax);
 }
 
 // Each partition's acks apply in offset order. A failed or retry ack that hands its batch
@@ -290,8 +301,10 @@ CursorRow Engine::shadow_row(const std::string& group, const PartitionState& p,
   return row;
 }
 
-bool Engine::plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional<LeaseId>& lease,
-                          int64_t now_us, TxnConsumePlan* plan) {
+bool Engine::plan_txn_ack(const TxnAck& ack, uint32_t index,
+                          const Result<std::optional<Offset>>& found,
+                          const std::optional<LeaseId>& lease, int64_t now_us,
+                          TxnConsumePlan* plan) {
   AckResult& res = plan->acks[index];
   res.index = index;
   res.transaction_id = ack.transaction_id;
@@ -303,7 +316,6 @@ bool Engine::plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional
   };
   const PartitionState* p = store_.partition(ack.partition_id);
   if (!p) return refuse("partition " + std::to_string(ack.partition_id.value) + " not found");
-  auto found = hashes_.find(*p, ack.txn_hash, Offset(0), p->next_offset);
   if (!found.ok()) return refuse("cannot be resolved: " + found.error().message);
   std::optional<Offset> o = found.value();
   if (!o) return refuse("message not found");
@@ -381,13 +393,13 @@ TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
   if (named.size() == 1) single = *named.begin();
   plan.acks.resize(acks.size());
   std::vector<AckStep> steps;
+  std::vector<Result<std::optional<Offset>>> found;
   for (uint32_t i = 0; i < acks.size(); ++i) {
     const PartitionState* p = store_.partition(acks[i]->partition_id);
+    found.push_back(p ? resolve_ack(acks[i]->group, *p, acks[i]->txn_hash)
+                      : Result<std::optional<Offset>>(std::optional<Offset>()));
     std::optional<Offset> o;
-    if (p) {
-      auto found = hashes_.find(*p, acks[i]->txn_hash, Offset(0), p->next_offset);
-      if (found.ok()) o = found.value();  // else unresolved: plan_txn_ack says why
-    }
+    if (found.back().ok()) o = found.back().value();  // else unresolved: plan_txn_ack says why
     // An unresolved ack sorts first and refuses the whole call.
     steps.push_back(AckStep{&acks[i]->group, p ? p->id : PartitionId{}, o.value_or(Offset(0)),
                             o ? signal_rank(acks[i]->status) : -1, i});
@@ -405,7 +417,8 @@ TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
       res.lease_released = true;
       continue;
     }
-    if (!plan_txn_ack(ack, step.index, ack.lease_id ? ack.lease_id : single, now_us, &plan))
+    if (!plan_txn_ack(ack, step.index, found[step.index], ack.lease_id ? ack.lease_id : single,
+                      now_us, &plan))
       return plan;
     const AckResult& res = plan.acks[step.index];
     if (is_signal(ack.status) && !res.dlq && !res.noop) stopped = &step;

@@ -52,6 +52,11 @@ struct TxnConsumePlan {
 // dlq moves it at once. Pure: the engine and transactions share it.
 SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t retry_limit);
 
+// How far an ack's transactionId is looked for on each side of its group's cursor, outside
+// the leased batch (Engine::resolve_ack): so many messages, in so many rows at most.
+constexpr uint64_t kAckScanMessagesMax = 65536;
+constexpr uint64_t kAckScanRowsMax = 1024;
+
 struct EngineStats {
   uint64_t lease_expiries = 0;
   uint64_t redeliveries = 0;
@@ -145,13 +150,17 @@ class Engine {
   bool read_messages(const PartitionState& p, const std::vector<Offset>& offsets,
                      std::vector<PopMessage>* out, std::string* error);
   // Checks and applies the call's ack number `index` on the plan's shadow rows.
-  bool plan_txn_ack(const TxnAck& ack, uint32_t index, const std::optional<LeaseId>& lease,
-                    int64_t now_us, TxnConsumePlan* plan);
+  // `found`: the ack's offset as resolve_ack found it.
+  bool plan_txn_ack(const TxnAck& ack, uint32_t index, const Result<std::optional<Offset>>& found,
+                    const std::optional<LeaseId>& lease, int64_t now_us, TxnConsumePlan* plan);
   bool plan_position(const PositionOp& pos, TxnConsumePlan* plan);
   CursorRow shadow_row(const std::string& group, const PartitionState& p,
                        const TxnConsumePlan& plan) const;
-  // The offset an ack names: looked up in the group's leased batch first, then the partition;
-  // an error when a row's hashes cannot be read.
+  // The offset an ack names: looked up in the group's leased batch first, then in the
+  // messages just ahead of the group's cursor (the first match), then in those just behind it
+  // (the last match: a repeat of an ack that applied), each side within kAckScanMessagesMax
+  // messages and kAckScanRowsMax rows, so that an ack never reads the whole partition. An
+  // error when a row's hashes cannot be read.
   Result<std::optional<Offset>> resolve_ack(const std::string& group, const PartitionState& p,
                                             const Hash128& txn_hash);
   // Each moves the item's transaction id into the result: an ack applied at offset `o`, an

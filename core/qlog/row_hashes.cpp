@@ -85,19 +85,44 @@ void RowHashes::evict_to(uint64_t bytes_max) {
 }
 
 Result<std::optional<Offset>> RowHashes::find(const PartitionState& p, const Hash128& h,
-                                              Offset from, Offset to) {
+                                              Offset from, Offset to, uint64_t rows_max) {
   auto it = std::upper_bound(p.rows.begin(), p.rows.end(), from,
                              [](Offset v, const AppendRow& r) { return v < r.base; });
   if (it != p.rows.begin()) --it;
-  for (; it != p.rows.end() && it->base < to; ++it) {
+  for (; it != p.rows.end() && it->base < to && rows_max > 0; ++it) {
     if (it->end() <= from) continue;
-    auto hs = of(p.id, *it);
-    if (!hs.ok()) return hs.error();
-    const std::vector<Hash128>& v = *hs.value();
-    uint64_t lo = from.value > it->base.value ? from.value - it->base.value : 0;
-    uint64_t hi = std::min<uint64_t>(v.size(), to.value - it->base.value);
-    for (uint64_t i = lo; i < hi; ++i)
-      if (v[i] == h) return std::optional<Offset>(Offset(it->base.value + i));
+    --rows_max;
+    auto found = find_in(p.id, *it, h, from, to, false);
+    if (!found.ok() || found.value()) return found;
+  }
+  return std::optional<Offset>();
+}
+
+Result<std::optional<Offset>> RowHashes::find_last(const PartitionState& p, const Hash128& h,
+                                                   Offset from, Offset to, uint64_t rows_max) {
+  auto it = std::lower_bound(p.rows.begin(), p.rows.end(), to,
+                             [](const AppendRow& r, Offset v) { return r.base < v; });
+  while (it != p.rows.begin() && rows_max > 0) {
+    --it;
+    if (it->end() <= from) break;
+    --rows_max;
+    auto found = find_in(p.id, *it, h, from, to, true);
+    if (!found.ok() || found.value()) return found;
+  }
+  return std::optional<Offset>();
+}
+
+Result<std::optional<Offset>> RowHashes::find_in(PartitionId pid, const AppendRow& row,
+                                                 const Hash128& h, Offset from, Offset to,
+                                                 bool last) {
+  auto hs = of(pid, row);
+  if (!hs.ok()) return hs.error();
+  const std::vector<Hash128>& v = *hs.value();
+  uint64_t lo = from.value > row.base.value ? from.value - row.base.value : 0;
+  uint64_t hi = std::min<uint64_t>(v.size(), to.value - row.base.value);
+  for (uint64_t n = lo; n < hi; ++n) {
+    uint64_t i = last ? hi - 1 - (n - lo) : n;
+    if (v[i] == h) return std::optional<Offset>(Offset(row.base.value + i));
   }
   return std::optional<Offset>();
 }

@@ -40,9 +40,14 @@ class RowHashes {
   // The hashes of `row` of partition `pid` (count of them). The pointer holds until the next
   // call on this object.
   Result<const std::vector<Hash128>*> of(PartitionId pid, const AppendRow& row);
-  // The first offset in [from, to) of `p` whose hash is `h`.
+  // The first offset in [from, to) of `p` whose hash is `h`, looking in at most `rows_max`
+  // rows from `from` up.
   Result<std::optional<Offset>> find(const PartitionState& p, const Hash128& h, Offset from,
-                                     Offset to);
+                                     Offset to, uint64_t rows_max = UINT64_MAX);
+  // The last offset in [from, to) of `p` whose hash is `h`, looking in at most `rows_max` rows
+  // from `to` down.
+  Result<std::optional<Offset>> find_last(const PartitionState& p, const Hash128& h, Offset from,
+                                          Offset to, uint64_t rows_max);
   // Whether the message at `o` of `p` has hash `h` (false when no row holds `o`).
   Result<bool> holds(const PartitionState& p, Offset o, const Hash128& h);
   // Calls f(hash, offset, row) for every message of rows [first, last) of `p`, reading each row
@@ -71,6 +76,9 @@ class RowHashes {
   static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + kRowBytes; }
   std::list<Cached>::iterator cached(const Key& key);
   Status read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out);
+  // The first (or `last`) offset of `row` in [from, to) whose hash is `h`.
+  Result<std::optional<Offset>> find_in(PartitionId pid, const AppendRow& row, const Hash128& h,
+                                        Offset from, Offset to, bool last);
   void evict_to(uint64_t bytes_max);
 
   Env& env_;

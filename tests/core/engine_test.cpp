@@ -1,6 +1,7 @@
 // The consumption engine through the node: claim order, leases, expiry, acks, retries, DLQ.
 #include <gtest/gtest.h>
 
+#include "core/consume/engine.h"
 #include "tests/core/mem_env.h"
 
 namespace queen::testing {
@@ -129,6 +130,51 @@ TEST(Engine, AckOfAnUnknownTransactionIdNamesIt) {
   AckResult a = h.ack(ghost, "g", AckStatus::completed, r.lease_id);
   EXPECT_FALSE(a.success);
   EXPECT_NE(a.error.find("nope"), std::string::npos);
+}
+
+// An ack reads only the rows near the group's cursor: its leased batch, then the messages
+// ahead of the cursor, then a bounded stretch behind it (a repeat), never the whole
+// partition from offset 0. The rows' hashes are in their records (a node of its own), and a
+// restart empties the cache of them, so every row looked at is a read.
+TEST(Engine, AnAckReadsOnlyRowsNearTheCursor) {
+  Harness h;
+  const uint64_t kRows = kAckScanRowsMax + 500;
+  for (uint64_t i = 0; i < kRows; ++i) h.push("q", "Default", {"m" + std::to_string(i)});
+  PopReply all = h.pop("q", "g", static_cast<uint32_t>(kRows));
+  ASSERT_EQ(all.messages.size(), kRows);
+  ASSERT_TRUE(h.ack(all.messages.back(), "g", AckStatus::completed, all.lease_id).success);
+  h.push("q", "Default", {"late"});
+  h.env.crash();
+  h.restart();
+  auto reads = [&] { return h.node().stats().row_hash_reads; };
+  PopReply late = h.pop("q", "g", 1);
+  ASSERT_EQ(late.messages.size(), 1u);
+  uint64_t before = reads();
+  TxnCmd t;
+  TxnOperation op;
+  op.is_ack = true;
+  op.ack = TxnAck{"late",
+                  hash_of("late"),
+                  late.messages[0].partition_id,
+                  late.lease_id,
+                  AckStatus::completed,
+                  "",
+                  "g"};
+  t.operations = {op};
+  TxnReply r = h.call<TxnReply>(t);
+  ASSERT_TRUE(r.success) << r.error;
+  EXPECT_EQ(reads(), before);  // the popped row is cached
+  PopMessage old = all.messages.back();
+  AckResult repeat = h.ack(old, "g", AckStatus::completed, std::nullopt);
+  EXPECT_TRUE(repeat.success);
+  EXPECT_TRUE(repeat.noop);
+  EXPECT_EQ(reads(), before + 1);  // the row just behind the cursor
+  PopMessage ghost = late.messages[0];
+  ghost.transaction_id = "never-pushed";
+  AckResult a = h.ack(ghost, "g", AckStatus::completed, std::nullopt);
+  EXPECT_FALSE(a.success);
+  // It looked at kAckScanRowsMax rows behind the cursor, the two nearest already cached.
+  EXPECT_EQ(reads(), before + 1 + kAckScanRowsMax - 2);
 }
 
 TEST(Engine, AckWithAForeignLeaseIsRejected) {

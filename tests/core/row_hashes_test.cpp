@@ -102,6 +102,36 @@ TEST(RowHashes, TheCacheStaysWithinItsBound) {
   EXPECT_EQ(rh.stats().reads, reads + 1);
 }
 
+// A bounded search looks at no more rows than it is given, from its start (find) or from its
+// end down (find_last, which returns the last match).
+TEST(RowHashes, BoundedSearchesLookAtNoMoreRowsThanAllowed) {
+  MemEnv env;
+  RowHashes rh(env, kCacheBytes);
+  PartitionState p;
+  p.id = PartitionId(7);
+  for (uint64_t base = 0; base < 10 * 4; base += 4) p.rows.push_back(append_record(env, base, 4));
+  p.next_offset = Offset(40);
+  auto found = rh.find(p, hash_of("t13"), Offset(5), Offset(40), 2);  // rows at 4 and 8
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found.value());
+  EXPECT_EQ(rh.stats().reads, 2u);
+  found = rh.find(p, hash_of("t13"), Offset(5), Offset(40), 3);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found.value(), Offset(13));
+  found = rh.find_last(p, hash_of("t13"), Offset(0), Offset(30), 4);  // rows at 28 down to 16
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found.value());
+  found = rh.find_last(p, hash_of("t13"), Offset(0), Offset(30), 5);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found.value(), Offset(13));
+  found = rh.find_last(p, hash_of("t13"), Offset(14), Offset(30), 10);  // below its range
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found.value());
+  found = rh.find_last(p, hash_of("t13"), Offset(0), Offset(13), 10);  // its range ends before
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found.value());
+}
+
 TEST(RowHashes, ARecordThatDoesNotNameItsRowIsAnError) {
   MemEnv env;
   RowHashes rh(env, kCacheBytes);
