@@ -110,7 +110,8 @@ WrittenEntry LogWriter::write(const Entry& entry) {
       size_t start = begin_record(h, &buf);
       encode_frames(a, w);
       size_t len = finish_record(start, &buf);
-      out.locations[k] = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
+      out.locations[k] = RecordLocation{
+          .log = log, .file_no = s.file_no, .len = static_cast<uint32_t>(len), .pos = pos};
     }
     if (log == primary) {
       RecordHeader h{entry.index.value, copies, 0, 0, entry.now_us, RecordKind::entry};
@@ -118,7 +119,8 @@ WrittenEntry LogWriter::write(const Entry& entry) {
       size_t start = begin_record(h, &buf);
       encode_entry(entry, w);
       size_t len = finish_record(start, &buf);
-      out.record = RecordLocation{log, s.file_no, pos, static_cast<uint32_t>(len)};
+      out.record = RecordLocation{
+          .log = log, .file_no = s.file_no, .len = static_cast<uint32_t>(len), .pos = pos};
     } else {
       RecordHeader h{entry.index.value, copies, primary.value, 0, entry.now_us, RecordKind::stub};
       encode_record(h, nullptr, 0, &buf);
@@ -285,7 +287,7 @@ Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* sta
     uint64_t pos = 0;
     while (pos < b.size()) {
       auto rec = decode_record(b.data() + pos, b.size() - pos);
-      RecordLocation where{log, file_no, pos, 0};
+      RecordLocation where{.log = log, .file_no = file_no, .pos = pos};
       bool good = rec.ok();
       if (good) {
         where.len = static_cast<uint32_t>(rec.value().total_size);

@@ -49,7 +49,7 @@ std::list<RowHashes::Cached>::iterator RowHashes::cached(const Key& key) {
 }
 
 Result<const std::vector<Hash128>*> RowHashes::of(PartitionId pid, const AppendRow& row) {
-  if (row.hashes.size() == row.count) return &row.hashes;
+  if (row.hashes_inline()) return &row.hashes.get();
   Key key{pid, row.base};
   if (auto it = cached(key); it != lru_.end()) {
     ++stats_.cache_hits;

@@ -95,8 +95,8 @@ Status RowHashes::for_each(const PartitionState& p, std::vector<AppendRow>::cons
                            std::vector<AppendRow>::const_iterator last, F f) {
   std::vector<Hash128> buf;
   for (auto it = first; it != last; ++it) {
-    const std::vector<Hash128>* hs = &it->hashes;
-    if (hs->size() != it->count) {
+    const std::vector<Hash128>* hs = &it->hashes.get();
+    if (!it->hashes_inline()) {
       if (auto cached = index_.find({p.id, it->base}); cached != index_.end()) {
         hs = &cached->second->hashes;
       } else {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/rare_vector.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
 #include "core/state/entry.h"
@@ -24,8 +25,8 @@ namespace queen {
 struct RecordLocation {
   LogId log;
   uint32_t file_no = 0;
-  uint64_t pos = 0;
   uint32_t len = 0;
+  uint64_t pos = 0;
   bool operator==(const RecordLocation&) const = default;
 };
 
@@ -34,14 +35,16 @@ using LogFileKey = std::pair<LogId, uint32_t>;
 
 struct AppendRow {
   Offset base;
-  uint32_t count = 0;
   int64_t created_us = 0;
   // len 0 once retention released the payloads (a row whose hashes are only in its record
   // keeps it until the row goes)
   RecordLocation where;
-  std::vector<Hash128> hashes;  // count of them, or none: read from the record (RowHashes)
+  uint32_t count = 0;
+  // count of them (rows applied before cluster format 3), or none: read from the record
+  // (RowHashes)
+  RareVector<Hash128> hashes;
   Offset end() const { return Offset(base.value + count); }
-  bool hashes_inline() const { return hashes.size() == count; }
+  bool hashes_inline() const { return !hashes.empty(); }
   bool operator==(const AppendRow&) const = default;
 };
 
@@ -52,7 +55,7 @@ struct PartitionState {
   Offset next_offset;  // one past the last message
   int64_t created_us = 0;
   std::vector<AppendRow> rows;  // by base offset
-  std::vector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
+  RareVector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
   // Retention: messages below log_start are gone (their payloads released); rows keep their
   // hashes (or their records) for the dedup window until rows_start passes them.
   Offset log_start;

@@ -51,7 +51,8 @@ struct StoreBuild {
       EffAppend a{p.id, QueueId(1), p.next_offset, 1 + arg % 4, {}, {}};
       for (uint32_t i = 0; i < a.count; ++i) a.hashes.push_back(hash_of(std::to_string(hashes++)));
       std::vector<RecordLocation> where;  // an append with no location keeps an empty one
-      if (arg % 5 != 0) where.push_back(RecordLocation{LogId(1), 1 + arg % 3, index * 64, 40});
+      if (arg % 5 != 0) where.push_back(
+            RecordLocation{.log = LogId(1), .file_no = 1 + arg % 3, .len = 40, .pos = index * 64});
       return apply({std::move(a)}, where);
     }
     if (op == 3) {

@@ -40,7 +40,7 @@ AppendRow append_record(MemEnv& env, uint64_t base, uint32_t count) {
   AppendRow row;
   row.base = Offset(base);
   row.count = count;
-  row.where = RecordLocation{kLog, 1, file.size(), 0};
+  row.where = RecordLocation{.log = kLog, .file_no = 1, .pos = file.size()};
   row.where.len = static_cast<uint32_t>(encode_record(h, body.data(), body.size(), &file));
   return row;
 }
@@ -79,7 +79,7 @@ TEST(RowHashes, InlineHashesNeedNoRead) {
   row.hashes = hashes_for(10, 2);
   auto got = rh.of(PartitionId(7), row);
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(*got.value(), row.hashes);
+  EXPECT_EQ(*got.value(), row.hashes.get());
   EXPECT_EQ(rh.stats().reads, 0u);
 }
 
