@@ -376,6 +376,9 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
     it = idle ? traffic.pop_lag.erase(it) : std::next(it);
   }
   m.traffic = traffic;
+  std::map<QueueId, uint64_t> deleted;
+  for (const auto& [pid, p] : store.partitions())
+    if (!p.deleted.empty()) deleted[p.queue] += p.deleted.size();
   for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
     QueueMetrics qm;
     qm.queue = q.name;
@@ -393,9 +396,7 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
     }
     if (auto it = traffic.popped_by_queue.find(q.name); it != traffic.popped_by_queue.end())
       qm.popped = it->second;
-    if (const QueueState* qs = store.queue(q.id))
-      for (const auto& named : qs->partitions)
-        qm.deleted += store.partition(named.second)->deleted.size();
+    if (auto it = deleted.find(q.id); it != deleted.end()) qm.deleted = it->second;
     m.queues.push_back(std::move(qm));
   }
   std::sort(m.queues.begin(), m.queues.end(),
@@ -458,8 +459,19 @@ void NodeImpl::replay_dlq(ReplyHandle h, const DlqReplayCmd& named) {
   park_planned(h, Reply{std::move(reply)});
 }
 
+namespace {
+
+void add_counts(QueueView* v, const PartitionStatsView& ps) {
+  v->messages += ps.total;
+  v->pending += ps.pending + ps.processing;
+  v->processing += ps.processing;
+}
+
+}  // namespace
+
 QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only) {
   QueuesReply reply;
+  std::map<QueueId, size_t> listed;  // index in reply.queues
   for (const auto& [id, q] : store.queues()) {
     if (!only.empty() && q.name != only) continue;
     if (!filter.ns.empty() && q.options.ns != filter.ns) continue;
@@ -470,15 +482,23 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
     v.options = q.options;
     v.created_us = q.created_us;
     v.partition_count = static_cast<uint32_t>(q.partitions.size());
-    for (const auto& [name, pid] : q.partitions) {
-      PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
-      v.messages += ps.total;
-      v.pending += ps.pending + ps.processing;
-      v.processing += ps.processing;
-      if (!only.empty()) v.partitions.push_back(std::move(ps));
+    if (!only.empty()) {
+      for (const auto& [name, pid] : q.partitions) {
+        PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
+        add_counts(&v, ps);
+        v.partitions.push_back(std::move(ps));
+      }
     }
     if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
+    listed[id] = reply.queues.size();
     reply.queues.push_back(std::move(v));
+  }
+  // Every queue's sums in one pass over the partitions, in the order they are stored, rather
+  // than a lookup of each partition by id.
+  if (only.empty()) {
+    for (const auto& [pid, p] : store.partitions())
+      if (auto it = listed.find(p.queue); it != listed.end())
+        add_counts(&reply.queues[it->second], reads.partition_counts(p));
   }
   return reply;
 }

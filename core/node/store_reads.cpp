@@ -303,11 +303,8 @@ PartitionsChangedReply StoreReads::partitions_changed(const PartitionsChangedCmd
   return reply;
 }
 
-PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
+PartitionStatsView StoreReads::partition_counts(const PartitionState& p) const {
   PartitionStatsView s;
-  s.name = p.name;
-  s.id = p.id;
-  s.created_us = p.created_us;
   s.total = p.kept();
   const CursorRow* row = store_.cursor(kQueueMode, p.id);
   uint64_t unconsumed = p.unconsumed(row ? row->next : Offset(0));
@@ -318,6 +315,14 @@ PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
   s.processing = std::min(s.processing, unconsumed);
   s.pending = unconsumed - s.processing;
   s.completed = s.total - std::min(s.total, unconsumed);
+  return s;
+}
+
+PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
+  PartitionStatsView s = partition_counts(p);
+  s.name = p.name;
+  s.id = p.id;
+  s.created_us = p.created_us;
   if (auto it = store_.dlq().find(p.queue); it != store_.dlq().end()) {
     for (const DlqEntry& d : it->second)
       if (!d.timer && d.pid == p.id && d.group == kQueueMode) ++s.dead_letter;

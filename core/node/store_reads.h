@@ -43,6 +43,8 @@ class StoreReads {
   std::optional<uint64_t> dlq_id_of(const Uuid& message_id) const;
   // A partition's counts as the queue-mode group sees them.
   PartitionStatsView partition_stats(const PartitionState& p) const;
+  // Only the counts a queue sums (total, pending, processing): no dead letters, no times.
+  PartitionStatsView partition_counts(const PartitionState& p) const;
   // Messages stored at or after `since_us` (push maintenance holds them back).
   uint64_t created_since(int64_t since_us) const;
 
