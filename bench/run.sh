@@ -8,13 +8,15 @@
 # hot: the push scenario into one partition for 60 s, so its dedup window fills up.
 # queues-shared: queues with the nodes' queue logs shared, QUEEN_QLOG_SHARDS=4 unless set.
 # fill-1m / fill-10m push one message into each of 1M / 10M partitions of one queue and
-# report the time it took and the node's peak RSS.
+# report the time it took and the node's peak RSS; on one node also what backlog-50m reports
+# (RSS per partition held, peak Pss with checkpoint copies, restart time).
 # backlog-50m: push 50M messages (BACKLOG_MESSAGES to change it) into one queue of 200
 # partitions and consume none; then print the node's RSS per retained message (RSS after the
 # push less RSS before it), the peak Pss of the node and its checkpoint copies sampled every
 # 0.5 s, the time a restart takes until /health answers, beside the first start's, and how
 # fast the first 200k messages after it are pushed (each partition's dedup ring is built then,
-# from the hashes in its message records) (single node only). backlog-1m: the same with 1M messages (the smoke run's memory figure).
+# from the hashes in its message records) (single node only). backlog-1m: the same with 1M
+# messages (the smoke run's memory figure).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
 # (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
 # three nodes' sum and the RSS the largest.
@@ -100,8 +102,14 @@ case $scenario in
 esac
 label=$scenario
 if ((nodes > 1)); then label=cluster-$scenario; fi
+# On one node, fill-* reports its memory and restart as backlog-* does.
+retained=false
 if [[ $scenario == backlog-* ]]; then
   ((nodes == 1)) || { echo "$scenario runs on one node"; exit 2; }
+  retained=true
+fi
+if [[ $scenario == fill-* ]] && ((nodes == 1)); then retained=true; fi
+if $retained; then
   rss_before_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
   python3 bench/pss_peak.py "${pids[0]}" > "$data/pss_peak" &
   sampler=$!
@@ -117,7 +125,7 @@ done
 hz=$(getconf CLK_TCK)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(server_cpu_s=int(sys.argv[2])/int(sys.argv[3]), server_peak_rss_mb=int(sys.argv[4])/1024, commit=sys.argv[5]); print(json.dumps(r))' "$line" "$ticks" "$hz" "$rss_kb" "$commit")
-if [[ $scenario != backlog-* ]]; then
+if ! $retained; then
   echo "$line" >> bench/results.jsonl
   echo "$line"
 else  # the line is written with the backlog's figures
