@@ -85,7 +85,7 @@ Engine::ReadySet& Engine::ready_set(const std::string& group, const QueueState& 
   if (rs.initialized) return rs;
   rs.initialized = true;
   const GroupMeta& meta = metas_.at(GroupKey{group, q.id});
-  for (const auto& [name, pid] : q.partitions) {
+  for (PartitionId pid : q.partitions) {
     const PartitionState* p = store_.partition(pid);
     auto rit = rows_.find(CursorKey{group, pid});
     Offset next = rit != rows_.end() ? rit->second.next : start_offset(meta, *p);
@@ -155,12 +155,12 @@ Engine::PopResult Engine::pop_queue(const PopCmd& cmd, int64_t now_us) {
   ensure_group(cmd.group, *q, cmd, now_us);
   uint32_t budget = std::clamp<uint32_t>(cmd.batch, 1, config_.pop_batch_max);
   if (cmd.partition) {
-    auto pit = q->partitions.find(*cmd.partition);
-    if (pit == q->partitions.end()) {
+    const PartitionState* found = store_.partition(q->id, *cmd.partition);
+    if (!found) {
       res.reply.empty_reason = "partition_not_found";
       return res;
     }
-    const PartitionState& p = *store_.partition(pit->second);
+    const PartitionState& p = *found;
     CursorRow& row = ensure_row(cmd.group, p);
     if (row.lease_live(now_us)) {
       res.reply.empty_reason = "lease_held";
@@ -418,9 +418,9 @@ GroupChangeReply Engine::seek(const SeekCmd& cmd) {
   PopCmd as_all;
   as_all.subscription_mode = SubscriptionMode::all;
   ensure_group(cmd.group, *q, as_all, 0);
-  for (const auto& [name, pid] : q->partitions) {
-    if (!cmd.partition.empty() && name != cmd.partition) continue;
+  for (PartitionId pid : q->partitions) {
     const PartitionState& p = *store_.partition(pid);
+    if (!cmd.partition.empty() && p.name != cmd.partition) continue;
     CursorRow& row = ensure_row(cmd.group, p);
     row.next = cmd.to_end ? p.next_offset : p.first_at_or_after(cmd.timestamp_us + 1);
     row.lease_expires_us = 0;
@@ -457,12 +457,12 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
   v.mode = meta.mode;
   v.subscription_us = meta.from_us;
   if (!q) return v;
-  for (const auto& [name, pid] : q->partitions) {
+  for (PartitionId pid : q->partitions) {
     const PartitionState& p = *store_.partition(pid);
     auto rit = rows_.find(CursorKey{key.group, pid});
     GroupPartitionView pv;
     pv.queue = q->name;
-    pv.partition = name;
+    pv.partition = p.name;
     pv.partition_id = pid;
     pv.cursor = start_offset(meta, p);
     if (rit != rows_.end()) {
@@ -486,6 +486,10 @@ GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool detai
     }
     if (details) v.partitions.push_back(std::move(pv));
   }
+  std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
+            [](const GroupPartitionView& a, const GroupPartitionView& b) {
+              return a.partition < b.partition;
+            });
   return v;
 }
 

@@ -483,11 +483,14 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
     v.created_us = q.created_us;
     v.partition_count = static_cast<uint32_t>(q.partitions.size());
     if (!only.empty()) {
-      for (const auto& [name, pid] : q.partitions) {
+      for (PartitionId pid : q.partitions) {
         PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
         add_counts(&v, ps);
         v.partitions.push_back(std::move(ps));
       }
+      std::sort(
+          v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
+          [](const PartitionStatsView& a, const PartitionStatsView& b) { return a.name < b.name; });
     }
     if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
     listed[id] = reply.queues.size();

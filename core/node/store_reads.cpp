@@ -200,8 +200,11 @@ MessagesReply StoreReads::browse(const MessageBrowseCmd& cmd) const {
     if (!cmd.queue.empty() && q.name != cmd.queue) continue;
     if (!cmd.ns.empty() && q.options.ns != cmd.ns) continue;
     if (!cmd.task.empty() && q.options.task != cmd.task) continue;
-    for (const auto& [name, pid] : q.partitions) {
-      if (!cmd.partition.empty() && name != cmd.partition) continue;
+    std::vector<PartitionId> one;
+    if (!cmd.partition.empty()) {
+      if (const PartitionState* named = store_.partition(id, cmd.partition)) one = {named->id};
+    }
+    for (PartitionId pid : cmd.partition.empty() ? q.partitions : one) {
       const PartitionState& p = *store_.partition(pid);
       size_t taken = 0;
       for (auto r = p.rows.rbegin(); r != p.rows.rend() && taken < cmd.limit; ++r) {

@@ -48,7 +48,7 @@ PartitionId Planner::ensure_partition(QueueId queue, const std::string& name, Op
     return it->second;
   const QueueState* q = store_.queue(queue);
   if (q && !deleted_partitions_.contains({queue, name})) {
-    if (auto it = q->partitions.find(name); it != q->partitions.end()) return it->second;
+    if (const PartitionState* p = store_.partition(queue, name)) return p->id;
   }
   PartitionId id(std::max(store_.next_partition_id().value, partitions_planned_ + 1));
   partitions_planned_ = id.value;

@@ -60,9 +60,18 @@ const PartitionState* Store::partition(PartitionId id) const {
 const PartitionState* Store::partition(const std::string& queue_name,
                                        const std::string& name) const {
   const QueueState* q = queue(queue_name);
-  if (!q) return nullptr;
-  auto it = q->partitions.find(name);
-  return it == q->partitions.end() ? nullptr : partition(it->second);
+  return q ? partition(q->id, name) : nullptr;
+}
+
+const PartitionState* Store::partition(QueueId queue, std::string_view name) const {
+  const PartitionState* found = nullptr;
+  partition_names_.find(PartitionNames::hash(queue, name), [&](PartitionId id) {
+    const PartitionState* p = partition(id);
+    if (!p || p->queue != queue || p->name != name) return false;
+    found = p;
+    return true;
+  });
+  return found;
 }
 
 const DlqEntry* Store::dlq_entry(uint64_t id, QueueId* queue) const {
@@ -142,7 +151,9 @@ void Store::apply_retention(const EffRetention& e) {
 void Store::erase_partition(PartitionId pid) {
   auto pit = partitions_.find(pid);
   if (pit == partitions_.end()) return;
-  for (const AppendRow& row : pit->second.rows) ref_file(row.where, -1);
+  const PartitionState& p = pit->second;
+  partition_names_.erase(PartitionNames::hash(p.queue, p.name), pid);
+  for (const AppendRow& row : p.rows) ref_file(row.where, -1);
   std::erase_if(cursors_, [pid](const auto& kv) { return kv.first.pid == pid; });
   partitions_.erase(pit);
 }
@@ -151,9 +162,9 @@ void Store::delete_partition(const EffPartitionDelete& e) {
   const PartitionState* p = partition(e.pid);
   if (!p) return;
   if (auto qit = queues_.find(p->queue); qit != queues_.end()) {
-    auto named = qit->second.partitions.find(p->name);
-    if (named != qit->second.partitions.end() && named->second == e.pid)
-      qit->second.partitions.erase(named);
+    std::vector<PartitionId>& ids = qit->second.partitions;
+    auto at = std::lower_bound(ids.begin(), ids.end(), e.pid);
+    if (at != ids.end() && *at == e.pid) ids.erase(at);
   }
   erase_partition(e.pid);
 }
@@ -161,7 +172,7 @@ void Store::delete_partition(const EffPartitionDelete& e) {
 void Store::delete_queue(QueueId id) {
   auto qit = queues_.find(id);
   if (qit == queues_.end()) return;
-  for (const auto& named : qit->second.partitions) erase_partition(named.second);
+  for (PartitionId pid : qit->second.partitions) erase_partition(pid);
   std::erase_if(groups_, [&](const auto& kv) { return kv.first.queue == id; });
   dlq_.erase(id);
   queue_names_.erase(qit->second.name);
@@ -221,19 +232,19 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       it->second.options = e->options;
     } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
       auto qit = queues_.find(e->queue);
-      if (e->id != next_partition_id() || qit == queues_.end() ||
-          qit->second.partitions.contains(e->name)) {
+      if (e->id != next_partition_id() || qit == queues_.end() || partition(e->queue, e->name)) {
         return diverged(entry, "partition " + e->name + " (id " + std::to_string(e->id.value) +
                                    ") is not the next new partition of a known queue");
       }
       partition_ids_ = e->id.value;
-      qit->second.partitions[e->name] = e->id;
+      qit->second.partitions.push_back(e->id);  // ids only grow: the list stays sorted
+      partition_names_.insert(PartitionNames::hash(e->queue, e->name), e->id);
       PartitionState p;
       p.id = e->id;
       p.queue = e->queue;
       p.name = e->name;
       p.created_us = entry.now_us;
-      partitions_[e->id] = std::move(p);
+      partitions_.emplace_hint(partitions_.end(), e->id, std::move(p));
     } else if (auto* e = std::get_if<EffAppend>(&eff)) {
       auto pit = partitions_.find(e->pid);
       if (pit == partitions_.end())

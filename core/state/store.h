@@ -11,12 +11,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/common/rare_vector.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
 #include "core/state/entry.h"
+#include "core/state/partition_names.h"
 #include "core/state/queue_options.h"
 
 namespace queen {
@@ -84,7 +86,8 @@ struct QueueState {
   std::string name;
   QueueOptions options;
   int64_t created_us = 0;
-  std::map<std::string, PartitionId> partitions;
+  // By id, the order they were made in (their names: Store::partition(queue, name)).
+  std::vector<PartitionId> partitions;
   bool operator==(const QueueState&) const = default;
 };
 
@@ -139,6 +142,7 @@ class Store {
   const QueueState* queue(QueueId id) const;
   const PartitionState* partition(PartitionId id) const;
   const PartitionState* partition(const std::string& queue, const std::string& name) const;
+  const PartitionState* partition(QueueId queue, std::string_view name) const;
   const CursorRow* cursor(const std::string& group, PartitionId pid) const;
   const GroupMeta* group_meta(const std::string& group, QueueId queue) const;
 
@@ -242,6 +246,7 @@ class Store {
   std::map<std::string, QueueId> queue_names_;
   std::map<QueueId, QueueState> queues_;
   std::map<PartitionId, PartitionState> partitions_;
+  PartitionNames partition_names_;  // (queue, name) -> id
   std::map<CursorKey, CursorRow> cursors_;
   std::map<GroupKey, GroupMeta> groups_;
   std::map<QueueId, std::vector<DlqEntry>> dlq_;

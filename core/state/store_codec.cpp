@@ -316,7 +316,9 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   });
   get_table(r, [&] {
     PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
-    s.partitions_[p.id] = std::move(p);
+    // Written in id order: each goes at the end, without a search.
+    if (!s.partitions_.empty() && !(s.partitions_.rbegin()->first < p.id)) r.invalidate();
+    if (r.ok()) s.partitions_.emplace_hint(s.partitions_.end(), p.id, std::move(p));
   });
   get_table(r, [&] {
     EffCursor c;
@@ -374,9 +376,17 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
 
 void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
-  for (const auto& [id, p] : partitions_) {
-    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions[p.name] = id;
-    for (const AppendRow& row : p.rows) ref_file(row.where, +1);
+  partition_names_.reserve(partitions_.size());
+  std::pair<LogFileKey, uint64_t*> last{};   // rows mostly point into the file of the row before
+  for (const auto& [id, p] : partitions_) {  // by id: each queue's list stays sorted
+    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions.push_back(id);
+    partition_names_.insert(PartitionNames::hash(p.queue, p.name), id);
+    for (const AppendRow& row : p.rows) {
+      if (row.where.len == 0) continue;
+      LogFileKey key{row.where.log, row.where.file_no};
+      if (!last.second || last.first != key) last = {key, &file_refs_[key]};
+      ++*last.second;
+    }
   }
   for (const auto& [key, row] : kv_)
     if (row.expires_us != 0) kv_expiries_.insert({row.expires_us, key});

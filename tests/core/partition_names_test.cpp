@@ -1,0 +1,53 @@
+// PartitionNames: the (queue, name) -> id table finds every id it holds after any mix of
+// inserts and erases, also when many share a hash (long probe runs across the table's end).
+#include "core/state/partition_names.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <iterator>
+#include <map>
+#include <optional>
+
+namespace queen::testing {
+namespace {
+
+// Finds the id filed under `h`, whichever it is (the names' check always holds).
+std::optional<PartitionId> find_exact(const PartitionNames& t, uint64_t h, PartitionId want) {
+  return t.find(h, [&](PartitionId id) { return id == want; });
+}
+
+RC_GTEST_PROP(PartitionNames, EveryIdHeldIsFoundAndNoErasedOne, ()) {
+  PartitionNames t;
+  std::map<uint64_t, uint64_t> held;  // id -> hash
+  uint64_t next_id = 1;
+  const auto hash_bits = *rc::gen::inRange<int>(1, 8);  // few distinct hashes: long runs
+  const auto steps = *rc::gen::inRange<int>(1, 600);
+  for (int s = 0; s < steps; ++s) {
+    bool erase = !held.empty() && *rc::gen::inRange<int>(0, 3) == 0;
+    if (erase) {
+      auto it = held.begin();
+      std::advance(it, *rc::gen::inRange<size_t>(0, held.size()));
+      t.erase(it->second, PartitionId(it->first));
+      RC_ASSERT(!find_exact(t, it->second, PartitionId(it->first)));
+      held.erase(it);
+    } else {
+      // High bits set too, so that the home slot wraps near the table's end.
+      uint64_t h = (*rc::gen::inRange<uint64_t>(0, 1u << hash_bits)) * 0x9e3779b97f4a7c15ull;
+      t.insert(h, PartitionId(next_id));
+      held[next_id++] = h;
+    }
+    RC_ASSERT(t.size() == held.size());
+  }
+  for (const auto& [id, h] : held) RC_ASSERT(find_exact(t, h, PartitionId(id)) == PartitionId(id));
+}
+
+TEST(PartitionNames, HashesDifferByQueueAndName) {
+  EXPECT_NE(PartitionNames::hash(QueueId(1), "a"), PartitionNames::hash(QueueId(2), "a"));
+  EXPECT_NE(PartitionNames::hash(QueueId(1), "a"), PartitionNames::hash(QueueId(1), "b"));
+  EXPECT_EQ(PartitionNames::hash(QueueId(1), "a"), PartitionNames::hash(QueueId(1), "a"));
+}
+
+}  // namespace
+}  // namespace queen::testing
