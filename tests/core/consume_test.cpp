@@ -154,6 +154,40 @@ TEST(Consume, DeletedGroupStartsOverAndGroupsReportLag) {
   EXPECT_EQ(h.call<PopReply>(pop_cmd("q", "g", 5)).messages.size(), 2u);
 }
 
+// A queue's and a group's details list partitions by name, whatever order they were made
+// in; after a restart (the name table rebuilt) each name still finds its partition.
+TEST(Consume, DetailsListPartitionsByNameAndNamesSurviveARestart) {
+  Harness h;
+  for (const char* name : {"b", "c", "a"}) h.push("q", name, {std::string("m-") + name});
+  h.call<PopReply>(pop_cmd("q", "g", 10));
+  auto names_of_queue = [&] {
+    std::vector<std::string> out;
+    QueuesReply r = h.call<QueuesReply>(QueueGetCmd{"q"});
+    for (const auto& p : r.queues.at(0).partitions) out.push_back(p.name);
+    return out;
+  };
+  auto names_of_group = [&] {
+    std::vector<std::string> out;
+    GroupsReply r = h.call<GroupsReply>(GroupDetailsCmd{"g"});
+    for (const auto& p : r.groups.at(0).partitions) out.push_back(p.partition);
+    return out;
+  };
+  const std::vector<std::string> sorted{"a", "b", "c"};
+  EXPECT_EQ(names_of_queue(), sorted);
+  EXPECT_EQ(names_of_group(), sorted);
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(names_of_queue(), sorted);
+  for (const char* name : {"a", "b", "c"}) {
+    const PartitionState* p = h.node().store().partition("q", name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_EQ(p->name, name);
+  }
+  h.push("q", "a", {"again"});  // into the same partition, not a new one
+  EXPECT_EQ(h.node().store().partition("q", "a")->next_offset, Offset(2));
+  EXPECT_EQ(h.node().store().queue("q")->partitions.size(), 3u);
+}
+
 TEST(Consume, DlqReplayPushesTheMessageAgainOnce) {
   Harness h;
   QueueOptionsPatch p;
