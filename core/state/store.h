@@ -222,7 +222,7 @@ class Store {
   void add_trace(const EffTrace& e, int64_t now_us);
   void apply_retention(const EffRetention& e);
   void delete_partition(const EffPartitionDelete& e);
-  // Drops a partition with its rows' file references and its cursors.
+  // Drops a partition with its rows' file references and its name (not its cursors).
   void erase_partition(PartitionId pid);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();

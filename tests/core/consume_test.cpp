@@ -210,6 +210,26 @@ TEST(Consume, DlqReplayPushesTheMessageAgainOnce) {
   EXPECT_EQ(again.messages[0].payload, "{\"t\":\"poison\"}");
 }
 
+// Deleting a queue drops the cursors of all its partitions and no other queue's.
+TEST(Consume, DeletedQueueTakesItsCursorsAndLeavesTheOthers) {
+  Harness h;
+  for (const char* name : {"p1", "p2", "p3"}) {
+    h.push("gone", name, {std::string("g-") + name});
+    h.push("kept", name, {std::string("k-") + name});
+  }
+  for (const char* q : {"gone", "kept"}) {
+    PopCmd c = pop_cmd(q, "g", 10);
+    c.partitions = 3;
+    ASSERT_EQ(h.call<PopReply>(c).messages.size(), 3u) << q;
+  }
+  ASSERT_EQ(h.node().store().cursors().size(), 6u);
+  h.call<GroupChangeReply>(QueueDeleteCmd{"gone"});
+  QueueId kept = h.node().store().queue("kept")->id;
+  ASSERT_EQ(h.node().store().cursors().size(), 3u);
+  for (const auto& [key, row] : h.node().store().cursors())
+    EXPECT_EQ(h.node().store().partition(key.pid)->queue, kept);
+}
+
 TEST(Consume, DeletedQueueIsGoneAndItsNameCanBeUsedAgain) {
   Harness h;
   h.push("q", "Default", {"a"});
