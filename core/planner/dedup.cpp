@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/common/assert.h"
+#include "core/common/linear_probe.h"
 
 namespace queen {
 
@@ -19,10 +20,7 @@ bool HashGeneration::fits(Offset o) const {
 }
 
 void HashGeneration::place(Slot s) {
-  size_t mask = slots_.size() - 1;
-  size_t i = home(s.key);
-  while (slots_[i].key != 0) i = (i + 1) & mask;
-  slots_[i] = s;
+  slots_[probe::walk(slots_, home(s.key), [](const Slot& t) { return t.key == 0; })] = s;
 }
 
 void HashGeneration::grow() {
@@ -65,10 +63,8 @@ size_t InFlightHashes::home(PartitionId pid, const Hash128& h) const {
 }
 
 size_t InFlightHashes::slot_of(PartitionId pid, const Hash128& h) const {
-  size_t mask = slots_.size() - 1;
-  size_t i = home(pid, h);
-  while (slots_[i].used && !(slots_[i].pid == pid && slots_[i].hash == h)) i = (i + 1) & mask;
-  return i;
+  return probe::walk(slots_, home(pid, h),
+                     [&](const Slot& s) { return !s.used || (s.pid == pid && s.hash == h); });
 }
 
 const InFlightHashes::Slot* InFlightHashes::find(PartitionId pid, const Hash128& h) const {
@@ -96,17 +92,9 @@ void InFlightHashes::erase(PartitionId pid, const Hash128& h, Offset o) {
   if (count_ == 0) return;
   size_t i = slot_of(pid, h);
   if (!slots_[i].used || slots_[i].offset != o) return;
-  // Backward shift: move each later slot of the probe run whose home is not in (i, j] into
-  // the hole, so every remaining hash stays reachable from its home without tombstones.
-  size_t mask = slots_.size() - 1;
-  for (size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
-    size_t k = home(slots_[j].pid, slots_[j].hash);
-    bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-    if (stays) continue;
-    slots_[i] = slots_[j];
-    i = j;
-  }
-  slots_[i].used = false;
+  probe::erase_at(
+      slots_, i, [](const Slot& s) { return s.used; },
+      [&](const Slot& s) { return home(s.pid, s.hash); });
   if (--count_ == 0 && slots_.size() >= kSlotsKeptMax) slots_ = {};
 }
 

@@ -25,41 +25,30 @@ void PartitionNames::reserve(size_t n) {
 void PartitionNames::grow_to(size_t slots) {
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(slots, Slot{});
-  size_t mask = slots - 1;
-  for (const Slot& s : old) {
-    if (s.id == 0) continue;
-    size_t i = s.hash & mask;
-    while (slots_[i].id != 0) i = (i + 1) & mask;
-    slots_[i] = s;
-  }
+  for (const Slot& s : old)
+    if (s.id != 0) slots_[free_slot(s.hash)] = s;
+}
+
+size_t PartitionNames::free_slot(uint64_t h) const {
+  return probe::walk(slots_, h & (slots_.size() - 1), [](const Slot& s) { return s.id == 0; });
 }
 
 void PartitionNames::insert(uint64_t h, PartitionId id) {
   QUEEN_ASSERT(id.value != 0, "partition ids start at 1");
   reserve(count_ + 1);
-  size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i].id != 0) i = (i + 1) & mask;
-  slots_[i] = Slot{h, id.value};
+  slots_[free_slot(h)] = Slot{h, id.value};
   ++count_;
 }
 
 void PartitionNames::erase(uint64_t h, PartitionId id) {
   if (slots_.empty()) return;
   size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i].id != 0 && slots_[i].id != id.value) i = (i + 1) & mask;
+  size_t i =
+      probe::walk(slots_, h & mask, [&](const Slot& s) { return s.id == 0 || s.id == id.value; });
   if (slots_[i].id == 0) return;
-  // Backward shift: each later slot of the run that may move into the hole does, so every
-  // remaining id stays reachable from its home slot without tombstones.
-  for (size_t j = (i + 1) & mask; slots_[j].id != 0; j = (j + 1) & mask) {
-    size_t k = slots_[j].hash & mask;
-    bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-    if (stays) continue;
-    slots_[i] = slots_[j];
-    i = j;
-  }
-  slots_[i] = Slot{};
+  probe::erase_at(
+      slots_, i, [](const Slot& s) { return s.id != 0; },
+      [&](const Slot& s) { return s.hash & mask; });
   if (--count_ == 0) slots_ = {};
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/linear_probe.h"
 #include "core/common/types.h"
 
 namespace queen {
@@ -22,10 +23,11 @@ class PartitionNames {
   template <class Same>
   std::optional<PartitionId> find(uint64_t h, Same same) const {
     if (slots_.empty()) return std::nullopt;
-    size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask; slots_[i].id != 0; i = (i + 1) & mask)
-      if (slots_[i].hash == h && same(PartitionId(slots_[i].id))) return PartitionId(slots_[i].id);
-    return std::nullopt;
+    size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](const Slot& s) {
+      return s.id == 0 || (s.hash == h && same(PartitionId(s.id)));
+    });
+    if (slots_[i].id == 0) return std::nullopt;
+    return PartitionId(slots_[i].id);
   }
   // Adds `id` under `h` (the caller checked that its name is new to its queue).
   void insert(uint64_t h, PartitionId id);
@@ -40,6 +42,7 @@ class PartitionNames {
     uint64_t id = 0;  // 0: empty (partition ids start at 1)
   };
   void grow_to(size_t slots);
+  size_t free_slot(uint64_t h) const;
   std::vector<Slot> slots_;
   size_t count_ = 0;
 };
