@@ -377,9 +377,7 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   }
   m.traffic = traffic;
   std::map<QueueId, uint64_t> deleted;
-  for (const auto& [pid, p] : store.partitions())
-    if (!p.deleted.empty()) deleted[p.queue] += p.deleted.size();
-  for (const QueueView& q : queues(QueueListCmd{}, "").queues) {
+  for (const QueueView& q : queues(QueueListCmd{}, "", &deleted).queues) {
     QueueMetrics qm;
     qm.queue = q.name;
     qm.ns = q.options.ns;
@@ -469,7 +467,8 @@ void add_counts(QueueView* v, const PartitionStatsView& ps) {
 
 }  // namespace
 
-QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only) {
+QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only,
+                             std::map<QueueId, uint64_t>* deleted) {
   QueuesReply reply;
   std::map<QueueId, size_t> listed;  // index in reply.queues
   for (const auto& [id, q] : store.queues()) {
@@ -499,9 +498,11 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
   // Every queue's sums in one pass over the partitions, in the order they are stored, rather
   // than a lookup of each partition by id.
   if (only.empty()) {
-    for (const auto& [pid, p] : store.partitions())
+    for (const auto& [pid, p] : store.partitions()) {
       if (auto it = listed.find(p.queue); it != listed.end())
         add_counts(&reply.queues[it->second], reads.partition_counts(p));
+      if (deleted && !p.deleted.empty()) (*deleted)[p.queue] += p.deleted.size();
+    }
   }
   return reply;
 }

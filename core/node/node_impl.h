@@ -671,7 +671,10 @@ struct NodeImpl {
 
   void replay_dlq(ReplyHandle h, const DlqReplayCmd& named);
 
-  QueuesReply queues(const QueueListCmd& filter, const std::string& only);
+  // The queues `filter` and `only` (a name, or "" for all) select. With all of them listed,
+  // `deleted` (when given) gets each queue's count of deleted messages from the same pass.
+  QueuesReply queues(const QueueListCmd& filter, const std::string& only,
+                     std::map<QueueId, uint64_t>* deleted = nullptr);
 
   // -------------------------------------------------------------- reads
   Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max);
