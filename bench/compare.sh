@@ -13,6 +13,7 @@
 # Debian's redis-server, installed here when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 scenario=${1:?usage: bench/compare.sh push|inout|inout-16x8|open [ROUNDS]}
 rounds=${2:-5}
 seconds=${COMPARE_SECONDS:-10}
@@ -43,15 +44,6 @@ stop_server() {
   pid=""
 }
 trap 'stop_server; rm -rf "$data"' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-# until_ok CMD...: polls CMD every 50 ms for at most 15 s.
-until_ok() {
-  for _ in $(seq 1 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "compare.sh: the server did not come up" >&2
-  return 1
-}
 
 run_redis() {  # prints queen-bench's result line
   local port dir
@@ -60,7 +52,7 @@ run_redis() {  # prints queen-bench's result line
   redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
     --appendfsync always --save '' --daemonize no --logfile "$dir/redis.log" &
   pid=$!
-  until_ok redis-cli -p "$port" ping
+  until_ok 15 redis-cli -p "$port" ping
   "$bench" --target redis --port "$port" --label "compare-$scenario-redis" "${args[@]}"
   stop_server
 }
@@ -71,7 +63,7 @@ run_queen() {
   dir=$(mktemp -d "$data/queen.XXXX")
   PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$dir LOG_LEVEL=warn "$bin" &
   pid=$!
-  until_ok curl -sf "http://127.0.0.1:$port/health"
+  wait_healthy "$port" 15
   "$bench" --target queen --port "$port" --label "compare-$scenario-queen" "${args[@]}"
   stop_server
 }

@@ -5,15 +5,16 @@
 # and the DELETE of the queue is timed. QUEEN_BIN: another build to compare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 n=${1:-40000}
 bin=${QUEEN_BIN:-build/server/queen}
 [[ -x $bin && -x build/bench/queen-bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 data=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data LOG_LEVEL=warn "$bin" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data"' EXIT
-for _ in $(seq 1 500); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.02; done
+wait_healthy "$port" 10
 build/bench/queen-bench --hosts "127.0.0.1:$port" --scenario push --producers 8 --batch 100 \
   --fill 1 --partitions "$n" --duration-s 600 >/dev/null
 curl -sf -X POST -H 'content-type: application/json' -d '{"timestamp":"2020-01-01T00:00:00Z"}' \

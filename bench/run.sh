@@ -25,6 +25,7 @@
 # the result line appended to bench/results.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 nodes=1
 if [[ ${1:-} == --cluster ]]; then
   nodes=3
@@ -37,9 +38,6 @@ bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 if [[ $scenario == queues-shared ]]; then export QUEEN_QLOG_SHARDS=${QUEEN_QLOG_SHARDS:-4}; fi
 data=$(mktemp -d)
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 pids=()
 http_ports=()
 raft_ports=()
@@ -64,14 +62,6 @@ launch_node() {
   PORT=${http_ports[$1 - 1]} QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data/n$1 LOG_LEVEL=warn \
     QUEEN_RAFT_NODE_ID=$1 QUEEN_RAFT_PEERS=$peers "$bin" &
   pids[$1 - 1]=$!
-}
-# wait_healthy PORT: polls /health every 20 ms until it answers 200 (once the node knows a
-# settled leader), for at most 10 minutes (a restart over a long backlog).
-wait_healthy() {
-  for _ in $(seq 1 30000); do
-    curl -sf "http://127.0.0.1:$1/health" >/dev/null && return 0
-    sleep 0.02
-  done
 }
 launched_ns=$(date +%s%N)
 for i in $(seq 1 "$nodes"); do launch_node "$i"; done
