@@ -520,10 +520,10 @@ void Checker::before_crash(int node, const Node& process) {
   const Store& store = process.store();
   // The operator's queue and group come and go (deletes, seeks back): not counted.
   snap.queues = clients_queues(store);
-  for (const auto& [pid, p] : store.partitions()) {
+  for (const PartitionState& p : store.partitions()) {
     const QueueState* q = store.queue(p.queue);
     if (q != nullptr && q->name == kOpsQueue) continue;
-    snap.next_offset[pid.value] = p.next_offset.value;
+    snap.next_offset[p.id.value] = p.next_offset.value;
   }
   for (const auto& [key, row] : store.cursors()) {
     if (key.group == kOpsGroup) continue;

@@ -22,7 +22,7 @@ bool Checker::drained(std::string* why) const {
     return false;
   }
   const Store& store = n->store();
-  for (const auto& [pid, p] : store.partitions()) {
+  for (const PartitionState& p : store.partitions()) {
     const QueueState* q = store.queue(p.queue);
     std::string queue = q ? q->name : "";
     // Nobody consumes these; the operator's queue holds its own messages, not the clients'.
@@ -30,10 +30,10 @@ bool Checker::drained(std::string* why) const {
     std::vector<const char*> groups(std::begin(kGroups), std::end(kGroups));
     if (queue == kWorkerInput && params_.work.workers > 0) groups.push_back(kWorkerGroup);
     for (const char* group : groups) {
-      const CursorRow* row = store.cursor(group, pid);
+      const CursorRow* row = store.cursor(group, p.id);
       uint64_t next = row ? row->next.value : 0;
       if (next < p.next_offset.value) {
-        *why = strf("group %s has consumed p%llu (%s) up to %llu of %llu", group, ull(pid.value),
+        *why = strf("group %s has consumed p%llu (%s) up to %llu of %llu", group, ull(p.id.value),
                     p.name.c_str(), ull(next), ull(p.next_offset.value));
         return false;
       }
@@ -88,45 +88,45 @@ bool Checker::verify_recovered(const Node& n) {
 void Checker::final_partitions(const Node& n,
                                std::map<Uuid, std::pair<PartitionId, Offset>>* found) {
   const Store& store = n.store();
-  for (const auto& [pid, p] : store.partitions()) {
+  for (const PartitionState& p : store.partitions()) {
     const QueueState* q = store.queue(p.queue);
     if (q != nullptr && q->name == kOpsQueue) continue;  // the operator's own messages
     uint64_t expect = 0;
     for (const AppendRow& row : p.rows) {
       if (row.base.value != expect) {
-        fail(kInv2, strf("p%llu: append row at %llu after %llu", ull(pid.value),
+        fail(kInv2, strf("p%llu: append row at %llu after %llu", ull(p.id.value),
                          ull(row.base.value), ull(expect)));
       }
       expect = row.end().value;
     }
     if (expect != p.next_offset.value) {
-      fail(kInv2, strf("p%llu: rows end at %llu, next_offset %llu", ull(pid.value), ull(expect),
+      fail(kInv2, strf("p%llu: rows end at %llu, next_offset %llu", ull(p.id.value), ull(expect),
                        ull(p.next_offset.value)));
     }
     uint64_t next = 0;
     while (next < p.next_offset.value) {
-      Result<std::vector<PopMessage>> r = n.read_messages(pid, Offset(next), kReadPageMax);
+      Result<std::vector<PopMessage>> r = n.read_messages(p.id, Offset(next), kReadPageMax);
       if (!r.ok() || r.value().empty()) {
         // The store holds an append whose message record cannot be read back: recovery
         // replayed an entry that is not whole on disk (or lost bytes it had synced).
         fail(kInv6,
-             strf("p%llu: the recovered store holds @%llu but reading it fails: %s", ull(pid.value),
-                  ull(next), r.ok() ? "no messages" : r.error().message.c_str()));
+             strf("p%llu: the recovered store holds @%llu but reading it fails: %s",
+                  ull(p.id.value), ull(next), r.ok() ? "no messages" : r.error().message.c_str()));
         return;
       }
       for (const PopMessage& m : r.value()) {
         if (m.offset.value != next) {
-          fail(kInv2, strf("p%llu: read @%llu where @%llu was expected", ull(pid.value),
+          fail(kInv2, strf("p%llu: read @%llu where @%llu was expected", ull(p.id.value),
                            ull(m.offset.value), ull(next)));
           return;
         }
         auto sit = sent_.find(m.message_id);
         if (sit == sent_.end() || sit->second.payload != m.payload) {
           fail(kInv7, strf("p%llu@%llu holds a message no client sent (or a changed payload)",
-                           ull(pid.value), ull(next)));
+                           ull(p.id.value), ull(next)));
         }
-        if (!found->try_emplace(m.message_id, pid, m.offset).second) {
-          fail(kInv2, strf("p%llu@%llu: message %s stored twice", ull(pid.value), ull(next),
+        if (!found->try_emplace(m.message_id, p.id, m.offset).second) {
+          fail(kInv2, strf("p%llu@%llu: message %s stored twice", ull(p.id.value), ull(next),
                            sit != sent_.end() ? sit->second.txn.c_str() : "?"));
         }
         ++next;

@@ -498,7 +498,7 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
   // Every queue's sums in one pass over the partitions, in the order they are stored, rather
   // than a lookup of each partition by id.
   if (only.empty()) {
-    for (const auto& [pid, p] : store.partitions()) {
+    for (const PartitionState& p : store.partitions()) {
       if (auto it = listed.find(p.queue); it != listed.end())
         add_counts(&reply.queues[it->second], reads.partition_counts(p));
       if (deleted && !p.deleted.empty()) (*deleted)[p.queue] += p.deleted.size();

@@ -290,13 +290,15 @@ PartitionsChangedReply StoreReads::partitions_changed(const PartitionsChangedCmd
   PartitionsChangedReply reply;
   const auto& all = store_.partitions();
   uint32_t visited = 0;
+  uint64_t last_visited = cmd.after;
   for (auto it = all.upper_bound(PartitionId(cmd.after)); it != all.end(); ++it) {
-    const PartitionState& p = it->second;
+    const PartitionState& p = *it;
     if (reply.partitions.size() >= cmd.limit || visited >= kChangedVisitMax) {
-      reply.next_after = std::prev(it)->first.value;
+      reply.next_after = last_visited;
       break;
     }
     ++visited;
+    last_visited = p.id.value;
     const QueueState* q = store_.queue(p.queue);
     if (!cmd.queue.empty() && q->name != cmd.queue) continue;
     if (last_write_us(p) <= cmd.since_us) continue;
@@ -340,7 +342,7 @@ PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
 
 uint64_t StoreReads::created_since(int64_t since_us) const {
   uint64_t n = 0;
-  for (const auto& [id, p] : store_.partitions()) {
+  for (const PartitionState& p : store_.partitions()) {
     for (auto r = p.rows.rbegin(); r != p.rows.rend() && r->created_us >= since_us; ++r)
       n += r->count;
   }

@@ -84,8 +84,8 @@ RetentionPass RetentionScanner::scan(const Store& store, int64_t now_us, uint32_
   auto it = parts.upper_bound(last_visited_);
   for (uint32_t visited = 0; visited < std::min<size_t>(visit_max, parts.size()); ++visited) {
     if (it == parts.end()) it = parts.begin();
-    const PartitionState& p = it->second;
-    last_visited_ = it->first;
+    const PartitionState& p = *it;
+    last_visited_ = p.id;
     ++it;
     const QueueState* q = store.queue(p.queue);
     if (!q) continue;

@@ -53,8 +53,7 @@ const QueueState* Store::queue(QueueId id) const {
 }
 
 const PartitionState* Store::partition(PartitionId id) const {
-  auto it = partitions_.find(id);
-  return it == partitions_.end() ? nullptr : &it->second;
+  return partitions_.find(id);
 }
 
 const PartitionState* Store::partition(const std::string& queue_name,
@@ -92,9 +91,9 @@ void Store::add_trace(const EffTrace& e, int64_t now_us) {
 }
 
 void Store::delete_message(const EffMessageDelete& e) {
-  auto pit = partitions_.find(e.pid);
-  if (pit == partitions_.end()) return;  // its queue went first
-  PartitionState& p = pit->second;
+  PartitionState* found = partitions_.find(e.pid);
+  if (!found) return;  // its queue went first
+  PartitionState& p = *found;
   if (!(e.offset < p.next_offset)) return;
   std::vector<Offset>& deleted = p.deleted.edit();
   auto at = std::lower_bound(deleted.begin(), deleted.end(), e.offset);
@@ -120,9 +119,9 @@ void Store::ref_file(const RecordLocation& where, int delta) {
 }
 
 void Store::apply_retention(const EffRetention& e) {
-  auto pit = partitions_.find(e.pid);
-  if (pit == partitions_.end()) return;  // its queue went first
-  PartitionState& p = pit->second;
+  PartitionState* found = partitions_.find(e.pid);
+  if (!found) return;  // its queue went first
+  PartitionState& p = *found;
   Offset log_start = std::min(std::max(p.log_start, e.log_start), p.next_offset);
   Offset rows_start = std::min(e.rows_start, log_start);
   p.log_start = log_start;
@@ -149,12 +148,11 @@ void Store::apply_retention(const EffRetention& e) {
 }
 
 void Store::erase_partition(PartitionId pid) {
-  auto pit = partitions_.find(pid);
-  if (pit == partitions_.end()) return;
-  const PartitionState& p = pit->second;
-  partition_names_.erase(PartitionNames::hash(p.queue, p.name), pid);
-  for (const AppendRow& row : p.rows) ref_file(row.where, -1);
-  partitions_.erase(pit);
+  const PartitionState* p = partitions_.find(pid);
+  if (!p) return;
+  partition_names_.erase(PartitionNames::hash(p->queue, p->name), pid);
+  for (const AppendRow& row : p->rows) ref_file(row.where, -1);
+  partitions_.erase(pid);
 }
 
 void Store::delete_partition(const EffPartitionDelete& e) {
@@ -250,12 +248,12 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       p.queue = e->queue;
       p.name = e->name;
       p.created_us = entry.now_us;
-      partitions_.emplace_hint(partitions_.end(), e->id, std::move(p));
+      partitions_.push_back(std::move(p));
     } else if (auto* e = std::get_if<EffAppend>(&eff)) {
-      auto pit = partitions_.find(e->pid);
-      if (pit == partitions_.end())
+      PartitionState* found = partitions_.find(e->pid);
+      if (!found)
         return diverged(entry, "partition " + std::to_string(e->pid.value) + " is unknown");
-      PartitionState& p = pit->second;
+      PartitionState& p = *found;
       if (e->base != p.next_offset) {
         return diverged(entry, "partition " + std::to_string(e->pid.value) + " gets offset " +
                                    std::to_string(e->base.value) + " where the next is " +
@@ -284,8 +282,8 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
     } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
-      auto pit = partitions_.find(e->pid);
-      bool gone = pit != partitions_.end() && pit->second.is_gone(e->offset);
+      const PartitionState* p = partitions_.find(e->pid);
+      bool gone = p && p->is_gone(e->offset);
       ++dlq_ids_;  // spent even for a deleted message, which gets no dead letter
       if (!gone)
         dlq_[e->queue].push_back(DlqEntry{dlq_ids_, e->pid, e->group, e->offset, e->error,

@@ -18,6 +18,7 @@
 #include "core/common/types.h"
 #include "core/state/cursor.h"
 #include "core/state/entry.h"
+#include "core/state/id_table.h"
 #include "core/state/partition_names.h"
 #include "core/state/queue_options.h"
 
@@ -137,7 +138,7 @@ AppendsSince appends_since(std::vector<std::pair<PartitionId, Offset>> appended)
 
 class Store {
  public:
-  using Partitions = std::map<PartitionId, PartitionState>;
+  using Partitions = IdTable<PartitionState>;
   const QueueState* queue(const std::string& name) const;
   const QueueState* queue(QueueId id) const;
   const PartitionState* partition(PartitionId id) const;
@@ -165,7 +166,7 @@ class Store {
   int64_t last_now_us() const { return last_now_us_; }
 
   const std::map<QueueId, QueueState>& queues() const { return queues_; }
-  const std::map<PartitionId, PartitionState>& partitions() const { return partitions_; }
+  const Partitions& partitions() const { return partitions_; }
   const std::map<CursorKey, CursorRow>& cursors() const { return cursors_; }
   const std::map<GroupKey, GroupMeta>& groups() const { return groups_; }
   const std::map<QueueId, std::vector<DlqEntry>>& dlq() const { return dlq_; }
@@ -245,7 +246,7 @@ class Store {
   uint64_t dlq_ids_ = 0;
   std::map<std::string, QueueId> queue_names_;
   std::map<QueueId, QueueState> queues_;
-  std::map<PartitionId, PartitionState> partitions_;
+  Partitions partitions_;           // by id
   PartitionNames partition_names_;  // (queue, name) -> id
   std::map<CursorKey, CursorRow> cursors_;
   std::map<GroupKey, GroupMeta> groups_;

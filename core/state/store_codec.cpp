@@ -115,10 +115,9 @@ bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint3
 // copy of the partition, so that loading a chain never holds two copies of the store.
 void take_from_base(ByteReader& r, Store::Partitions* base, PartitionState& p) {
   uint32_t old_rows = r.u32();  // not in this stream: no length bound from it
-  auto bit = base->find(p.id);
-  PartitionState* from = bit == base->end() ? nullptr : &bit->second;
+  PartitionState* from = base->find(p.id);
   if (old_rows > 0 && !take_old_rows(r, from, p, old_rows)) r.invalidate();
-  if (from) base->erase(bit);
+  if (from) base->erase(p.id);
 }
 
 PartitionState get_partition(ByteReader& r, Store::Partitions* base, uint32_t format) {
@@ -259,7 +258,7 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
     w.boundary();
   }
   put_count(w, partitions_.size());
-  for (const auto& [id, p] : partitions_) {
+  for (const PartitionState& p : partitions_) {
     put_partition(w, p, since, format);
     w.boundary();
   }
@@ -317,8 +316,8 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   get_table(r, [&] {
     PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
     // Written in id order: each goes at the end, without a search.
-    if (!s.partitions_.empty() && !(s.partitions_.rbegin()->first < p.id)) r.invalidate();
-    if (r.ok()) s.partitions_.emplace_hint(s.partitions_.end(), p.id, std::move(p));
+    if (!(s.partitions_.last_id(PartitionId(0)) < p.id)) r.invalidate();
+    if (r.ok()) s.partitions_.push_back(std::move(p));
   });
   get_table(r, [&] {
     EffCursor c;
@@ -378,9 +377,9 @@ void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
   partition_names_.reserve(partitions_.size());
   std::pair<LogFileKey, uint64_t*> last{};   // rows mostly point into the file of the row before
-  for (const auto& [id, p] : partitions_) {  // by id: each queue's list stays sorted
-    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions.push_back(id);
-    partition_names_.insert(PartitionNames::hash(p.queue, p.name), id);
+  for (const PartitionState& p : partitions_) {  // by id: each queue's list stays sorted
+    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions.push_back(p.id);
+    partition_names_.insert(PartitionNames::hash(p.queue, p.name), p.id);
     for (const AppendRow& row : p.rows) {
       if (row.where.len == 0) continue;
       LogFileKey key{row.where.log, row.where.file_no};

@@ -26,7 +26,7 @@ struct StoreBuild {
   }
   std::vector<PartitionId> live() const {
     std::vector<PartitionId> out;
-    for (const auto& [id, p] : s.partitions()) out.push_back(id);
+    for (const PartitionState& p : s.partitions()) out.push_back(p.id);
     return out;
   }
   void create_partition() {
