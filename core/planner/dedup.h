@@ -199,7 +199,7 @@ class DedupIndex {
   size_t ring_bytes() const;
 
  private:
-  using Rows = std::vector<AppendRow>;
+  using Rows = CompactVector<AppendRow>;
   static Rows::const_iterator first_in_window(const PartitionState& p, int64_t floor_us);
   Result<std::optional<Offset>> scan(const PartitionState& p, const Hash128& h, int64_t floor_us);
   // Whether p's row holding `o` is inside the window and holds `h` there.

@@ -53,8 +53,7 @@ class RowHashes {
   // Calls f(hash, offset, row) for every message of rows [first, last) of `p`, reading each row
   // once and caching none (a scan must not push out the rows in use).
   template <class F>
-  Status for_each(const PartitionState& p, std::vector<AppendRow>::const_iterator first,
-                  std::vector<AppendRow>::const_iterator last, F f);
+  Status for_each(const PartitionState& p, const AppendRow* first, const AppendRow* last, F f);
 
   // The hashes of an append read with its record (a pop: its acks follow).
   void remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes);
@@ -91,8 +90,8 @@ class RowHashes {
 };
 
 template <class F>
-Status RowHashes::for_each(const PartitionState& p, std::vector<AppendRow>::const_iterator first,
-                           std::vector<AppendRow>::const_iterator last, F f) {
+Status RowHashes::for_each(const PartitionState& p, const AppendRow* first, const AppendRow* last,
+                           F f) {
   std::vector<Hash128> buf;
   for (auto it = first; it != last; ++it) {
     const std::vector<Hash128>* hs = &it->hashes.get();

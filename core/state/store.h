@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/compact_vector.h"
 #include "core/common/rare_vector.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
@@ -57,7 +58,7 @@ struct PartitionState {
   std::string name;
   Offset next_offset;  // one past the last message
   int64_t created_us = 0;
-  std::vector<AppendRow> rows;  // by base offset
+  CompactVector<AppendRow> rows;  // by base offset
   RareVector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
   // Retention: messages below log_start are gone (their payloads released); rows keep their
   // hashes (or their records) for the dedup window until rows_start passes them.

@@ -99,7 +99,7 @@ void put_partition(ByteWriter& w, const PartitionState& p, const AppendsSince* s
 bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint32_t count) {
   Offset first(r.u64());
   if (!r.ok() || !from) return false;
-  std::vector<AppendRow>& rows = from->rows;
+  CompactVector<AppendRow>& rows = from->rows;
   auto at = first_row_from(rows, first);
   if (at == rows.end() || at->base != first || static_cast<size_t>(rows.end() - at) < count)
     return false;
