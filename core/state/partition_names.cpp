@@ -16,40 +16,36 @@ uint64_t PartitionNames::hash(QueueId queue, std::string_view name) {
   return XXH3_64bits_withSeed(name.data(), name.size(), queue.value);
 }
 
-void PartitionNames::reserve(size_t n) {
+void PartitionNames::reset(size_t live) {
+  // At most 3/8 full after a rebuild: it doubles, in effect, before the next one.
   size_t want = kSlotsMin;
-  while (want * 3 < n * 4) want *= 2;
-  if (want > slots_.size()) grow_to(want);
-}
-
-void PartitionNames::grow_to(size_t slots) {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(slots, Slot{});
-  for (const Slot& s : old)
-    if (s.id != 0) slots_[free_slot(s.hash)] = s;
-}
-
-size_t PartitionNames::free_slot(uint64_t h) const {
-  return probe::walk(slots_, h & (slots_.size() - 1), [](const Slot& s) { return s.id == 0; });
+  while (want * 3 < (live + 1) * 8) want *= 2;
+  slots_.assign(want, kEmpty);
+  count_ = 0;
+  erased_ = 0;
 }
 
 void PartitionNames::insert(uint64_t h, PartitionId id) {
-  QUEEN_ASSERT(id.value != 0, "partition ids start at 1");
-  reserve(count_ + 1);
-  slots_[free_slot(h)] = Slot{h, id.value};
+  QUEEN_ASSERT(id.value != 0 && id.value < kIdsMax, "partition ids are in [1, 2^48)");
+  QUEEN_ASSERT(has_room(), "the caller rebuilds a full table first");
+  size_t i = probe::walk(slots_, h & (slots_.size() - 1), [](uint64_t s) { return s <= kErased; });
+  if (slots_[i] == kErased) --erased_;
+  slots_[i] = (id.value << 16) | tag_of(h);
   ++count_;
 }
 
 void PartitionNames::erase(uint64_t h, PartitionId id) {
-  if (slots_.empty()) return;
-  size_t mask = slots_.size() - 1;
-  size_t i =
-      probe::walk(slots_, h & mask, [&](const Slot& s) { return s.id == 0 || s.id == id.value; });
-  if (slots_[i].id == 0) return;
-  probe::erase_at(
-      slots_, i, [](const Slot& s) { return s.id != 0; },
-      [&](const Slot& s) { return s.hash & mask; });
-  if (--count_ == 0) slots_ = {};
+  if (count_ == 0) return;
+  size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](uint64_t s) {
+    return s == kEmpty || (s > kErased && id_of(s) == id);
+  });
+  if (slots_[i] == kEmpty) return;
+  slots_[i] = kErased;
+  ++erased_;
+  if (--count_ == 0) {
+    slots_ = {};
+    erased_ = 0;
+  }
 }
 
 }  // namespace queen

@@ -1,8 +1,11 @@
 // PartitionNames: the store's index from (queue, partition name) to partition id, an
-// open-addressing table of (hash, id) slots, 16 bytes each at most 3/4 full, rather than a
-// std::map node and a copy of the name for every partition (about 80 bytes). The names stay
-// in the partitions; a lookup compares them through a callback. The table is never iterated,
-// so nothing depends on its order, and it is derived state: rebuilt, never encoded.
+// open-addressing table of 8-byte slots (the id and 16 more bits of the name's hash), at most
+// 3/4 full counting erased slots, rather than a std::map node and a copy of the name for
+// every partition (about 80 bytes). The names stay in the partitions; a lookup compares them
+// through a callback. A slot does not keep the whole hash, so erasing leaves a tombstone and
+// the table is rebuilt from the partitions (the caller's list) once it has no room: the
+// rebuild sizes it to its live ids, so it also shrinks after mass deletions. The table is
+// never iterated, so nothing depends on its order, and it is derived state: never encoded.
 #pragma once
 
 #include <cstdint>
@@ -17,34 +20,48 @@ namespace queen {
 
 class PartitionNames {
  public:
+  // Ids must stay below 2^48 (a slot keeps 48 bits of id).
+  static constexpr uint64_t kIdsMax = uint64_t{1} << 48;
+
   static uint64_t hash(QueueId queue, std::string_view name);
 
-  // The id whose slot has hash `h` and for which `same(id)` holds.
+  // The id whose slot matches `h` and for which `same(id)` holds.
   template <class Same>
   std::optional<PartitionId> find(uint64_t h, Same same) const {
     if (slots_.empty()) return std::nullopt;
-    size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](const Slot& s) {
-      return s.id == 0 || (s.hash == h && same(PartitionId(s.id)));
+    uint64_t tag = tag_of(h);
+    size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](uint64_t s) {
+      return s == kEmpty || (s > kErased && (s & kTagMask) == tag && same(id_of(s)));
     });
-    if (slots_[i].id == 0) return std::nullopt;
-    return PartitionId(slots_[i].id);
+    if (slots_[i] == kEmpty) return std::nullopt;
+    return id_of(slots_[i]);
   }
+  // Whether insert() may be called now; if not, rebuild() first.
+  bool has_room() const { return (count_ + erased_ + 1) * 4 <= slots_.size() * 3; }
   // Adds `id` under `h` (the caller checked that its name is new to its queue).
   void insert(uint64_t h, PartitionId id);
   // Removes `id`, filed under `h`; nothing when it is not there.
   void erase(uint64_t h, PartitionId id);
+  // Empties the table and sizes it for `live` ids with room to grow, then calls
+  // each(add) once, which calls add(h, id) for every id the table is to hold.
+  template <class Each>
+  void rebuild(size_t live, Each each) {
+    reset(live);
+    each([this](uint64_t h, PartitionId id) { insert(h, id); });
+  }
   size_t size() const { return count_; }
-  void reserve(size_t n);
 
  private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint64_t id = 0;  // 0: empty (partition ids start at 1)
-  };
-  void grow_to(size_t slots);
-  size_t free_slot(uint64_t h) const;
-  std::vector<Slot> slots_;
+  static constexpr uint64_t kEmpty = 0;
+  static constexpr uint64_t kErased = 1;  // ids start at 1: an id's slot is at least 2^16
+  static constexpr uint64_t kTagMask = 0xffff;
+  static uint64_t tag_of(uint64_t h) { return h >> 48; }
+  static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }
+  void reset(size_t live);
+
+  std::vector<uint64_t> slots_;  // a power of two, or none
   size_t count_ = 0;
+  size_t erased_ = 0;
 };
 
 }  // namespace queen

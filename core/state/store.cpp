@@ -147,6 +147,19 @@ void Store::apply_retention(const EffRetention& e) {
   }
 }
 
+void Store::name_partition(const PartitionState& p) {
+  if (partition_names_.has_room())
+    partition_names_.insert(PartitionNames::hash(p.queue, p.name), p.id);
+  else
+    rebuild_names();  // `p` is in the table already
+}
+
+void Store::rebuild_names() {
+  partition_names_.rebuild(partitions_.size(), [&](auto add) {
+    for (const PartitionState& p : partitions_) add(PartitionNames::hash(p.queue, p.name), p.id);
+  });
+}
+
 void Store::erase_partition(PartitionId pid) {
   const PartitionState* p = partitions_.find(pid);
   if (!p) return;
@@ -242,13 +255,12 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       }
       partition_ids_ = e->id.value;
       qit->second.partitions.push_back(e->id);  // ids only grow: the list stays sorted
-      partition_names_.insert(PartitionNames::hash(e->queue, e->name), e->id);
       PartitionState p;
       p.id = e->id;
       p.queue = e->queue;
       p.name = e->name;
       p.created_us = entry.now_us;
-      partitions_.push_back(std::move(p));
+      name_partition(partitions_.push_back(std::move(p)));
     } else if (auto* e = std::get_if<EffAppend>(&eff)) {
       PartitionState* found = partitions_.find(e->pid);
       if (!found)

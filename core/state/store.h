@@ -226,6 +226,9 @@ class Store {
   void delete_partition(const EffPartitionDelete& e);
   // Drops a partition with its rows' file references and its name (not its cursors).
   void erase_partition(PartitionId pid);
+  // Files `p` (already in partitions_) under its name; rebuilds the names when full.
+  void name_partition(const PartitionState& p);
+  void rebuild_names();
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
   void encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const;

@@ -375,11 +375,10 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
 
 void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
-  partition_names_.reserve(partitions_.size());
+  rebuild_names();
   std::pair<LogFileKey, uint64_t*> last{};   // rows mostly point into the file of the row before
   for (const PartitionState& p : partitions_) {  // by id: each queue's list stays sorted
     if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions.push_back(p.id);
-    partition_names_.insert(PartitionNames::hash(p.queue, p.name), p.id);
     for (const AppendRow& row : p.rows) {
       if (row.where.len == 0) continue;
       LogFileKey key{row.where.log, row.where.file_no};

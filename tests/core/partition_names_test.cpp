@@ -1,5 +1,6 @@
 // PartitionNames: the (queue, name) -> id table finds every id it holds after any mix of
-// inserts and erases, also when many share a hash (long probe runs across the table's end).
+// inserts, erases (tombstones) and rebuilds, also when many share a hash (long probe runs
+// across the table's end) and when ids are large.
 #include "core/state/partition_names.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ std::optional<PartitionId> find_exact(const PartitionNames& t, uint64_t h, Parti
 RC_GTEST_PROP(PartitionNames, EveryIdHeldIsFoundAndNoErasedOne, ()) {
   PartitionNames t;
   std::map<uint64_t, uint64_t> held;  // id -> hash
-  uint64_t next_id = 1;
+  uint64_t next_id = *rc::gen::element<uint64_t>(1, (uint64_t{1} << 47) - 1000);
   const auto hash_bits = *rc::gen::inRange<int>(1, 8);  // few distinct hashes: long runs
   const auto steps = *rc::gen::inRange<int>(1, 600);
   for (int s = 0; s < steps; ++s) {
@@ -35,8 +36,16 @@ RC_GTEST_PROP(PartitionNames, EveryIdHeldIsFoundAndNoErasedOne, ()) {
     } else {
       // High bits set too, so that the home slot wraps near the table's end.
       uint64_t h = (*rc::gen::inRange<uint64_t>(0, 1u << hash_bits)) * 0x9e3779b97f4a7c15ull;
-      t.insert(h, PartitionId(next_id));
-      held[next_id++] = h;
+      if (t.has_room()) {
+        t.insert(h, PartitionId(next_id));
+        held[next_id] = h;
+      } else {  // as the store does: rebuild from the full list, the new id in it
+        held[next_id] = h;
+        t.rebuild(held.size(), [&](auto add) {
+          for (const auto& [id, hh] : held) add(hh, PartitionId(id));
+        });
+      }
+      next_id += *rc::gen::element<uint64_t>(1, 1, 1u << 20, uint64_t{1} << 36);
     }
     RC_ASSERT(t.size() == held.size());
   }
