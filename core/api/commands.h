@@ -33,6 +33,10 @@ struct PushItem {
   std::string producer_sub;  // the pusher's JWT sub (POST /api/v1/push with auth on)
 };
 
+// Items in one push: the edge refuses more (400, naming `items`), and a stored push answer
+// claiming more results is corrupt. Far above what clients send (hundreds to thousands).
+constexpr size_t kPushItemsMax = size_t{1} << 20;
+
 struct PushCmd {
   std::vector<PushItem> items;
 };

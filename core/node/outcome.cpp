@@ -16,8 +16,8 @@ constexpr uint8_t kKvOutcome = 3;
 constexpr uint8_t kTimerOutcome = 5;
 constexpr uint8_t kLockOutcome = 7;
 constexpr uint8_t kPushRunsOutcome = 8;
-// More results than any push body can carry: a count past it is corrupt (runs expand).
-constexpr uint32_t kPushResultsMax = 1u << 24;
+// More results than any push may carry: a count past it is corrupt (runs expand).
+constexpr size_t kPushResultsMax = kPushItemsMax;
 
 // Runs of push results that go on from each other (the edge mints one request's message ids
 // in a run, and the planner gives its items of one partition offsets in a run): each kept as

@@ -113,6 +113,11 @@ std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
 
 namespace {
 
+Parsed too_many_items(size_t n) {
+  return bad_request("items: " + std::to_string(n) + " in one push, at most " +
+                     std::to_string(kPushItemsMax) + "; split it into several pushes");
+}
+
 void render_push(const PushReply& reply, JsonWriter& w) {
   w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
@@ -155,6 +160,7 @@ std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettin
   auto items = scan_push(body);
   if (!items) return std::nullopt;
   if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
+  if (items->size() > kPushItemsMax) return too_many_items(items->size());
   PushCmd cmd;
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();
@@ -175,6 +181,7 @@ Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource&
   auto items = doc->find("items");
   if (items == doc->end() || !items->is_array()) return bad_request("items must be an array");
   if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
+  if (items->size() > kPushItemsMax) return too_many_items(items->size());
   PushCmd cmd;
   cmd.items.resize(items->size());
   int64_t now_ms = ids.now_ms();

@@ -175,8 +175,8 @@ TEST(Outcome, CorruptPushRunsNeverDecode) {
     ASSERT_FALSE(decode_outcome(good.substr(0, n)).has_value()) << n;
   EXPECT_FALSE(decode_outcome(good + "x").has_value()) << "trailing bytes";
   // The first run's count (after the kind, the run count and the status): 0, or past the most
-  // results a push can carry.
-  for (uint32_t count : {0u, (1u << 24) + 1}) {
+  // results a push can carry (which would expand to a million results and more).
+  for (uint32_t count : {0u, static_cast<uint32_t>(kPushItemsMax) + 1}) {
     std::string bad = good;
     for (int i = 0; i < 4; ++i) bad[6 + i] = static_cast<char>(count >> (8 * i));
     EXPECT_FALSE(decode_outcome(bad).has_value()) << count;

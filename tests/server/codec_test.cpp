@@ -80,6 +80,20 @@ TEST(Codec, TransactionIdOverTheLimitIsRefused) {
   EXPECT_TRUE(parse_push(body.dump(), EdgeSettings{}, ids).command.has_value());
 }
 
+TEST(Codec, APushOfMoreItemsThanTheLimitIsRefusedWhole) {
+  FixedIds ids;
+  std::string body = "{\"items\":[";
+  for (size_t i = 0; i <= kPushItemsMax; ++i)
+    body += i == 0 ? "{\"queue\":\"q\"}" : ",{\"queue\":\"q\"}";
+  body += "]}";
+  Parsed p = parse_push(body, EdgeSettings{}, ids);
+  EXPECT_FALSE(p.command.has_value());
+  EXPECT_EQ(p.answer.status, 400u);
+  EXPECT_NE(p.answer.body.find("items: " + std::to_string(kPushItemsMax + 1) + " in one push"),
+            std::string::npos)
+      << p.answer.body;
+}
+
 TEST(Codec, PopDefaultsAndSubscription) {
   FixedIds ids;
   Parsed p = parse_pop("q", std::nullopt, {}, EdgeSettings{}, ids);
