@@ -25,6 +25,10 @@ namespace queen {
 template <class T>
 class IdTable {
   using Id = decltype(T::id);
+  struct Chunk {
+    Id floor;  // no value of this chunk is below it; every value of the chunk before is
+    std::vector<T> values;
+  };
 
  public:
   static constexpr size_t kChunkSlots = 64;
@@ -54,7 +58,7 @@ class IdTable {
 
    private:
     friend class IdTable;
-    const_iterator(const std::vector<typename IdTable::Chunk>* chunks, size_t c, size_t i)
+    const_iterator(const std::vector<Chunk>* chunks, size_t c, size_t i)
         : chunks_(chunks), c_(c), i_(i) {
       settle();
     }
@@ -65,7 +69,7 @@ class IdTable {
         i_ = 0;
       }
     }
-    const std::vector<typename IdTable::Chunk>* chunks_ = nullptr;
+    const std::vector<Chunk>* chunks_ = nullptr;
     size_t c_ = 0, i_ = 0;
   };
 
@@ -134,10 +138,6 @@ class IdTable {
   }
 
  private:
-  struct Chunk {
-    Id floor;  // no value of this chunk is below it; every value of the chunk before is
-    std::vector<T> values;
-  };
   static constexpr size_t kTidySmallMin = 16;
 
   const T& last_value() const {
