@@ -249,7 +249,8 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       it->second.options = e->options;
     } else if (auto* e = std::get_if<EffCreatePartition>(&eff)) {
       auto qit = queues_.find(e->queue);
-      if (e->id != next_partition_id() || qit == queues_.end() || partition(e->queue, e->name)) {
+      if (e->id != next_partition_id() || e->id.value >= kPartitionIdsMax || qit == queues_.end() ||
+          partition(e->queue, e->name)) {
         return diverged(entry, "partition " + e->name + " (id " + std::to_string(e->id.value) +
                                    ") is not the next new partition of a known queue");
       }

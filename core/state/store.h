@@ -137,6 +137,10 @@ using AppendsSince = std::vector<std::pair<PartitionId, Offset>>;
 // Sorts and folds a log of (partition, base offset) pairs, in apply order, into AppendsSince.
 AppendsSince appends_since(std::vector<std::pair<PartitionId, Offset>> appended);
 
+// Partition ids stay below 2^48 (the name index keeps 48 bits of id): about 10^14 partitions
+// ever made. A store or entry past it is refused as corrupt rather than crash the node.
+constexpr uint64_t kPartitionIdsMax = PartitionNames::kIdsMax;
+
 class Store {
  public:
   using Partitions = IdTable<PartitionState>;

@@ -307,6 +307,7 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   s.last_now_us_ = r.i64();
   s.queue_ids_ = r.u64();
   s.partition_ids_ = r.u64();
+  if (s.partition_ids_ >= kPartitionIdsMax) r.invalidate();
   s.dlq_ids_ = r.u64();
   s.kv_version_ = r.u64();
   get_table(r, [&] {
@@ -316,7 +317,8 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   get_table(r, [&] {
     PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
     // Written in id order: each goes at the end, without a search.
-    if (!(s.partitions_.last_id(PartitionId(0)) < p.id)) r.invalidate();
+    if (!(s.partitions_.last_id(PartitionId(0)) < p.id) || p.id.value >= kPartitionIdsMax)
+      r.invalidate();
     if (r.ok()) s.partitions_.push_back(std::move(p));
   });
   get_table(r, [&] {
