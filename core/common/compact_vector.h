@@ -1,8 +1,10 @@
 // CompactVector<T>: a vector held as one pointer (8 bytes where std::vector takes 24); its
 // size and capacity sit in front of the values, in the same allocation. For a vector that
-// nearly every object of a large population holds, short (a partition's append rows: one in
-// a partition holding one message, and 10M such partitions on a large node). Iterators are
-// plain pointers and stay valid as std::vector's do; copies are deep. Sizes are 32-bit.
+// nearly every object of a large population holds, short or empty (a partition's append rows:
+// one in a partition holding one message, and 10M such partitions on a large node; its
+// deleted offsets and a row's in-memory hashes, empty in nearly all). An empty vector that
+// never held a value allocates nothing. Iterators are plain pointers and stay valid as
+// std::vector's do; copies are deep. Sizes are 32-bit.
 #pragma once
 
 #include <algorithm>
@@ -76,6 +78,13 @@ class CompactVector {
     new (end()) T(std::move(v));
     ++h_->size;
   }
+  // Puts `v` before `pos`, moving the later values up; returns where it went.
+  T* insert(const T* pos, T v) {
+    size_t at = static_cast<size_t>(pos - begin());
+    push_back(std::move(v));
+    std::rotate(begin() + at, end() - 1, end());
+    return begin() + at;
+  }
   // Removes [first, last), moving the later values down.
   T* erase(const T* first, const T* last) {
     T* at = begin() + (first - begin());
@@ -91,6 +100,8 @@ class CompactVector {
     reserve(static_cast<size_t>(std::distance(first, last)));
     for (; first != last; ++first) push_back(T(*first));
   }
+  // Empties the vector and gives its memory back.
+  void release() { free_all(); }
   void clear() {
     if (!h_) return;
     std::destroy(begin(), end());

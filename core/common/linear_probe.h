@@ -1,7 +1,8 @@
 // Linear probing over a power-of-two vector of slots, shared by the open-addressing tables
 // (the in-flight dedup hashes, the partition-name index, the ring generations). A table says
-// which slots are used and where each slot's probe run begins (its home); these helpers own
-// the walking of runs and the deletion rule (backward shift, so no tombstones are needed).
+// which slots are used and where each slot's probe run begins (its home); walk() owns the
+// walking of runs. erase_at() is the backward-shift deletion for a table that erases without
+// tombstones (the in-flight hashes); the name index keeps tombstones and rebuilds instead.
 #pragma once
 
 #include <cstddef>

@@ -48,18 +48,18 @@ std::list<RowHashes::Cached>::iterator RowHashes::cached(const Key& key) {
   return found == index_.end() ? lru_.end() : found->second;
 }
 
-Result<const std::vector<Hash128>*> RowHashes::of(PartitionId pid, const AppendRow& row) {
-  if (row.hashes_inline()) return &row.hashes.get();
+Result<std::span<const Hash128>> RowHashes::of(PartitionId pid, const AppendRow& row) {
+  if (row.hashes_inline()) return std::span<const Hash128>(row.hashes.begin(), row.hashes.size());
   Key key{pid, row.base};
   if (auto it = cached(key); it != lru_.end()) {
     ++stats_.cache_hits;
     lru_.splice(lru_.begin(), lru_, it);
-    return &it->hashes;
+    return std::span<const Hash128>(it->hashes);
   }
   if (auto st = read(pid, row, &scratch_); !st.ok()) return st.error();
-  if (weight(scratch_.size()) > cache_bytes_max_) return &scratch_;
+  if (weight(scratch_.size()) > cache_bytes_max_) return std::span<const Hash128>(scratch_);
   remember(pid, row.base, scratch_);
-  return &lru_.front().hashes;
+  return std::span<const Hash128>(lru_.front().hashes);
 }
 
 void RowHashes::remember(PartitionId pid, Offset base, const std::vector<Hash128>& hashes) {
@@ -117,7 +117,7 @@ Result<std::optional<Offset>> RowHashes::find_in(PartitionId pid, const AppendRo
                                                  bool last) {
   auto hs = of(pid, row);
   if (!hs.ok()) return hs.error();
-  const std::vector<Hash128>& v = *hs.value();
+  std::span<const Hash128> v = hs.value();
   uint64_t lo = from.value > row.base.value ? from.value - row.base.value : 0;
   uint64_t hi = std::min<uint64_t>(v.size(), to.value - row.base.value);
   for (uint64_t n = lo; n < hi; ++n) {
@@ -133,7 +133,7 @@ Result<bool> RowHashes::holds(const PartitionState& p, Offset o, const Hash128& 
   auto hs = of(p.id, *row);
   if (!hs.ok()) return hs.error();
   uint64_t i = o.value - row->base.value;
-  return i < hs.value()->size() && (*hs.value())[i] == h;
+  return i < hs.value().size() && hs.value()[i] == h;
 }
 
 }  // namespace queen

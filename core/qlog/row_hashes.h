@@ -16,6 +16,7 @@
 #include <list>
 #include <map>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -37,9 +38,9 @@ class RowHashes {
  public:
   RowHashes(Env& env, uint64_t cache_bytes_max) : env_(env), cache_bytes_max_(cache_bytes_max) {}
 
-  // The hashes of `row` of partition `pid` (count of them). The pointer holds until the next
+  // The hashes of `row` of partition `pid` (count of them). The view holds until the next
   // call on this object.
-  Result<const std::vector<Hash128>*> of(PartitionId pid, const AppendRow& row);
+  Result<std::span<const Hash128>> of(PartitionId pid, const AppendRow& row);
   // The first offset in [from, to) of `p` whose hash is `h`, looking in at most `rows_max`
   // rows from `from` up.
   Result<std::optional<Offset>> find(const PartitionState& p, const Hash128& h, Offset from,
@@ -94,16 +95,16 @@ Status RowHashes::for_each(const PartitionState& p, const AppendRow* first, cons
                            F f) {
   std::vector<Hash128> buf;
   for (auto it = first; it != last; ++it) {
-    const std::vector<Hash128>* hs = &it->hashes.get();
+    std::span<const Hash128> hs(it->hashes.begin(), it->hashes.size());
     if (!it->hashes_inline()) {
       if (auto cached = index_.find({p.id, it->base}); cached != index_.end()) {
-        hs = &cached->second->hashes;
+        hs = cached->second->hashes;
       } else {
         if (auto st = read(p.id, *it, &buf); !st.ok()) return st;
-        hs = &buf;
+        hs = buf;
       }
     }
-    for (uint32_t i = 0; i < hs->size(); ++i) f((*hs)[i], Offset(it->base.value + i), *it);
+    for (uint32_t i = 0; i < hs.size(); ++i) f(hs[i], Offset(it->base.value + i), *it);
   }
   return ok_status();
 }

@@ -95,10 +95,9 @@ void Store::delete_message(const EffMessageDelete& e) {
   if (!found) return;  // its queue went first
   PartitionState& p = *found;
   if (!(e.offset < p.next_offset)) return;
-  std::vector<Offset>& deleted = p.deleted.edit();
-  auto at = std::lower_bound(deleted.begin(), deleted.end(), e.offset);
-  if (at != deleted.end() && *at == e.offset) return;
-  deleted.insert(at, e.offset);
+  auto at = std::lower_bound(p.deleted.begin(), p.deleted.end(), e.offset);
+  if (at != p.deleted.end() && *at == e.offset) return;
+  p.deleted.insert(at, e.offset);
   if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
     std::erase_if(dit->second, [&](const DlqEntry& d) {
       return !d.timer && d.pid == e.pid && d.offset == e.offset;
@@ -135,11 +134,9 @@ void Store::apply_retention(const EffRetention& e) {
                            [&](const AppendRow& r) { return !(r.end() <= rows_start); });
   for (auto it = p.rows.begin(); it != keep; ++it) ref_file(it->where, -1);
   p.rows.erase(p.rows.begin(), keep);
-  if (!p.deleted.empty()) {
-    std::vector<Offset>& deleted = p.deleted.edit();
-    deleted.erase(deleted.begin(), std::lower_bound(deleted.begin(), deleted.end(), log_start));
-    p.deleted.release();
-  }
+  p.deleted.erase(p.deleted.begin(),
+                  std::lower_bound(p.deleted.begin(), p.deleted.end(), log_start));
+  if (p.deleted.empty()) p.deleted.release();
   if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
     std::erase_if(dit->second, [&](const DlqEntry& d) {
       return !d.timer && d.pid == e.pid && d.offset < log_start;
@@ -278,9 +275,9 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       row.created_us = entry.now_us;
       if (append_no < locations.size()) row.where = locations[append_no];
       if (!hashes_on_disk() || row.where.len == 0) {
-        std::vector<Hash128> hashes = e->hashes;
-        hashes.resize(e->count);
-        row.hashes = std::move(hashes);
+        row.hashes.reserve(e->count);  // a decoded append holds count hashes
+        for (uint32_t i = 0; i < e->count; ++i)
+          row.hashes.push_back(i < e->hashes.size() ? e->hashes[i] : Hash128{});
       } else {
         disk_rows_ = true;
       }

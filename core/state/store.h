@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/common/compact_vector.h"
-#include "core/common/rare_vector.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
 #include "core/state/entry.h"
@@ -46,7 +45,7 @@ struct AppendRow {
   uint32_t count = 0;
   // count of them (rows applied before cluster format 3), or none: read from the record
   // (RowHashes)
-  RareVector<Hash128> hashes;
+  CompactVector<Hash128> hashes;
   Offset end() const { return Offset(base.value + count); }
   bool hashes_inline() const { return !hashes.empty(); }
   bool operator==(const AppendRow&) const = default;
@@ -59,7 +58,7 @@ struct PartitionState {
   Offset next_offset;  // one past the last message
   int64_t created_us = 0;
   CompactVector<AppendRow> rows;  // by base offset
-  RareVector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
+  CompactVector<Offset> deleted;  // sorted: messages deleted by EffMessageDelete
   // Retention: messages below log_start are gone (their payloads released); rows keep their
   // hashes (or their records) for the dedup window until rows_start passes them.
   Offset log_start;

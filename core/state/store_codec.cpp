@@ -38,7 +38,7 @@ void put_row(ByteWriter& w, const AppendRow& row, uint32_t format) {
   put_walked(w, row.where);
   QUEEN_ASSERT(format >= 4 || row.hashes_inline(), "a row without hashes needs format 4");
   if (format >= 4) w.u8(row.hashes_inline() ? 1 : 0);
-  if (row.hashes_inline()) w.hashes(row.hashes.get().data(), row.hashes.size());
+  if (row.hashes_inline()) w.hashes(row.hashes.begin(), row.hashes.size());
 }
 
 AppendRow get_row(ByteReader& r, uint32_t format) {
@@ -52,9 +52,8 @@ AppendRow get_row(ByteReader& r, uint32_t format) {
     r.invalidate();
     return row;
   }
-  std::vector<Hash128> hashes(row.count);
-  for (Hash128& h : hashes) h = r.hash();
-  row.hashes = std::move(hashes);
+  row.hashes.reserve(row.count);
+  for (uint32_t i = 0; i < row.count; ++i) row.hashes.push_back(r.hash());
   return row;
 }
 
@@ -134,10 +133,8 @@ PartitionState get_partition(ByteReader& r, Store::Partitions* base, uint32_t fo
   p.rows.reserve(p.rows.size() + rows);
   for (uint64_t i = 0; i < rows && r.ok(); ++i) p.rows.push_back(get_row(r, format));
   uint32_t deleted = r.count(8);
-  std::vector<Offset> offsets;
-  offsets.reserve(deleted);
-  for (uint64_t i = 0; i < deleted && r.ok(); ++i) offsets.push_back(Offset(r.u64()));
-  p.deleted = std::move(offsets);
+  p.deleted.reserve(deleted);
+  for (uint64_t i = 0; i < deleted && r.ok(); ++i) p.deleted.push_back(Offset(r.u64()));
   return p;
 }
 

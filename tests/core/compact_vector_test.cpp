@@ -1,6 +1,6 @@
-// CompactVector: holds what a std::vector holds after any mix of pushes, range erases,
-// assigns, copies, moves and clears, for values that own memory (so a leak, a double free or
-// a value left behind shows under the sanitizers and in the comparison).
+// CompactVector: holds what a std::vector holds after any mix of pushes, inserts, range
+// erases, assigns, copies, moves, clears and releases, for values that own memory (so a leak, a
+// double free or a value left behind shows under the sanitizers and in the comparison).
 #include "core/common/compact_vector.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ RC_GTEST_PROP(CompactVector, HoldsWhatAVectorHolds, ()) {
   std::vector<std::string> v;
   const auto steps = *rc::gen::inRange<int>(1, 200);
   for (int s = 0; s < steps; ++s) {
-    switch (*rc::gen::inRange<int>(0, 8)) {
+    switch (*rc::gen::inRange<int>(0, 10)) {
       case 0:
       case 1:
       case 2: {  // long enough to own a heap buffer
@@ -58,6 +58,19 @@ RC_GTEST_PROP(CompactVector, HoldsWhatAVectorHolds, ()) {
       }
       case 6:
         c.reserve(*rc::gen::inRange<size_t>(0, 70));
+        break;
+      case 7: {
+        size_t at = *rc::gen::inRange<size_t>(0, v.size() + 1);
+        std::string x(*rc::gen::inRange<size_t>(0, 40), static_cast<char>('A' + s % 26));
+        std::string* put = c.insert(c.begin() + at, x);
+        RC_ASSERT(put == c.begin() + at);
+        v.insert(v.begin() + at, x);
+        break;
+      }
+      case 8:
+        c.release();
+        RC_ASSERT(c.capacity() == 0u);
+        v.clear();
         break;
       default:
         c.clear();

@@ -54,7 +54,7 @@ TEST(MessageDelete, ApplyIsIdempotentAndIgnoresWhatDoesNotExist) {
   ASSERT_TRUE(s.apply(e, {}).ok());
   const PartitionState* p = s.partition(PartitionId(1));
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->deleted, (std::vector<Offset>{Offset(0), Offset(2)}));
+  EXPECT_EQ(p->deleted, (CompactVector<Offset>{Offset(0), Offset(2)}));
   EXPECT_TRUE(p->is_deleted(Offset(0)));
   EXPECT_FALSE(p->is_deleted(Offset(1)));
   EXPECT_EQ(p->deleted_in(Offset(0), Offset(3)), 2u);
@@ -102,7 +102,7 @@ TEST(MessageDelete, TwoDeletesInFlightDeleteOnce) {
   ASSERT_TRUE(r1 && r2);
   EXPECT_TRUE(std::get<MessageDeleteReply>(r1->body).deleted);
   EXPECT_FALSE(std::get<MessageDeleteReply>(r2->body).deleted);
-  EXPECT_EQ(h.node().store().partition(pid)->deleted, (std::vector<Offset>{Offset(0)}));
+  EXPECT_EQ(h.node().store().partition(pid)->deleted, (CompactVector<Offset>{Offset(0)}));
 }
 
 TEST(MessageDelete, ALeasedMessageIsNotDeliveredAgainAfterTheBatchComesBack) {
