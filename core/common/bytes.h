@@ -1,13 +1,17 @@
 // Little-endian byte encoding for records, entries and peer messages. Writer appends to a
 // buffer; Reader checks every read against the bytes left and reports a short read as a
-// sticky failure, so a decoder never reads past its input whatever the bytes say.
+// sticky failure, so a decoder never reads past its input whatever the bytes say. A Reader
+// reads one buffer, or an input too large to hold at once (a store checkpoint) through a
+// ByteSource, a window at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/common/types.h"
@@ -88,10 +92,21 @@ class ByteWriter {
   size_t spilled_ = 0;  // bytes already passed to sink_
 };
 
+// Gives a ByteReader its input a window at a time.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // The input from position `pos` on: at least `min_bytes` of it, unless the input ends
+  // sooner or cannot be read (then fewer, and the reader fails).
+  virtual std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) = 0;
+};
+
 class ByteReader {
  public:
-  ByteReader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  explicit ByteReader(const Bytes& b) : p_(b.data()), n_(b.size()) {}
+  ByteReader(const uint8_t* p, size_t n) : p_(p), n_(n), win_end_(n) {}
+  explicit ByteReader(const Bytes& b) : ByteReader(b.data(), b.size()) {}
+  // The `n` bytes of `src` from position 0, read as they are needed.
+  ByteReader(ByteSource* src, uint64_t n) : p_(nullptr), n_(n), src_(src) {}
   bool ok() const { return ok_; }
   size_t left() const { return ok_ ? n_ - pos_ : 0; }
   // Marks the input bad (a decoder found a value out of range): every later read fails.
@@ -130,23 +145,13 @@ class ByteReader {
   }
   std::string str() {
     uint32_t n = u32();
-    if (!ok_ || n > left()) {
-      ok_ = false;
-      return {};
-    }
-    std::string s(reinterpret_cast<const char*>(p_ + pos_), n);
+    if (!have(n)) return {};
+    std::string s(reinterpret_cast<const char*>(at()), n);
     pos_ += n;
     return s;
   }
   // Skips a string written by ByteWriter::str.
-  void skip_str() {
-    uint32_t n = u32();
-    if (!ok_ || n > left()) {
-      ok_ = false;
-      return;
-    }
-    pos_ += n;
-  }
+  void skip_str() { skip(u32()); }
   // Skips n bytes (fails the reader when fewer are left).
   void skip(size_t n) {
     if (!ok_ || n > left()) {
@@ -157,11 +162,8 @@ class ByteReader {
   }
   // n raw bytes (fails the reader when fewer are left).
   Bytes bytes(size_t n) {
-    if (!ok_ || n > left()) {
-      ok_ = false;
-      return {};
-    }
-    Bytes b(p_ + pos_, p_ + pos_ + n);
+    if (!have(n)) return {};
+    Bytes b(at(), at() + n);
     pos_ += n;
     return b;
   }
@@ -174,18 +176,39 @@ class ByteReader {
   }
 
  private:
-  void get(void* out, size_t n) {
-    if (!ok_ || n > n_ - pos_) {
+  const uint8_t* at() const { return p_ + (pos_ - win_at_); }
+  // Whether the next n bytes are in the window (moving it when they are not); fails the
+  // reader when the input holds fewer.
+  bool have(size_t n) {
+    if (ok_ && pos_ + n <= win_end_) return true;
+    if (!ok_ || n > n_ - pos_ || !src_) {
       ok_ = false;
+      return false;
+    }
+    auto [data, size] = src_->window(pos_, n);
+    if (size < n) {
+      ok_ = false;
+      return false;
+    }
+    p_ = data;
+    win_at_ = pos_;
+    win_end_ = pos_ + std::min<uint64_t>(size, n_ - pos_);
+    return true;
+  }
+  void get(void* out, size_t n) {
+    if (!have(n)) {
       std::memset(out, 0, n);
       return;
     }
-    std::memcpy(out, p_ + pos_, n);
+    std::memcpy(out, at(), n);
     pos_ += n;
   }
-  const uint8_t* p_;
-  size_t n_;
-  size_t pos_ = 0;
+  const uint8_t* p_;  // the window: the input from win_at_ to win_end_
+  uint64_t n_;
+  uint64_t pos_ = 0;
+  uint64_t win_at_ = 0;
+  uint64_t win_end_ = 0;
+  ByteSource* src_ = nullptr;
   bool ok_ = true;
 };
 

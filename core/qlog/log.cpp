@@ -6,9 +6,12 @@
 #include <iterator>
 #include <optional>
 #include <set>
+#include <span>
+#include <string>
 
 #include "core/common/assert.h"
 #include "core/qlog/record.h"
+#include "core/state/file_window.h"
 
 namespace queen {
 
@@ -251,9 +254,12 @@ struct Scan {
   std::map<std::pair<uint64_t, uint64_t>, MsgRec> messages;  // (index, pid)
 };
 
-// Returns false when the record is damaged in a way its checksum did not catch.
-bool take_record(const RecordView& v, const RecordLocation& where, Scan* scan) {
+// Returns false when the record is damaged in a way its checksum did not catch. A record of
+// an entry at or below `keep_above` is not kept: nothing after the scan asks for it.
+bool take_record(const RecordView& v, const RecordLocation& where, uint64_t keep_above,
+                 Scan* scan) {
   const RecordHeader& h = v.header;
+  if (h.seq <= keep_above) return true;
   switch (h.kind) {
     case RecordKind::message: {
       if (static_cast<uint64_t>(h.count) * 16 > v.body_size) return false;
@@ -277,21 +283,33 @@ bool take_record(const RecordView& v, const RecordLocation& where, Scan* scan) {
   return false;
 }
 
+// Decodes the record at `pos` of `w` into `rec`: its header says how long it is (a short or
+// impossible one is left to decode_record to refuse). Fails only when a read does.
+Status next_record(FileWindow& w, uint64_t pos, Result<RecordView>* rec) {
+  auto head = w.at(pos, kRecordHeaderBytes);
+  if (!head.ok()) return head.error();
+  uint64_t want = head.value().size();
+  if (want >= 4) want = 4 + ByteReader(head.value().data(), 4).u32();
+  auto bytes = w.at(pos, want);
+  if (!bytes.ok()) return bytes.error();
+  *rec = decode_record(bytes.value().data(), bytes.value().size());
+  return ok_status();
+}
+
 Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* stats,
-                const RecoveryOptions& opt, uint64_t total_bytes) {
+                const RecoveryOptions& opt, uint64_t keep_above, uint64_t total_bytes) {
   for (const auto& [file_no, size] : ls->files) {
     if (ls->skipped.contains(file_no)) continue;
-    auto bytes = env.read(log_file_name(log, file_no), 0, size);
-    if (!bytes.ok()) return bytes.error();
-    const Bytes& b = bytes.value();
+    FileWindow w(env, log_file_name(log, file_no), size);
     uint64_t pos = 0;
-    while (pos < b.size()) {
-      auto rec = decode_record(b.data() + pos, b.size() - pos);
+    while (pos < size) {
+      Result<RecordView> rec = make_error(Errc::truncated, "no record");
+      if (auto st = next_record(w, pos, &rec); !st.ok()) return st;
       RecordLocation where{.log = log, .file_no = file_no, .pos = pos};
       bool good = rec.ok();
       if (good) {
         where.len = static_cast<uint32_t>(rec.value().total_size);
-        good = take_record(rec.value(), where, scan);
+        good = take_record(rec.value(), where, keep_above, scan);
       }
       if (!good) {
         ls->torn = true;
@@ -442,8 +460,10 @@ Status recover(Env& env, const std::vector<FileInfo>& files, const RecoveryOptio
                                 std::to_string(total_bytes >> 20) + " MiB (" +
                                 std::to_string(stats->bytes_skipped >> 20) +
                                 " MiB of files below the checkpoint left unread)");
+  // Entries the store holds are needed again only by on_below_store.
+  uint64_t keep_above = opt.on_below_store ? 0 : store->applied().value;
   for (auto& [log, ls] : scan.logs) {
-    auto st = scan_log(env, log, &ls, &scan, stats, opt, total_bytes);
+    auto st = scan_log(env, log, &ls, &scan, stats, opt, keep_above, total_bytes);
     if (!st.ok()) return st;
   }
   uint64_t idx = store->applied().value + 1;

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+
+#include "core/state/file_window.h"
 
 namespace queen {
 namespace {
@@ -133,36 +137,38 @@ std::optional<Header> parse_header(const uint8_t* data, size_t size) {
   return h;
 }
 
-Result<Header> decode_header(const uint8_t* data, size_t size) {
-  if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
-  ByteReader tail(data + size - 8, 8);
-  if (tail.u64() != XXH3_64bits(data, size - 8))
+// Where a checkpoint's body lies, once its header, length and checksum agree.
+struct Layout {
+  Header h;
+  uint64_t body_at = 0;
+  uint64_t body_bytes = 0;
+};
+
+// A checkpoint of `size` bytes (at least kHeaderBytes + 16) verified from its first bytes
+// (`head`: up to kDeltaHeaderBytes + 8 of them), its last 16 (`tail`) and the xxh3 of all but
+// its last 8 (`sum`).
+Result<Layout> check_checkpoint(const uint8_t* head, size_t head_size, const uint8_t* tail,
+                                uint64_t size, uint64_t sum) {
+  if (ByteReader(tail + 8, 8).u64() != sum)
     return make_error(Errc::corrupt, "checkpoint checksum mismatch");
-  auto h = parse_header(data, size - 8);
+  auto h = parse_header(head, std::min<uint64_t>(head_size, size - 8));
   if (!h) return make_error(Errc::corrupt, "not a store checkpoint of this format");
   if (is_delta(h->format) && (size < h->bytes + 16 || !(h->base < h->applied)))
     return make_error(Errc::corrupt, "delta checkpoint's base");
-  return *h;
-}
-
-}  // namespace
-
-std::optional<LogIndex> peek_checkpoint_base(const uint8_t* data, size_t size) {
-  auto h = parse_header(data, size);
-  if (!h) return std::nullopt;
-  return h->base;
-}
-
-Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* base) {
-  auto header = decode_header(data, size);
-  if (!header.ok()) return header.error();
-  const Header& h = header.value();
   // Either way the length takes 8 bytes: before the body (format 2) or after it.
-  size_t body_bytes = size - h.bytes - 8 - 8;
-  bool length_first = h.format == kFormatLengthFirst;
-  uint64_t length = ByteReader(length_first ? data + h.bytes : data + size - 16, 8).u64();
-  if (length != body_bytes) return make_error(Errc::corrupt, "checkpoint length");
-  ByteReader body(data + h.bytes + (length_first ? 8 : 0), body_bytes);
+  Layout l{*h, h->bytes, size - h->bytes - 8 - 8};
+  bool length_first = h->format == kFormatLengthFirst;
+  if (length_first && head_size < h->bytes + 8)
+    return make_error(Errc::corrupt, "checkpoint length");
+  uint64_t length = ByteReader(length_first ? head + h->bytes : tail, 8).u64();
+  if (length != l.body_bytes) return make_error(Errc::corrupt, "checkpoint length");
+  if (length_first) l.body_at += 8;
+  return l;
+}
+
+constexpr size_t kHeadBytes = kDeltaHeaderBytes + 8;
+
+Result<Checkpoint> decode_body(const Header& h, ByteReader& body, Store* base) {
   bool delta = is_delta(h.format);
   if (delta && (!base || base->applied() != h.base))
     return make_error(Errc::corrupt, "delta checkpoint without its base");
@@ -174,7 +180,69 @@ Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* ba
   return Checkpoint{std::move(store.value()), h.term, h.chain, h.base};
 }
 
+}  // namespace
+
+std::optional<LogIndex> peek_checkpoint_base(const uint8_t* data, size_t size) {
+  auto h = parse_header(data, size);
+  if (!h) return std::nullopt;
+  return h->base;
+}
+
+Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* base) {
+  if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
+  auto l = check_checkpoint(data, std::min(size, kHeadBytes), data + size - 16, size,
+                            XXH3_64bits(data, size - 8));
+  if (!l.ok()) return l.error();
+  ByteReader body(data + l.value().body_at, l.value().body_bytes);
+  return decode_body(l.value().h, body, base);
+}
+
 namespace {
+
+// The xxh3 of the first `size` bytes of `w`'s file, read a window at a time.
+Result<uint64_t> hash_file(FileWindow& w, uint64_t size) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(), XXH3_freeState);
+  QUEEN_ASSERT(st != nullptr, "xxh3 state allocated");
+  XXH3_64bits_reset(st.get());
+  for (uint64_t pos = 0; pos < size;) {
+    auto got = w.at(pos, std::min(FileWindow::kWindowBytes, size - pos));
+    if (!got.ok()) return got.error();
+    if (got.value().empty()) return make_error(Errc::io, "checkpoint shorter than listed");
+    XXH3_64bits_update(st.get(), got.value().data(), got.value().size());
+    pos += got.value().size();
+  }
+  return XXH3_64bits_digest(st.get());
+}
+
+// Copies bytes [at, at + n) of `w`'s file to `out`.
+Status copy_out(FileWindow& w, uint64_t at, size_t n, uint8_t* out) {
+  auto got = w.at(at, n);
+  if (!got.ok()) return got.error();
+  if (got.value().size() != n) return make_error(Errc::io, "checkpoint shorter than listed");
+  std::memcpy(out, got.value().data(), n);
+  return ok_status();
+}
+
+// Reads and verifies `f` a window at a time (its checksum first, then its body as it is
+// decoded), so a restart holds the store it decodes and one window of the file, not both.
+Result<Checkpoint> load_file(Env& env, const ChainFile& f, Store* base) {
+  if (f.size_bytes < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
+  FileWindow w(env, f.file, f.size_bytes);
+  auto sum = hash_file(w, f.size_bytes - 8);
+  if (!sum.ok()) return sum.error();
+  uint8_t head[kHeadBytes];
+  uint8_t tail[16];
+  size_t head_bytes = std::min(f.size_bytes, kHeadBytes);
+  if (auto st = copy_out(w, 0, head_bytes, head); !st.ok()) return st.error();
+  if (auto st = copy_out(w, f.size_bytes - 16, 16, tail); !st.ok()) return st.error();
+  auto l = check_checkpoint(head, head_bytes, tail, f.size_bytes, sum.value());
+  if (!l.ok()) return l.error();
+  FileWindow src(env, f.file, l.value().body_bytes, l.value().body_at);
+  ByteReader body(&src, l.value().body_bytes);
+  auto c = decode_body(l.value().h, body, base);
+  if (!src.status().ok()) return src.status().error();
+  return c;
+}
 
 // The chain ending at `newest`, full checkpoint first, from each file's header (load_chain
 // verifies the files); not_found when a base is missing.
@@ -202,10 +270,7 @@ Result<std::vector<ChainFile>> find_chain(Env& env,
 Result<Checkpoint> load_chain(Env& env, const std::vector<ChainFile>& chain) {
   std::optional<Checkpoint> out;
   for (const ChainFile& f : chain) {
-    auto bytes = env.read(f.file, 0, f.size_bytes);
-    if (!bytes.ok()) return bytes.error();
-    auto c =
-        decode_checkpoint(bytes.value().data(), bytes.value().size(), out ? &out->store : nullptr);
+    auto c = load_file(env, f, out ? &out->store : nullptr);
     if (!c.ok()) return c.error();
     if (c.value().store.applied() != f.at)
       return make_error(Errc::corrupt, "checkpoint index disagrees with its name");

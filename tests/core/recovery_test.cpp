@@ -141,6 +141,45 @@ TEST(Recovery, ASingleNodeLeavesFilesBelowItsCheckpointUnread) {
   EXPECT_EQ(again.results[1].offset, Offset(103));
 }
 
+// A restart reads the log a window at a time, never a whole file: records that cross a
+// window's end and a record larger than a window come back whole, and a tail torn inside
+// such a record is cut as any torn tail.
+TEST(Recovery, ScansTheLogAWindowAtATime) {
+  Harness h;
+  auto push_big = [&](int n, char fill) {
+    std::vector<std::string> txns;
+    for (int i = 0; i < n; ++i) txns.push_back(std::string(1, fill) + std::to_string(i));
+    PushCmd c = h.push_cmd("q", "p", txns);
+    for (auto& it : c.items) it.payload = "\"" + std::string(100'000, fill) + "\"";
+    return h.call<PushReply>(c);
+  };
+  for (int i = 0; i < 12; ++i) push_big(3, static_cast<char>('a' + i));  // records of 300 KB
+  push_big(15, 'z');                                                       // one of 1.5 MB
+  const std::string file = log_file_name(LogId(1), 1);
+  const uint64_t log_bytes = h.env.files.at(file).size();
+  ASSERT_GT(log_bytes, 3 * 1'600'000u);  // more than three times the largest read
+  h.env.read_bytes_max = 0;
+  h.env.crash();
+  h.restart();
+  EXPECT_LT(h.env.read_bytes_max, 1'600'000u) << "a window, or the one record larger";
+  PartitionId pid = h.node().store().partition("q", "p")->id;
+  auto msgs = h.node().read_messages(pid, Offset(0), 100);
+  ASSERT_TRUE(msgs.ok());
+  ASSERT_EQ(msgs.value().size(), 12u * 3 + 15);
+  EXPECT_EQ(msgs.value()[0].transaction_id, "a0");
+  EXPECT_EQ(msgs.value().back().transaction_id, "z14");
+  EXPECT_EQ(msgs.value().back().payload.size(), 100'002u);
+
+  h.env.files.at(file).resize(log_bytes - 700'000);  // torn inside the large record
+  h.env.synced[file] = log_bytes - 700'000;
+  h.restart();
+  msgs = h.node().read_messages(pid, Offset(0), 100);
+  ASSERT_TRUE(msgs.ok());
+  ASSERT_EQ(msgs.value().size(), 12u * 3);
+  EXPECT_EQ(msgs.value().back().transaction_id, "l2");
+  EXPECT_EQ(h.push("q", "p", {"after"}).results[0].offset, Offset(36));
+}
+
 // The log folders holding message records, e.g. {"q1", "s0"}.
 std::set<std::string> log_folders(const MemEnv& env) {
   std::set<std::string> out;

@@ -1,0 +1,60 @@
+// FileWindow: one file read through the environment a window at a time, so that a reader
+// of a large file (a log file scanned at start-up, a store checkpoint) holds one window of it,
+// or one record when a record is larger, and never the whole file. As a ByteSource it feeds a
+// ByteReader; a read error is kept (status()) and ends the reader's input.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+#include "io/env.h"
+
+namespace queen {
+
+class FileWindow final : public ByteSource {
+ public:
+  static constexpr uint64_t kWindowBytes = 1u << 20;
+  // `size` bytes of `name`, from byte `offset` of the file on.
+  FileWindow(Env& env, std::string name, uint64_t size, uint64_t offset = 0)
+      : env_(env), name_(std::move(name)), size_(size), offset_(offset) {}
+
+  // The bytes [pos, pos + want), or fewer where the file ends sooner.
+  Result<std::span<const uint8_t>> at(uint64_t pos, uint64_t want) {
+    want = pos < size_ ? std::min(want, size_ - pos) : 0;
+    if (pos < start_ || pos + want > start_ + buf_.size()) {
+      uint64_t len = std::min(std::max(want, kWindowBytes), size_ - std::min(pos, size_));
+      auto b = env_.read(name_, offset_ + pos, len);
+      if (!b.ok()) return b.error();
+      buf_ = std::move(b.value());
+      start_ = pos;
+      want = std::min<uint64_t>(want, buf_.size());
+    }
+    return std::span<const uint8_t>(buf_.data() + (pos - start_), want);
+  }
+
+  std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) override {
+    auto got = at(pos, std::max<uint64_t>(min_bytes, kWindowBytes));
+    if (!got.ok()) {
+      status_ = got.error();
+      return {nullptr, 0};
+    }
+    return {got.value().data(), got.value().size()};
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  Env& env_;
+  std::string name_;
+  uint64_t size_;
+  uint64_t offset_;
+  uint64_t start_ = 0;
+  Bytes buf_;
+  Status status_ = ok_status();
+};
+
+}  // namespace queen
