@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/common/bytes.h"
@@ -79,6 +80,14 @@ class Env {
   virtual void append(const std::string& file, Bytes data) = 0;
   virtual void sync(const std::string& file, uint64_t token) = 0;
   virtual Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) = 0;
+  // read() into `out`, resized to `len`: a reader of many pieces (core/state/file_window.h)
+  // reuses one buffer rather than taking fresh memory for each.
+  virtual Status read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out) {
+    auto b = read(file, pos, len);
+    if (!b.ok()) return b.error();
+    *out = std::move(b.value());
+    return ok_status();
+  }
   virtual Status truncate(const std::string& file, uint64_t size_bytes) = 0;
   virtual Status remove(const std::string& file) = 0;
   virtual Status rename(const std::string& from, const std::string& to) = 0;

@@ -28,9 +28,11 @@ class FileWindow final : public ByteSource {
     want = pos < size_ ? std::min(want, size_ - pos) : 0;
     if (pos < start_ || pos + want > start_ + buf_.size()) {
       uint64_t len = std::min(std::max(want, kWindowBytes), size_ - std::min(pos, size_));
-      auto b = env_.read(name_, offset_ + pos, len);
-      if (!b.ok()) return b.error();
-      buf_ = std::move(b.value());
+      start_ = 0;
+      if (auto st = env_.read_into(name_, offset_ + pos, len, &buf_); !st.ok()) {
+        buf_.clear();
+        return st.error();
+      }
       start_ = pos;
       want = std::min<uint64_t>(want, buf_.size());
     }

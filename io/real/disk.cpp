@@ -535,28 +535,22 @@ void Disk::forget(const std::string& file) {
 }
 
 Result<Bytes> Disk::read(const std::string& file, uint64_t pos, uint64_t len) {
+  Bytes out;
+  if (auto st = read_into(file, pos, len, &out); !st.ok()) return st.error();
+  return out;
+}
+
+Status Disk::read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out) {
   int err = 0;
   auto f = handle(file, /*create=*/false, &err);
   if (!f) {
     return make_error(err == ENOENT ? Errc::not_found : Errc::io,
                       "cannot open " + file + ": " + errno_text(err));
   }
-  // A large read (a store checkpoint) goes through a small buffer into memory reserved for it:
-  // sizing the result first would zero every byte of it only to overwrite it.
-  constexpr uint64_t kChunkBytes = 1 << 20;
-  Bytes out;
-  Bytes chunk;
-  if (len > kChunkBytes) {
-    out.reserve(len);
-    chunk.resize(kChunkBytes);
-  } else {
-    out.resize(len);
-  }
+  out->resize(len);  // zeroes only what it grows by: a buffer read into again is reused as is
   uint64_t done = 0;
   while (done < len) {
-    uint8_t* to = chunk.empty() ? out.data() + done : chunk.data();
-    uint64_t want = chunk.empty() ? len - done : std::min(kChunkBytes, len - done);
-    ssize_t n = ::pread(f->fd, to, want, static_cast<off_t>(pos + done));
+    ssize_t n = ::pread(f->fd, out->data() + done, len - done, static_cast<off_t>(pos + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return make_error(Errc::io, "read of " + file + " failed: " + errno_text(errno));
@@ -565,10 +559,9 @@ Result<Bytes> Disk::read(const std::string& file, uint64_t pos, uint64_t len) {
       return make_error(Errc::truncated, file + " ends at " + std::to_string(pos + done) +
                                              ", before " + std::to_string(pos + len));
     }
-    if (!chunk.empty()) out.insert(out.end(), to, to + n);
     done += static_cast<uint64_t>(n);
   }
-  return out;
+  return ok_status();
 }
 
 void Disk::wait_idle() {

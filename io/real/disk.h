@@ -85,6 +85,7 @@ class Disk {
                    uint64_t expected_bytes = UINT64_MAX);
   Result<uint64_t> file_size(const std::string& file) const;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
+  Status read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out);
   Status truncate(const std::string& file, uint64_t size_bytes);
   Status remove(const std::string& file);
   // Moves `from` to `to` (replacing it, creating its folder); durable when it returns.

@@ -61,6 +61,10 @@ Result<Bytes> RealEnv::read(const std::string& file, uint64_t pos, uint64_t len)
   return disk_.read(file, pos, len);
 }
 
+Status RealEnv::read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out) {
+  return disk_.read_into(file, pos, len, out);
+}
+
 Status RealEnv::truncate(const std::string& file, uint64_t size_bytes) {
   return disk_.truncate(file, size_bytes);
 }

@@ -52,6 +52,7 @@ class RealEnv final : public Env {
   void append(const std::string& file, Bytes data) override;
   void sync(const std::string& file, uint64_t token) override;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len) override;
+  Status read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out) override;
   Status truncate(const std::string& file, uint64_t size_bytes) override;
   Status remove(const std::string& file) override;
   Status rename(const std::string& from, const std::string& to) override;

@@ -118,6 +118,25 @@ TEST_F(DiskTest, AWholeFileHoldsTheStateAtTheCallAndIsReportedDurable) {
   EXPECT_EQ(std::string(read.value().begin(), read.value().end()), "at");
 }
 
+// read_into reads into the caller's buffer, resized to what it asked for (a reader of many
+// pieces reuses one buffer); a read past the file's end is refused, not cut short.
+TEST_F(DiskTest, ReadIntoFillsTheCallersBufferAndRefusesAShortRead) {
+  real::Disk& disk = open();
+  std::string text;
+  for (int i = 0; i < 300'000; ++i) text += static_cast<char>('a' + i % 26);
+  disk.write_whole("store/ckpt.2", writes(text), 3);
+  ASSERT_EQ(outcome(3), std::optional<bool>(true));
+  Bytes buf(5, 'x');
+  ASSERT_TRUE(disk.read_into("store/ckpt.2", 100'000, 200'000, &buf).ok());
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), text.substr(100'000, 200'000));
+  ASSERT_TRUE(disk.read_into("store/ckpt.2", 26, 3, &buf).ok());
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), "abc");
+  auto past = disk.read_into("store/ckpt.2", 299'999, 2, &buf);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.error().code, Errc::truncated);
+  EXPECT_EQ(disk.read_into("store/none", 0, 1, &buf).error().code, Errc::not_found);
+}
+
 // The producer waits for a file that the caller creates only after write_whole returned:
 // had it run on the caller's thread, it would have given up and written "not forked".
 TEST_F(DiskTest, TheCallerGoesOnWhileTheCopyProduces) {
