@@ -112,6 +112,22 @@ void hand_over(queen::real::NodeDriver& driver, int64_t ack_wait_ms) {
   queen::real::log_line(queen::LogLevel::warn, "main", "no voter took over leadership in time");
 }
 
+// A graceful stop writes a store checkpoint holding everything applied, so the next start
+// replays no log; it waits at most this long (a checkpoint of 10M partitions takes seconds).
+constexpr int64_t kStopCheckpointWaitMs = 60000;
+
+void checkpoint_before_stop(queen::real::NodeDriver& driver) {
+  using queen::LogLevel;
+  queen::real::log_line(LogLevel::info, "main", "writing a store checkpoint before stopping");
+  if (driver.checkpoint_before_stop(kStopCheckpointWaitMs)) {
+    queen::real::log_line(LogLevel::info, "main", "store checkpoint holds everything applied");
+  } else {
+    queen::real::log_line(LogLevel::warn, "main",
+                          "stopping before the store checkpoint was written: the next start "
+                          "replays the log after the last one");
+  }
+}
+
 // Every variable the start read, with its value (secrets masked), and a warning for each
 // QUEEN_* variable set that no setting reads.
 void log_configuration(const queen::server::ConfigReport& report) {
@@ -166,6 +182,7 @@ int main() {
   if (!listening) return fail(listening.error().message);
   http.run();
   if (config.cluster) hand_over(driver, config.node.hand_over_ack_wait_ms);
+  checkpoint_before_stop(driver);
   driver.stop();
   real::log_line(LogLevel::info, "main", "stopped");
   return 0;

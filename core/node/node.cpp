@@ -273,6 +273,13 @@ Outputs Node::on_message(uint64_t from, const Bytes& message) {
   return finish_event();
 }
 
+Outputs Node::checkpoint_before_stop(bool* current) {
+  NodeImpl& n = *impl_;
+  if (n.checkpoint_behind()) n.write_store_checkpoint();
+  *current = n.stopped || (n.checkpoint_token == 0 && !n.checkpoint_behind());
+  return finish_event();
+}
+
 Outputs Node::hand_over(bool* leading) {
   NodeImpl& n = *impl_;
   bool leads = n.cluster && !n.stopped && n.cluster->raft->role() == raft::Role::leader;

@@ -41,18 +41,27 @@ void NodeImpl::arm_store_checkpoints() {
   out.set_timer(kStoreCheckpointTimer, config.durable_every_ms);
 }
 
-void NodeImpl::maybe_write_checkpoint() {
-  if (checkpoint_token != 0 || stopped) return;
+bool NodeImpl::checkpoint_behind() const {
+  if (checkpoint_token != 0 || stopped || restart_requested) return false;
   LogIndex at = store.applied();
-  if (at.value == 0 || (!checkpoints.empty() && !(checkpoints.back().at < at))) return;
+  return at.value != 0 && (checkpoints.empty() || checkpoints.back().at < at);
+}
+
+void NodeImpl::maybe_write_checkpoint() {
+  if (!checkpoint_behind()) return;
   // The log must have grown by the last full checkpoint's size (a delta is cheap to write,
   // but each checkpoint copies the process), or a long while have passed.
   bool grown = log_bytes_since_checkpoint >=
                std::min(config.durable_every_bytes, last_full_checkpoint_bytes);
-  int64_t now_ms = env.now_ms();
-  if (!grown && now_ms < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
+  if (!grown && env.now_ms() < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
     return;
-  last_checkpoint_ms = now_ms;
+  write_store_checkpoint();
+}
+
+void NodeImpl::write_store_checkpoint() {
+  QUEEN_ASSERT(checkpoint_behind(), "a checkpoint is written once the store is past the last");
+  LogIndex at = store.applied();
+  last_checkpoint_ms = env.now_ms();
   LogIndex base = delta_base();
   checkpoint_writing =
       CheckpointFile{at, base, checkpoint_file(at), 0, file_refs_now(), log_bytes_since_checkpoint};

@@ -410,7 +410,11 @@ struct NodeImpl {
 
   void arm_store_checkpoints();
 
+  // Whether the store applied entries past its newest checkpoint, and none is being written.
+  bool checkpoint_behind() const;
+  // Writes one when the log grew enough since the last, or a long while passed.
   void maybe_write_checkpoint();
+  void write_store_checkpoint();
 
   // A guess at the work of checkpoint `c` in bytes, so that io may write a small one in place
   // rather than in a copy of the process: a delta weighs as much as the newest delta did per

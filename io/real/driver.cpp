@@ -3,9 +3,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <future>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "core/common/text.h"
 #include "core/node/node.h"
@@ -142,6 +144,17 @@ bool NodeDriver::hand_over() {
   bool leading = false;
   run_on_node([&](Node& node) { run(node.hand_over(&leading)); });
   return leading;
+}
+
+bool NodeDriver::checkpoint_before_stop(int64_t wait_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    bool current = false;
+    run_on_node([&](Node& node) { run(node.checkpoint_before_stop(&current)); });
+    if (current || !thread_.joinable()) return current;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the disk thread writes it
+  }
 }
 
 void NodeDriver::run_on_node(const std::function<void(Node&)>& fn) {

@@ -81,6 +81,10 @@ class NodeDriver {
   void run_on_node(const std::function<void(Node&)>& fn);
   // A graceful stop (Node::hand_over): false when this node does not lead.
   bool hand_over();
+  // A graceful stop's store checkpoint (Node::checkpoint_before_stop), waited for at most
+  // `wait_ms`; false when it was not durable by then (the next start replays the log after
+  // the newest one, as after a crash).
+  bool checkpoint_before_stop(int64_t wait_ms);
   // Stops the node thread, then lets the disk writer finish what is queued.
   void stop();
 

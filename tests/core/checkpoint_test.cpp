@@ -203,6 +203,31 @@ TEST(StoreCheckpoint, RestartReplaysOnlyTheEntriesAfterTheNewest) {
   EXPECT_EQ(msgs.value().back().transaction_id, "e");
 }
 
+// A graceful stop writes a checkpoint holding everything applied (a delta on the newest, as
+// any), so the next start replays no entry and finds the same store; with nothing new since,
+// it writes none.
+TEST(StoreCheckpoint, AGracefulStopLeavesNothingToReplay) {
+  Harness h;
+  fill(h);
+  for (int i = 0; i < 20; ++i) h.push("q", "p" + std::to_string(i % 3), {"s" + std::to_string(i)});
+  const uint64_t written = h.node().stats().store_checkpoints;
+  bool current = false;
+  for (int i = 0; i < 5 && !current; ++i) {
+    h.env.perform(h.node().checkpoint_before_stop(&current));
+    h.env.run();
+  }
+  ASSERT_TRUE(current);
+  EXPECT_EQ(h.node().stats().store_checkpoints, written + 1);
+  const size_t files = checkpoints(h.env).size();
+  h.env.perform(h.node().checkpoint_before_stop(&current));
+  EXPECT_TRUE(current);
+  EXPECT_EQ(checkpoints(h.env).size(), files) << "nothing new: no checkpoint";
+  Bytes before = encode_checkpoint(h.node().store(), Term(1));
+  h.restart();
+  EXPECT_EQ(h.node().stats().recovered_entries, 0u);
+  EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
+}
+
 TEST(StoreCheckpoint, ATornNewestFallsBackToTheOlderAndKeepsEverything) {
   Harness h(small_logs());
   fill(h);

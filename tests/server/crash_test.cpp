@@ -232,5 +232,40 @@ TEST(CrashTest, AnsweredPushesAndAcksSurviveKillNine) {
   }
 }
 
+// A graceful stop (SIGTERM) writes a store checkpoint holding everything applied: the next
+// start replays no entry from the log, and every message is there. The periodic checkpoint
+// is put off for the test, so only the stop's can have written it.
+TEST(GracefulStop, TheNextStartReplaysNothing) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log",
+                       {{"QUEEN_RAFT_DURABLE_EVERY_MS", "3600000"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  {
+    HttpClient c(server.port());
+    for (int i = 0; i < 30; ++i) {
+      std::string n = std::to_string(i);
+      ASSERT_EQ(push(c, {{"graceful", "p" + std::to_string(i % 5), "t" + n, {{"n", i}}}}).status,
+                201);
+    }
+  }
+  ASSERT_EQ(server.stop(), 0) << server.log_tail();
+  ASSERT_TRUE(server.start(&error)) << error;
+  HttpClient c(server.port());
+  HttpResult metrics = c.get("/metrics/prometheus");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("\nqueen_raft_recovered_entries 0\n"), std::string::npos)
+      << metrics.body.substr(0, 2000);
+  std::set<int> seen;
+  for (int p = 0; p < 5; ++p) {
+    HttpResult r = pop(c, {.queue = "graceful", .partition = "p" + std::to_string(p),
+                           .group = "g", .batch = 100, .subscription_mode = "all"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    json body = r.body_json();
+    for (const json& m : body["messages"]) seen.insert(m["data"]["n"].get<int>());
+  }
+  EXPECT_EQ(seen.size(), 30u);
+}
+
 }  // namespace
 }  // namespace queen::test
