@@ -275,8 +275,11 @@ Outputs Node::on_message(uint64_t from, const Bytes& message) {
 
 Outputs Node::checkpoint_before_stop(bool* current) {
   NodeImpl& n = *impl_;
-  if (n.checkpoint_behind()) n.write_store_checkpoint();
-  *current = n.stopped || (n.checkpoint_token == 0 && !n.checkpoint_behind());
+  if (!n.stop_checkpoint_upto) n.stop_checkpoint_upto = n.store.applied();
+  LogIndex upto = *n.stop_checkpoint_upto;
+  auto holds = [&] { return !n.checkpoints.empty() && !(n.checkpoints.back().at < upto); };
+  if (n.checkpoint_behind() && !holds()) n.write_store_checkpoint(/*full=*/true);
+  *current = n.stopped || upto.value == 0 || holds();
   return finish_event();
 }
 

@@ -125,10 +125,11 @@ class Node {
   // leadership to its most caught-up voter (which starts an election at once). `leading`:
   // false when this node does not lead. raft_view() tells when another node took over.
   Outputs hand_over(bool* leading = nullptr);
-  // A graceful stop's last step: writes a store checkpoint when the store applied entries
-  // past its newest one and none is being written, so the next start replays nothing.
-  // `current`: the newest durable checkpoint holds everything applied (or the node halted).
-  // Call again, once the outputs were carried out, until it does.
+  // A graceful stop's last step: writes a full store checkpoint holding everything applied
+  // at the first call (unless the newest durable one does, or one is being written), so the
+  // next start replays nothing and decodes one file (a chain's deltas each decode every
+  // partition they name again). `current`: the newest durable checkpoint holds it (or the
+  // node halted). Call again, once the outputs were carried out, until it does.
   Outputs checkpoint_before_stop(bool* current);
   // After outputs that asked for it (Outputs::restart) were carried out: a follower that
   // installed a snapshot starts again from its files, as after a restart.

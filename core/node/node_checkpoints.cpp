@@ -55,14 +55,14 @@ void NodeImpl::maybe_write_checkpoint() {
                std::min(config.durable_every_bytes, last_full_checkpoint_bytes);
   if (!grown && env.now_ms() < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
     return;
-  write_store_checkpoint();
+  write_store_checkpoint(/*full=*/false);
 }
 
-void NodeImpl::write_store_checkpoint() {
+void NodeImpl::write_store_checkpoint(bool full) {
   QUEEN_ASSERT(checkpoint_behind(), "a checkpoint is written once the store is past the last");
   LogIndex at = store.applied();
   last_checkpoint_ms = env.now_ms();
-  LogIndex base = delta_base();
+  LogIndex base = full ? LogIndex(0) : delta_base();
   checkpoint_writing =
       CheckpointFile{at, base, checkpoint_file(at), 0, file_refs_now(), log_bytes_since_checkpoint};
   log_bytes_since_checkpoint = 0;

@@ -13,6 +13,7 @@
 #include <climits>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <xxhash.h>
@@ -286,6 +287,9 @@ struct NodeImpl {
   bool forward_armed = false;
   // A graceful stop under way (Node::hand_over): commands are refused until it hands over.
   bool handing_over = false;
+  // A graceful stop's checkpoint holds everything applied when the stop began (a follower
+  // goes on applying its leader's entries: it does not chase them).
+  std::optional<LogIndex> stop_checkpoint_upto;
   int64_t hand_over_at_ms = 0;  // hands over then at the latest
 
   std::unique_ptr<Cluster> cluster;  // null on a single node
@@ -414,7 +418,8 @@ struct NodeImpl {
   bool checkpoint_behind() const;
   // Writes one when the log grew enough since the last, or a long while passed.
   void maybe_write_checkpoint();
-  void write_store_checkpoint();
+  // `full`: a whole one, starting a new chain; else a delta when delta_base() says so.
+  void write_store_checkpoint(bool full);
 
   // A guess at the work of checkpoint `c` in bytes, so that io may write a small one in place
   // rather than in a copy of the process: a delta weighs as much as the newest delta did per

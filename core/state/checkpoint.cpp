@@ -207,7 +207,7 @@ Result<uint64_t> hash_file(FileWindow& w, uint64_t size) {
   for (uint64_t pos = 0; pos < size;) {
     auto got = w.at(pos, std::min(FileWindow::kWindowBytes, size - pos));
     if (!got.ok()) return got.error();
-    if (got.value().empty()) return make_error(Errc::io, "checkpoint shorter than listed");
+    if (got.value().empty()) return make_error(Errc::truncated, "checkpoint shorter than listed");
     XXH3_64bits_update(st.get(), got.value().data(), got.value().size());
     pos += got.value().size();
   }
@@ -218,7 +218,7 @@ Result<uint64_t> hash_file(FileWindow& w, uint64_t size) {
 Status copy_out(FileWindow& w, uint64_t at, size_t n, uint8_t* out) {
   auto got = w.at(at, n);
   if (!got.ok()) return got.error();
-  if (got.value().size() != n) return make_error(Errc::io, "checkpoint shorter than listed");
+  if (got.value().size() != n) return make_error(Errc::truncated, "checkpoint shorter than listed");
   std::memcpy(out, got.value().data(), n);
   return ok_status();
 }

@@ -203,12 +203,14 @@ TEST(StoreCheckpoint, RestartReplaysOnlyTheEntriesAfterTheNewest) {
   EXPECT_EQ(msgs.value().back().transaction_id, "e");
 }
 
-// A graceful stop writes a checkpoint holding everything applied (a delta on the newest, as
-// any), so the next start replays no entry and finds the same store; with nothing new since,
-// it writes none.
+// A graceful stop writes a full checkpoint holding everything applied (where a periodic one
+// would be a delta on the newest), so the next start replays no entry, decodes one file and
+// finds the same store; with nothing new since, it writes none.
 TEST(StoreCheckpoint, AGracefulStopLeavesNothingToReplay) {
-  Harness h;
+  Harness h(small_logs());
   fill(h);
+  h.env.advance_ms(150);  // a periodic checkpoint: the next periodic one is a delta on it
+  ASSERT_GE(h.node().stats().store_checkpoints, 1u);
   for (int i = 0; i < 20; ++i) h.push("q", "p" + std::to_string(i % 3), {"s" + std::to_string(i)});
   const uint64_t written = h.node().stats().store_checkpoints;
   bool current = false;
@@ -218,6 +220,9 @@ TEST(StoreCheckpoint, AGracefulStopLeavesNothingToReplay) {
   }
   ASSERT_TRUE(current);
   EXPECT_EQ(h.node().stats().store_checkpoints, written + 1);
+  const std::string newest = checkpoints(h.env).back();
+  const Bytes& file = h.env.files.at(newest);
+  EXPECT_EQ(peek_checkpoint_base(file.data(), file.size()), LogIndex(0)) << "a full one";
   const size_t files = checkpoints(h.env).size();
   h.env.perform(h.node().checkpoint_before_stop(&current));
   EXPECT_TRUE(current);
@@ -226,6 +231,28 @@ TEST(StoreCheckpoint, AGracefulStopLeavesNothingToReplay) {
   h.restart();
   EXPECT_EQ(h.node().stats().recovered_entries, 0u);
   EXPECT_EQ(encode_checkpoint(h.node().store(), Term(1)), before);
+}
+
+// The stop's checkpoint holds what was applied when the stop began: entries applied after
+// (a follower applying its leader's) do not make it write another, and are replayed at start.
+TEST(StoreCheckpoint, AGracefulStopDoesNotChaseEntriesAppliedAfterIt) {
+  Harness h;
+  fill(h);
+  const uint64_t written = h.node().stats().store_checkpoints;
+  bool current = false;
+  h.env.hold_syncs = true;  // the checkpoint is written, not yet durable
+  h.env.perform(h.node().checkpoint_before_stop(&current));
+  EXPECT_FALSE(current);
+  h.env.hold_syncs = false;
+  h.push("q", "p", {"late"});  // applied after the stop began
+  for (int i = 0; i < 5 && !current; ++i) {
+    h.env.perform(h.node().checkpoint_before_stop(&current));
+    h.env.run();
+  }
+  ASSERT_TRUE(current);
+  EXPECT_EQ(h.node().stats().store_checkpoints, written + 1) << "one checkpoint, not two";
+  h.restart();
+  EXPECT_EQ(h.node().stats().recovered_entries, 1u) << "the late push";
 }
 
 TEST(StoreCheckpoint, ATornNewestFallsBackToTheOlderAndKeepsEverything) {
