@@ -122,18 +122,22 @@ else  # the line is written with the backlog's figures
   kill -INT "$sampler"
   wait "$sampler" || true
   rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  stop_ns=$(date +%s%N)  # SIGTERM: the node writes a full checkpoint before it exits
   kill "${pids[0]}"
   wait "${pids[0]}" 2>/dev/null || true
   start_ns=$(date +%s%N)
+  stop_ns=$((start_ns - stop_ns))
   launch_node 1
   wait_healthy "${http_ports[0]}"
   restart_ns=$(($(date +%s%N) - start_ns))
   rss_restarted_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  restart_peak_kb=$(awk '/VmHWM/ {print $2}' "/proc/${pids[0]}/status")
   # The first pushes after the restart build each partition's dedup ring from the records.
   first=$("$bench" --hosts "$hosts" --label "$label-after-restart" --scenario push \
     --producers 16 --batch 100 --messages 200000 --duration-s 600)
   python3 bench/backlog_summary.py "$line" "$rss_before_kb" "$rss_after_kb" \
-    "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" "$first" |
+    "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" "$first" \
+    "$stop_ns" "$restart_peak_kb" |
     tee -a bench/results.jsonl
 fi
 if [[ $scenario == smoke ]]; then
