@@ -330,18 +330,12 @@ Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* sta
   return ok_status();
 }
 
-// The entry index of the first record of `file`, if that record is whole.
-std::optional<uint64_t> first_seq(Env& env, LogId log, uint32_t file) {
-  auto head = env.read(log_file_name(log, file), 0, kRecordHeaderBytes);
-  if (!head.ok() || head.value().size() < kRecordHeaderBytes) return std::nullopt;
-  Bytes whole = std::move(head.value());
-  uint64_t len = ByteReader(whole).u32();
-  if (4 + len < kRecordHeaderBytes) return std::nullopt;
-  auto rest = env.read(log_file_name(log, file), kRecordHeaderBytes, 4 + len - kRecordHeaderBytes);
-  if (!rest.ok()) return std::nullopt;
-  whole.insert(whole.end(), rest.value().begin(), rest.value().end());
-  auto rec = decode_record(whole.data(), whole.size());
-  if (!rec.ok()) return std::nullopt;
+// The entry index of the first record of `file` (of `size` bytes), if that record is whole;
+// reads only its header and then the record.
+std::optional<uint64_t> first_seq(Env& env, LogId log, uint32_t file, uint64_t size) {
+  FileWindow w(env, log_file_name(log, file), size, 0, kRecordHeaderBytes);
+  Result<RecordView> rec = make_error(Errc::truncated, "no record");
+  if (!next_record(w, 0, &rec).ok() || !rec.ok()) return std::nullopt;
   return rec.value().header.seq;
 }
 
@@ -356,7 +350,7 @@ void skip_below_store(Env& env, LogId log, uint64_t applied, LogScan* ls, LogWri
   for (auto it = ls->files.begin(); it != ls->files.end(); ++it) {
     auto next = std::next(it);
     if (next == ls->files.end()) break;
-    auto seq = first_seq(env, log, next->first);
+    auto seq = first_seq(env, log, next->first, next->second);
     if (!seq || *seq > applied) break;
     ls->skipped.insert(it->first);
     writer->note_file(log, it->first, *seq);

@@ -144,13 +144,18 @@ struct Layout {
   uint64_t body_bytes = 0;
 };
 
-// A checkpoint of `size` bytes (at least kHeaderBytes + 16) verified from its first bytes
-// (`head`: up to kDeltaHeaderBytes + 8 of them), its last 16 (`tail`) and the xxh3 of all but
-// its last 8 (`sum`).
-Result<Layout> check_checkpoint(const uint8_t* head, size_t head_size, const uint8_t* tail,
-                                uint64_t size, uint64_t sum) {
+// Whether the xxh3 of all but a checkpoint's last 8 bytes (`sum`) is the one in its last 16
+// (`tail`).
+Status check_sum(const uint8_t* tail, uint64_t sum) {
   if (ByteReader(tail + 8, 8).u64() != sum)
     return make_error(Errc::corrupt, "checkpoint checksum mismatch");
+  return ok_status();
+}
+
+// Where the body of a checkpoint of `size` bytes (at least kHeaderBytes + 16) lies, from its
+// first bytes (`head`: up to kDeltaHeaderBytes + 8 of them) and its last 16 (`tail`).
+Result<Layout> check_layout(const uint8_t* head, size_t head_size, const uint8_t* tail,
+                            uint64_t size) {
   auto h = parse_header(head, std::min<uint64_t>(head_size, size - 8));
   if (!h) return make_error(Errc::corrupt, "not a store checkpoint of this format");
   if (is_delta(h->format) && (size < h->bytes + 16 || !(h->base < h->applied)))
@@ -190,8 +195,9 @@ std::optional<LogIndex> peek_checkpoint_base(const uint8_t* data, size_t size) {
 
 Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* base) {
   if (size < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
-  auto l = check_checkpoint(data, std::min(size, kHeadBytes), data + size - 16, size,
-                            XXH3_64bits(data, size - 8));
+  if (auto st = check_sum(data + size - 16, XXH3_64bits(data, size - 8)); !st.ok())
+    return st.error();
+  auto l = check_layout(data, std::min(size, kHeadBytes), data + size - 16, size);
   if (!l.ok()) return l.error();
   ByteReader body(data + l.value().body_at, l.value().body_bytes);
   return decode_body(l.value().h, body, base);
@@ -199,48 +205,96 @@ Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* ba
 
 namespace {
 
-// The xxh3 of the first `size` bytes of `w`'s file, read a window at a time.
-Result<uint64_t> hash_file(FileWindow& w, uint64_t size) {
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(), XXH3_freeState);
-  QUEEN_ASSERT(st != nullptr, "xxh3 state allocated");
-  XXH3_64bits_reset(st.get());
-  for (uint64_t pos = 0; pos < size;) {
-    auto got = w.at(pos, std::min(FileWindow::kWindowBytes, size - pos));
-    if (!got.ok()) return got.error();
-    if (got.value().empty()) return make_error(Errc::truncated, "checkpoint shorter than listed");
-    XXH3_64bits_update(st.get(), got.value().data(), got.value().size());
-    pos += got.value().size();
+// A checkpoint file read once, a window at a time: every byte handed out passes through the
+// checksum (the xxh3 of all but the last 8 bytes) in file order, so the body is verified as it
+// is decoded. As a ByteSource it is the body, from `body_at` on.
+class CheckedFile final : public ByteSource {
+ public:
+  CheckedFile(Env& env, const ChainFile& f)
+      : w_(env, f.file, f.size_bytes),
+        sum_end_(f.size_bytes - 8),
+        st_(XXH3_createState(), XXH3_freeState) {
+    QUEEN_ASSERT(st_ != nullptr, "xxh3 state allocated");
+    XXH3_64bits_reset(st_.get());
   }
-  return XXH3_64bits_digest(st.get());
-}
+  void set_body_at(uint64_t at) { body_at_ = at; }
 
-// Copies bytes [at, at + n) of `w`'s file to `out`.
-Status copy_out(FileWindow& w, uint64_t at, size_t n, uint8_t* out) {
-  auto got = w.at(at, n);
-  if (!got.ok()) return got.error();
-  if (got.value().size() != n) return make_error(Errc::truncated, "checkpoint shorter than listed");
-  std::memcpy(out, got.value().data(), n);
-  return ok_status();
-}
+  // At least `min_bytes` of the file from `pos` on (fewer where it ends), as FileWindow::from;
+  // bytes before `pos` not yet summed are read and summed first.
+  Result<std::span<const uint8_t>> from(uint64_t pos, uint64_t min_bytes) {
+    if (auto st = sum_upto(pos); !st.ok()) return st.error();
+    auto got = w_.from(pos, min_bytes);
+    if (got.ok()) add(pos, got.value());
+    return got;
+  }
 
-// Reads and verifies `f` a window at a time (its checksum first, then its body as it is
-// decoded), so a restart holds the store it decodes and one window of the file, not both.
+  std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) override {
+    auto got = from(body_at_ + pos, min_bytes);
+    if (!got.ok()) {
+      status_ = got.error();
+      return {nullptr, 0};
+    }
+    return {got.value().data(), got.value().size()};
+  }
+  const Status& status() const { return status_; }
+
+  // The checksum, once every byte it covers has been read.
+  Result<uint64_t> digest() {
+    if (auto st = sum_upto(sum_end_); !st.ok()) return st.error();
+    return XXH3_64bits_digest(st_.get());
+  }
+
+ private:
+  // Sums the bytes of [pos, pos + bytes.size()) that follow those summed.
+  void add(uint64_t pos, std::span<const uint8_t> bytes) {
+    uint64_t end = std::min(sum_end_, pos + bytes.size());
+    if (pos > summed_ || end <= summed_) return;
+    XXH3_64bits_update(st_.get(), bytes.data() + (summed_ - pos), end - summed_);
+    summed_ = end;
+  }
+  Status sum_upto(uint64_t end) {
+    end = std::min(end, sum_end_);
+    while (summed_ < end) {
+      auto got = w_.from(summed_, std::min(FileWindow::kWindowBytes, end - summed_));
+      if (!got.ok()) return got.error();
+      if (got.value().empty()) return make_error(Errc::truncated, "checkpoint shorter than listed");
+      add(summed_, got.value());
+    }
+    return ok_status();
+  }
+
+  FileWindow w_;
+  uint64_t sum_end_;
+  uint64_t summed_ = 0;
+  uint64_t body_at_ = 0;
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st_;
+  Status status_ = ok_status();
+};
+
+// Reads and verifies `f` in one pass, a window at a time, so a restart holds the store it
+// decodes and one window of the file, not both. The layout is checked from the header and the
+// last 16 bytes before decoding; the checksum when the decode has read the body. A damaged body
+// may fail the decode first: the decoder stays within the body's bytes and refuses what it
+// cannot read, and the checksum's error is the one reported.
 Result<Checkpoint> load_file(Env& env, const ChainFile& f, Store* base) {
   if (f.size_bytes < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
-  FileWindow w(env, f.file, f.size_bytes);
-  auto sum = hash_file(w, f.size_bytes - 8);
-  if (!sum.ok()) return sum.error();
-  uint8_t head[kHeadBytes];
-  uint8_t tail[16];
+  CheckedFile file(env, f);
   size_t head_bytes = std::min(f.size_bytes, kHeadBytes);
-  if (auto st = copy_out(w, 0, head_bytes, head); !st.ok()) return st.error();
-  if (auto st = copy_out(w, f.size_bytes - 16, 16, tail); !st.ok()) return st.error();
-  auto l = check_checkpoint(head, head_bytes, tail, f.size_bytes, sum.value());
+  auto head = file.from(0, head_bytes);
+  if (!head.ok()) return head.error();
+  auto tail = env.read(f.file, f.size_bytes - 16, 16);
+  if (!tail.ok()) return tail.error();
+  if (head.value().size() < head_bytes || tail.value().size() != 16)
+    return make_error(Errc::truncated, "checkpoint shorter than listed");
+  auto l = check_layout(head.value().data(), head_bytes, tail.value().data(), f.size_bytes);
   if (!l.ok()) return l.error();
-  FileWindow src(env, f.file, l.value().body_bytes, l.value().body_at);
-  ByteReader body(&src, l.value().body_bytes);
+  file.set_body_at(l.value().body_at);
+  ByteReader body(&file, l.value().body_bytes);
   auto c = decode_body(l.value().h, body, base);
-  if (!src.status().ok()) return src.status().error();
+  if (!file.status().ok()) return file.status().error();
+  auto sum = file.digest();
+  if (!sum.ok()) return sum.error();
+  if (auto st = check_sum(tail.value().data(), sum.value()); !st.ok()) return st.error();
   return c;
 }
 

@@ -53,13 +53,15 @@ class MemEnv : public Env {
     expected_bytes[f] = expected;
     Env::write_whole_file(f, produce, token, expected);
   }
-  uint64_t log_bytes_read = 0;  // of queue log files (qlog/), by read()
+  uint64_t log_bytes_read = 0;    // of queue log files (qlog/), by read()
+  uint64_t store_bytes_read = 0;  // of store checkpoints (store/), by read()
   uint64_t read_bytes_max = 0;  // the largest one read()
   Result<Bytes> read(const std::string& f, uint64_t pos, uint64_t len) override {
     auto it = files.find(f);
     if (it == files.end() || pos + len > it->second.size())
       return make_error(Errc::io, "read past the end of " + f);
     if (f.starts_with("qlog/")) log_bytes_read += len;
+    if (f.starts_with("store/")) store_bytes_read += len;
     read_bytes_max = std::max(read_bytes_max, len);
     return Bytes(it->second.begin() + pos, it->second.begin() + pos + len);
   }
