@@ -16,10 +16,13 @@ uint64_t PartitionNames::hash(QueueId queue, std::string_view name) {
   return XXH3_64bits_withSeed(name.data(), name.size(), queue.value);
 }
 
-void PartitionNames::reset(size_t live) {
-  // At most 3/8 full after a rebuild: it doubles, in effect, before the next one.
+void PartitionNames::reset(size_t live, Fill fill) {
   size_t want = kSlotsMin;
-  while (want * 3 < (live + 1) * 8) want *= 2;
+  if (fill == Fill::start) {
+    while (want * 2 < (live + 1) * 3) want *= 2;
+  } else {
+    while (want * 3 < (live + 1) * 8) want *= 2;
+  }
   slots_.assign(want, kEmpty);
   count_ = 0;
   erased_ = 0;

@@ -8,9 +8,12 @@
 // never iterated, so nothing depends on its order, and it is derived state: never encoded.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/common/linear_probe.h"
@@ -42,22 +45,39 @@ class PartitionNames {
   void insert(uint64_t h, PartitionId id);
   // Removes `id`, filed under `h`; nothing when it is not there.
   void erase(uint64_t h, PartitionId id);
-  // Empties the table and sizes it for `live` ids with room to grow, then calls
-  // each(add) once, which calls add(h, id) for every id the table is to hold.
+  // How full a rebuilt table may be: `grow` (a full table's rebuild) at most 3/8, so that it
+  // doubles, in effect, before the next one; `start` (the rebuild of a store just decoded,
+  // whose ids are those it held before it stopped) at most 2/3.
+  enum class Fill : uint8_t { grow, start };
+  // Empties the table and sizes it for `live` ids, then calls each(add) once, which calls
+  // add(h, id) for every id the table is to hold, in the order they are inserted.
   template <class Each>
-  void rebuild(size_t live, Each each) {
-    reset(live);
-    each([this](uint64_t h, PartitionId id) { insert(h, id); });
+  void rebuild(size_t live, Each each, Fill fill = Fill::grow) {
+    reset(live, fill);
+    // The table is far larger than the cache, so each insert's slot is a miss of its own:
+    // inserts trail the adds by kPrefetchAhead, and each add starts loading its slot.
+    std::array<std::pair<uint64_t, PartitionId>, kPrefetchAhead> ahead;
+    size_t n = 0;
+    each([&](uint64_t h, PartitionId id) {
+      __builtin_prefetch(&slots_[h & (slots_.size() - 1)], 1);
+      auto& next = ahead[n++ % kPrefetchAhead];
+      if (n > kPrefetchAhead) insert(next.first, next.second);
+      next = {h, id};
+    });
+    for (size_t i = n - std::min(n, kPrefetchAhead); i < n; ++i)
+      insert(ahead[i % kPrefetchAhead].first, ahead[i % kPrefetchAhead].second);
   }
   size_t size() const { return count_; }
+  size_t slots() const { return slots_.size(); }
 
  private:
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kErased = 1;  // ids start at 1: an id's slot is at least 2^16
   static constexpr uint64_t kTagMask = 0xffff;
+  static constexpr size_t kPrefetchAhead = 16;
   static uint64_t tag_of(uint64_t h) { return h >> 48; }
   static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }
-  void reset(size_t live);
+  void reset(size_t live, Fill fill);
 
   std::vector<uint64_t> slots_;  // a power of two, or none
   size_t count_ = 0;

@@ -148,13 +148,17 @@ void Store::name_partition(const PartitionState& p) {
   if (partition_names_.has_room())
     partition_names_.insert(PartitionNames::hash(p.queue, p.name), p.id);
   else
-    rebuild_names();  // `p` is in the table already
+    rebuild_names(PartitionNames::Fill::grow);  // `p` is in the table already
 }
 
-void Store::rebuild_names() {
-  partition_names_.rebuild(partitions_.size(), [&](auto add) {
-    for (const PartitionState& p : partitions_) add(PartitionNames::hash(p.queue, p.name), p.id);
-  });
+void Store::rebuild_names(PartitionNames::Fill fill) {
+  partition_names_.rebuild(
+      partitions_.size(),
+      [&](auto add) {
+        for (const PartitionState& p : partitions_)
+          add(PartitionNames::hash(p.queue, p.name), p.id);
+      },
+      fill);
 }
 
 void Store::erase_partition(PartitionId pid) {

@@ -231,9 +231,12 @@ class Store {
   void erase_partition(PartitionId pid);
   // Files `p` (already in partitions_) under its name; rebuilds the names when full.
   void name_partition(const PartitionState& p);
-  void rebuild_names();
+  void rebuild_names(PartitionNames::Fill fill);
   void ref_file(const RecordLocation& where, int delta);
   void rebuild_indexes();
+  // Fills each queue's partition list from partitions_, each list reserved to its size first
+  // (at 10M partitions, a list grown by doubling copied and faulted in twice its size).
+  void list_queue_partitions();
   void encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const;
   void encode_outcomes(ByteWriter& w, LogIndex base) const;
   static Result<Store> decode_with(ByteReader& r, Store* base, bool outcomes_by_id);

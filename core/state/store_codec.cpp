@@ -374,10 +374,10 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
 
 void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
-  rebuild_names();
-  std::pair<LogFileKey, uint64_t*> last{};   // rows mostly point into the file of the row before
-  for (const PartitionState& p : partitions_) {  // by id: each queue's list stays sorted
-    if (auto q = queues_.find(p.queue); q != queues_.end()) q->second.partitions.push_back(p.id);
+  rebuild_names(PartitionNames::Fill::start);
+  list_queue_partitions();
+  std::pair<LogFileKey, uint64_t*> last{};  // rows mostly point into the file of the row before
+  for (const PartitionState& p : partitions_) {
     for (const AppendRow& row : p.rows) {
       if (row.where.len == 0) continue;
       LogFileKey key{row.where.log, row.where.file_no};
@@ -391,6 +391,26 @@ void Store::rebuild_indexes() {
   for (const auto& [id, o] : outcomes_) {
     outcome_expiry_.insert({o.keep_until_us, id});
     outcome_bytes_ += o.reply.size();
+  }
+}
+
+void Store::list_queue_partitions() {
+  // Neighbouring partitions mostly share a queue: each pass looks a queue up once per run.
+  std::map<QueueId, size_t> counts;
+  std::pair<QueueId, size_t*> run{};
+  for (const PartitionState& p : partitions_) {
+    if (!run.second || run.first != p.queue) run = {p.queue, &counts[p.queue]};
+    ++*run.second;
+  }
+  for (const auto& [id, n] : counts)
+    if (auto q = queues_.find(id); q != queues_.end()) q->second.partitions.reserve(n);
+  std::pair<QueueId, std::vector<PartitionId>*> list{};
+  for (const PartitionState& p : partitions_) {  // by id: each list stays sorted
+    if (!list.second || list.first != p.queue) {
+      auto q = queues_.find(p.queue);
+      list = {p.queue, q == queues_.end() ? nullptr : &q->second.partitions};
+    }
+    if (list.second) list.second->push_back(p.id);
   }
 }
 
