@@ -52,7 +52,7 @@ class PartitionNames {
   // Empties the table and sizes it for `live` ids, then calls each(add) once, which calls
   // add(h, id) for every id the table is to hold, in the order they are inserted.
   template <class Each>
-  void rebuild(size_t live, Each each, Fill fill = Fill::grow) {
+  void rebuild(size_t live, Each each, Fill fill) {
     reset(live, fill);
     // The table is far larger than the cache, so each insert's slot is a miss of its own:
     // inserts trail the adds by kPrefetchAhead, and each add starts loading its slot.
