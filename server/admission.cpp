@@ -30,11 +30,13 @@ std::optional<uint64_t> Admission::acquire(AdmitPermit permit, Granted granted) 
       holder.in_use + permit.bytes <= cap_of(permit.source)) {
     in_use_ += permit.bytes;
     holder.in_use += permit.bytes;
+    publish_locked();
     return std::nullopt;
   }
   uint64_t ticket = next_ticket_++;
   holder.waiters.push_back(Waiter{ticket, permit.bytes, std::move(granted)});
   waiting_++;
+  publish_locked();
   return ticket;
 }
 
@@ -47,6 +49,7 @@ bool Admission::withdraw(uint64_t ticket) {
       waiters.erase(it);
       waiting_--;
       forget_if_idle_locked(h);
+      publish_locked();
       return true;
     }
   }
@@ -86,8 +89,15 @@ void Admission::release(AdmitPermit permit) {
       forget_if_idle_locked(it);
     }
     while (auto granted = grant_next_locked()) ready.push_back(std::move(*granted));
+    publish_locked();
   }
   for (auto& g : ready) g();
+}
+
+void Admission::publish_locked() const {
+  if (published_ == nullptr) return;
+  published_->admit_in_use_bytes.store(in_use_, std::memory_order_relaxed);
+  published_->admit_waiting.store(waiting_, std::memory_order_relaxed);
 }
 
 uint64_t Admission::in_use() const {

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "core/api/replies.h"
+#include "server/edge_counters.h"
 
 namespace queen::server {
 
@@ -54,7 +55,10 @@ class Admission {
  public:
   using Granted = std::function<void()>;
 
-  explicit Admission(uint64_t budget_bytes) : budget_(budget_bytes) {}
+  // `published`, when given, is kept up to date with in_use() and waiting() (the gauges of
+  // /metrics/prometheus).
+  explicit Admission(uint64_t budget_bytes, EdgeCounters* published = nullptr)
+      : budget_(budget_bytes), published_(published) {}
 
   bool enabled() const { return budget_ > 0; }
   // The permit a request of `bytes` from `source` takes: at most what the source may hold.
@@ -97,8 +101,10 @@ class Admission {
     return !h.waiters.empty() && h.in_use + h.waiters.front().bytes <= cap_of(source);
   }
   void forget_if_idle_locked(std::map<AdmitSource, Holder>::iterator it);
+  void publish_locked() const;
 
   const uint64_t budget_;
+  EdgeCounters* const published_;
   mutable std::mutex mutex_;
   uint64_t in_use_ = 0;
   size_t waiting_ = 0;

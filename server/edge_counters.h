@@ -1,8 +1,10 @@
 // Process-wide counts of the edge's own decisions, read by /metrics/prometheus: how requests
 // fared at admission (queen_raft_admit_total{outcome}), how many commands took longer than
 // QUEEN_RAFT_SLOW_COMMAND_MS (queen_raft_slow_commands_total), and whether the disk gate is
-// closed (queen_raft_storage_full) and at what use of the disk (the status routes). Safe from
-// any thread (relaxed atomics).
+// closed (queen_raft_storage_full) and at what use of the disk (the status routes), and how
+// much of the admission budget is held and how many requests wait for it
+// (queen_raft_admit_in_use_bytes, queen_raft_admit_waiting). Safe from any thread (relaxed
+// atomics).
 #pragma once
 
 #include <array>
@@ -24,6 +26,8 @@ struct EdgeCounters {
   std::atomic<uint64_t> slow_commands{0};
   std::atomic<bool> storage_full{false};
   std::atomic<int> disk_used_pct{-1};  // the disk gate's last measurement (-1: none yet)
+  std::atomic<uint64_t> admit_in_use_bytes{0};  // the edge's Admission, as it changes
+  std::atomic<uint64_t> admit_waiting{0};
 
   void count(AdmitOutcome outcome) {
     admit[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);

@@ -40,7 +40,7 @@ struct HttpServer::Shared {
       : options(std::move(o)),
         driver(d),
         router(r),
-        admission(options.admit_bytes_max),
+        admission(options.admit_bytes_max, &edge_counters()),
         disk(options.disk) {}
   HttpServerOptions options;
   real::NodeDriver& driver;

@@ -164,6 +164,12 @@ void render_alerting(const MetricsReply& m, Exposition& x) {
     x.sample("queen_raft_admit_total",
              {{"outcome", admit_outcome_name(static_cast<AdmitOutcome>(k))}}, e.admit[k].load());
   }
+  x.one("queen_raft_admit_in_use_bytes", "gauge",
+        "Bytes of the admission budget (QUEEN_RAFT_ADMIT_MAX_MB) held by requests whose "
+        "answers are not yet sent.",
+        e.admit_in_use_bytes.load());
+  x.one("queen_raft_admit_waiting", "gauge", "Requests waiting for admission permits.",
+        e.admit_waiting.load());
   x.one("queen_raft_slow_commands_total", "counter",
         "Commands answered later than QUEEN_RAFT_SLOW_COMMAND_MS after dispatch (long polls "
         "and fetches that wait for minBytes excepted).",

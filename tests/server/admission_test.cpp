@@ -97,6 +97,28 @@ TEST(Admission, AWaiterThatGivesUpTakesNothingAndUnblocksOthers) {
   EXPECT_FALSE(admission.withdraw(*small)) << "already granted: nothing to withdraw";
 }
 
+// The gauges /metrics/prometheus shows follow every grant, wait, withdrawal and release.
+TEST(Admission, PublishesWhatIsHeldAndWaiting) {
+  EdgeCounters published;
+  Admission admission(100, &published);
+  Log log;
+  AdmitPermit held = admission.permit_for(70, kFollowerA);
+  ASSERT_FALSE(admission.acquire(held, log.mark(0)));
+  auto first = admission.acquire(admission.permit_for(40), log.mark(1));
+  auto second = admission.acquire(admission.permit_for(40), log.mark(2));
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(published.admit_in_use_bytes.load(), 70u);
+  EXPECT_EQ(published.admit_waiting.load(), 2u);
+  EXPECT_TRUE(admission.withdraw(*second));
+  EXPECT_EQ(published.admit_waiting.load(), 1u);
+  admission.release(held);
+  EXPECT_EQ(log.granted, (std::vector<int>{1}));
+  EXPECT_EQ(published.admit_in_use_bytes.load(), 40u);
+  EXPECT_EQ(published.admit_waiting.load(), 0u);
+  admission.release(admission.permit_for(40));
+  EXPECT_EQ(published.admit_in_use_bytes.load(), 0u);
+}
+
 // One client address, however slowly it sends, holds at most half the budget: its requests
 // past that wait without holding up another address's.
 TEST(Admission, AClientAddressHoldsAtMostHalfTheBudget) {

@@ -152,9 +152,12 @@ TEST(Hardening, AdmissionAnswers429WhenTheBudgetStaysFullThenAdmitsOnceReleased)
   ASSERT_TRUE(hog->send(post_header("/api/v1/push", 1000000)));
 
   HttpClient client(node.port());
-  // Requests without a body take no permit.
-  ASSERT_TRUE(
-      eventually(milliseconds(5000), [&] { return client.get("/health", 2000).status == 200; }));
+  // Requests without a body take no permit. The hog's permit is half the budget (the most one
+  // client address may hold); the push waits until it is held.
+  const double client_share_bytes = (1 << 20) / 2;
+  ASSERT_TRUE(eventually(milliseconds(5000), [&] {
+    return metric(client, "queen_raft_admit_in_use_bytes") == client_share_bytes;
+  }));
   auto start = Clock::now();
   HttpResult refused = client.post("/api/v1/push", push_of_size("adm", 100000), 10000);
   int64_t waited = ms_since(start);
@@ -168,6 +171,8 @@ TEST(Hardening, AdmissionAnswers429WhenTheBudgetStaysFullThenAdmitsOnceReleased)
   EXPECT_LT(waited, 3000);
   EXPECT_EQ(metric(client, R"(queen_raft_admit_total{outcome="overloaded"})"), 1);
   EXPECT_GE(metric(client, R"(queen_raft_admit_total{outcome="admitted"})"), 1);
+  EXPECT_EQ(metric(client, "queen_raft_admit_in_use_bytes"), client_share_bytes);
+  EXPECT_EQ(metric(client, "queen_raft_admit_waiting"), 0);
   std::printf("admission: 429 after %lld ms of hold\n", static_cast<long long>(waited));
 
   // The hog goes away: its permit comes back and the same push is admitted.
@@ -180,6 +185,9 @@ TEST(Hardening, AdmissionAnswers429WhenTheBudgetStaysFullThenAdmitsOnceReleased)
                            return admitted.status == 201;
                          }))
       << admitted.status << admitted.body;
+  EXPECT_TRUE(eventually(milliseconds(5000), [&] {
+    return metric(client, "queen_raft_admit_in_use_bytes") == 0;
+  })) << "every permit comes back once its answer is sent";
 }
 
 TEST(Hardening, PermitsComeBackWhenAnswersAreSent) {
