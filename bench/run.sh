@@ -122,11 +122,11 @@ else  # the line is written with the backlog's figures
   kill -INT "$sampler"
   wait "$sampler" || true
   rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
-  stop_ns=$(date +%s%N)  # SIGTERM: the node writes a full checkpoint before it exits
+  stop_begin_ns=$(date +%s%N)  # SIGTERM: the node writes a full checkpoint before it exits
   kill "${pids[0]}"
   wait "${pids[0]}" 2>/dev/null || true
   start_ns=$(date +%s%N)
-  stop_ns=$((start_ns - stop_ns))
+  stop_ns=$((start_ns - stop_begin_ns))
   launch_node 1
   wait_healthy "${http_ports[0]}"
   restart_ns=$(($(date +%s%N) - start_ns))

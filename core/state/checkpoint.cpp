@@ -229,12 +229,7 @@ class CheckedFile final : public ByteSource {
   }
 
   std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) override {
-    auto got = from(body_at_ + pos, min_bytes);
-    if (!got.ok()) {
-      status_ = got.error();
-      return {nullptr, 0};
-    }
-    return {got.value().data(), got.value().size()};
+    return window_or_end(from(body_at_ + pos, min_bytes), &status_);
   }
   const Status& status() const { return status_; }
 

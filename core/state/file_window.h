@@ -16,6 +16,17 @@
 
 namespace queen {
 
+// A ByteSource's window from a read's result: a failed read is kept in `*status` and ends the
+// reader's input.
+inline std::pair<const uint8_t*, size_t> window_or_end(Result<std::span<const uint8_t>> got,
+                                                       Status* status) {
+  if (!got.ok()) {
+    *status = got.error();
+    return {nullptr, 0};
+  }
+  return {got.value().data(), got.value().size()};
+}
+
 class FileWindow final : public ByteSource {
  public:
   static constexpr uint64_t kWindowBytes = 1u << 20;
@@ -54,12 +65,7 @@ class FileWindow final : public ByteSource {
   }
 
   std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) override {
-    auto got = from(pos, min_bytes);
-    if (!got.ok()) {
-      status_ = got.error();
-      return {nullptr, 0};
-    }
-    return {got.value().data(), got.value().size()};
+    return window_or_end(from(pos, min_bytes), &status_);
   }
   const Status& status() const { return status_; }
 

@@ -233,10 +233,12 @@ class Store {
   void name_partition(const PartitionState& p);
   void rebuild_names(PartitionNames::Fill fill);
   void ref_file(const RecordLocation& where, int delta);
+  // What a decoded checkpoint leaves out: the name indexes; in one pass over partitions_, each
+  // queue's partition list and the log files' references; the KV, timer and outcome orders.
   void rebuild_indexes();
-  // Fills each queue's partition list from partitions_, each list reserved to its size first
-  // (at 10M partitions, a list grown by doubling copied and faulted in twice its size).
-  void list_queue_partitions();
+  // Reserves each queue's partition list to its size (at 10M partitions, a list grown by
+  // doubling copied and faulted in twice its size).
+  void reserve_queue_partitions();
   void encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const;
   void encode_outcomes(ByteWriter& w, LogIndex base) const;
   static Result<Store> decode_with(ByteReader& r, Store* base, bool outcomes_by_id);

@@ -375,14 +375,22 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
 void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
   rebuild_names(PartitionNames::Fill::start);
-  list_queue_partitions();
-  std::pair<LogFileKey, uint64_t*> last{};  // rows mostly point into the file of the row before
-  for (const PartitionState& p : partitions_) {
+  reserve_queue_partitions();
+  // Neighbouring partitions mostly share a queue, and rows mostly point into the file of the
+  // row before: each map is looked up once per run.
+  std::pair<QueueId, std::vector<PartitionId>*> list{};
+  std::pair<LogFileKey, uint64_t*> refs{};
+  for (const PartitionState& p : partitions_) {  // by id: each list stays sorted
+    if (!list.second || list.first != p.queue) {
+      auto q = queues_.find(p.queue);
+      list = {p.queue, q == queues_.end() ? nullptr : &q->second.partitions};
+    }
+    if (list.second) list.second->push_back(p.id);
     for (const AppendRow& row : p.rows) {
       if (row.where.len == 0) continue;
       LogFileKey key{row.where.log, row.where.file_no};
-      if (!last.second || last.first != key) last = {key, &file_refs_[key]};
-      ++*last.second;
+      if (!refs.second || refs.first != key) refs = {key, &file_refs_[key]};
+      ++*refs.second;
     }
   }
   for (const auto& [key, row] : kv_)
@@ -394,8 +402,7 @@ void Store::rebuild_indexes() {
   }
 }
 
-void Store::list_queue_partitions() {
-  // Neighbouring partitions mostly share a queue: each pass looks a queue up once per run.
+void Store::reserve_queue_partitions() {
   std::map<QueueId, size_t> counts;
   std::pair<QueueId, size_t*> run{};
   for (const PartitionState& p : partitions_) {
@@ -404,14 +411,6 @@ void Store::list_queue_partitions() {
   }
   for (const auto& [id, n] : counts)
     if (auto q = queues_.find(id); q != queues_.end()) q->second.partitions.reserve(n);
-  std::pair<QueueId, std::vector<PartitionId>*> list{};
-  for (const PartitionState& p : partitions_) {  // by id: each list stays sorted
-    if (!list.second || list.first != p.queue) {
-      auto q = queues_.find(p.queue);
-      list = {p.queue, q == queues_.end() ? nullptr : &q->second.partitions};
-    }
-    if (list.second) list.second->push_back(p.id);
-  }
 }
 
 bool Store::operator==(const Store& o) const {
