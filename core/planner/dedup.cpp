@@ -39,21 +39,94 @@ void HashGeneration::insert(const Hash128& h, Offset o, int64_t us) {
   newest_us_ = std::max(newest_us_, us);
 }
 
+void SealedGeneration::index() {
+  size_t buckets = std::bit_ceil(std::max<size_t>(1, slots_.size() / kHashesPerBucket));
+  shift_ = 32 - std::countr_zero(buckets);
+  buckets_.assign(buckets + 1, Bucket{});
+  for (const RingSlot& s : slots_) {
+    Bucket& home = buckets_[bucket(s.key)];
+    home.filter |= filter_bits(s.key);
+    ++buckets_[bucket(s.key) + 1].start;
+  }
+  for (size_t b = 0; b < buckets; ++b) buckets_[b + 1].start += buckets_[b].start;
+}
+
+SealedGeneration::SealedGeneration(const HashGeneration& g)
+    : base_(g.base()), top_(g.base()), first_us_(g.first_us()), newest_us_(g.newest_us()) {
+  slots_.reserve(g.count());
+  uint32_t top_delta = 0;
+  for (const RingSlot& s : g.slots()) {
+    if (s.key == 0) continue;
+    slots_.push_back(s);
+    top_delta = std::max(top_delta, s.delta);
+  }
+  top_ = base_ + top_delta;
+  // The table's slots are nearly in key order already (each sits at or after its home).
+  std::sort(slots_.begin(), slots_.end(),
+            [](const RingSlot& a, const RingSlot& b) { return a.key < b.key; });
+  index();
+}
+
+SealedGeneration::SealedGeneration(const SealedGeneration& older, const SealedGeneration& newer)
+    : base_(std::min(older.base_, newer.base_)),
+      top_(std::max(older.top_, newer.top_)),
+      first_us_(std::min(older.first_us_, newer.first_us_)),
+      newest_us_(std::max(older.newest_us_, newer.newest_us_)) {
+  QUEEN_ASSERT(older.can_merge(newer), "merged generations fit one range");
+  // Both are in key order: one sequential merge, each delta moved to the lower base.
+  const auto& a = older.slots_;
+  const auto& b = newer.slots_;
+  auto da = static_cast<uint32_t>(older.base_ - base_);
+  auto db = static_cast<uint32_t>(newer.base_ - base_);
+  slots_.resize(a.size() + b.size());
+  size_t i = 0, j = 0, k = 0;
+  while (i < a.size() && j < b.size()) {
+    if (b[j].key < a[i].key)
+      slots_[k++] = RingSlot{b[j].key, b[j].delta + db}, ++j;
+    else
+      slots_[k++] = RingSlot{a[i].key, a[i].delta + da}, ++i;
+  }
+  for (; i < a.size(); ++i) slots_[k++] = RingSlot{a[i].key, a[i].delta + da};
+  for (; j < b.size(); ++j) slots_[k++] = RingSlot{b[j].key, b[j].delta + db};
+  index();
+}
+
+bool SealedGeneration::can_merge(const SealedGeneration& newer) const {
+  return std::max(top_, newer.top_) - std::min(base_, newer.base_) <= UINT32_MAX;
+}
+
 void HashRing::insert(const Hash128& h, Offset o, int64_t us, int64_t window_us) {
-  int64_t span_us = std::max(kSpanUsMin, window_us / 4);
-  if (gens_.empty() || gens_.back().count() >= kGenerationHashesMax || !gens_.back().fits(o) ||
-      us - gens_.back().first_us() > span_us)
-    gens_.emplace_back(o, us);
-  gens_.back().insert(h, o, us);
+  if (open_ && (open_->count() >= kOpenHashesMax || !open_->fits(o) ||
+                us - open_->first_us() > span_us_max(window_us)))
+    seal(window_us);
+  if (!open_) open_.emplace(o, us);
+  open_->insert(h, o, us);
+}
+
+void HashRing::seal(int64_t window_us) {
+  sealed_.emplace_back(*open_);
+  open_.reset();
+  while (sealed_.size() >= 2) {
+    const SealedGeneration& older = sealed_[sealed_.size() - 2];
+    const SealedGeneration& newer = sealed_.back();
+    bool alike = older.count() <= kMergeRatio * uint64_t{newer.count()};
+    bool small = older.count() + uint64_t{newer.count()} <= kSealedHashesMax;
+    bool short_span = newer.newest_us() - older.first_us() <= span_us_max(window_us);
+    if (!alike || !small || !short_span || !older.can_merge(newer)) return;
+    SealedGeneration merged(older, newer);
+    sealed_.pop_back();
+    sealed_.back() = std::move(merged);
+  }
 }
 
 void HashRing::drop_below(int64_t floor_us) {
-  while (!gens_.empty() && gens_.front().newest_us() < floor_us) gens_.pop_front();
+  while (!sealed_.empty() && sealed_.front().newest_us() < floor_us) sealed_.pop_front();
+  if (sealed_.empty() && open_ && open_->newest_us() < floor_us) open_.reset();
 }
 
 size_t HashRing::bytes() const {
-  size_t n = 0;
-  for (const auto& g : gens_) n += g.bytes();
+  size_t n = open_ ? open_->bytes() : 0;
+  for (const auto& g : sealed_) n += g.bytes();
   return n;
 }
 

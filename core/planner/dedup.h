@@ -4,18 +4,23 @@
 // creation time and offsets) plus the hashes of entries still in flight. In front of the rows sits
 // a ring of hash generations per busy partition: tables of (key, offset) that name the few offsets
 // a hash may sit at; each candidate is checked against its row, so the ring never decides a
-// duplicate, and a lookup costs one table probe per generation (no scan of the window). The
+// duplicate, and a lookup costs a probe or two per generation (no scan of the window). The
 // ring is node-local derived state: a partition without one scans its window exactly and
 // warms up.
 //
-// A generation is an open-addressing table (linear probing, at most 3/4 full, doubling) of
-// 8-byte slots: a key of 32 bits of the hash's high half (its top bits pick the home slot;
-// the lowest is set, so 0 marks an empty slot) and the offset's distance from the
-// generation's base. It closes once it holds
-// kGenerationHashesMax hashes or spans a quarter of the window (250 ms at least), and is
-// dropped once its newest stamp falls below the window's floor.
+// A key is 32 bits of the hash's high half (its top bits pick the slot or bucket; the lowest
+// is set, so 0 marks an empty slot), stored with the offset's distance from the generation's
+// base. The newest generation is open: an open-addressing table (linear probing, at most 3/4
+// full, doubling) of 8-byte slots, 11-21 bytes a hash. It is sealed once it holds
+// kOpenHashesMax hashes, spans a quarter of the window (250 ms at least) or meets an offset
+// too far from its base: its slots are then grouped by bucket with no empty slot between
+// them, about 9 bytes a hash. Neighbouring sealed generations of like size merge while the
+// merged one spans at most a quarter of the window and holds at most kSealedHashesMax, so a
+// partition keeps a few generations per quarter of the window, not one per kOpenHashesMax.
+// A generation is dropped once its newest stamp falls below the window's floor.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -29,6 +34,17 @@
 #include "core/state/store.h"
 
 namespace queen {
+
+// One hash of a generation: its key (0: an empty slot) and its offset's distance from the
+// generation's base.
+struct RingSlot {
+  uint32_t key = 0;
+  uint32_t delta = 0;
+};
+
+inline uint32_t ring_key(const Hash128& h) {
+  return static_cast<uint32_t>(h.hi >> 32) | 1;
+}
 
 class HashGeneration {
  public:
@@ -45,16 +61,15 @@ class HashGeneration {
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
   size_t bytes() const { return slots_.size() * sizeof(Slot); }
+  uint64_t base() const { return base_; }
+  const std::vector<RingSlot>& slots() const { return slots_; }
 
  private:
-  struct Slot {
-    uint32_t key = 0;  // 0: empty
-    uint32_t delta = 0;
-  };
+  using Slot = RingSlot;
   static constexpr size_t kSlotsMin = 64;
   static constexpr uint64_t kBaseSlack = uint64_t{1} << 30;  // room for offsets planned again
 
-  static uint32_t key_of(const Hash128& h) { return static_cast<uint32_t>(h.hi >> 32) | 1; }
+  static uint32_t key_of(const Hash128& h) { return ring_key(h); }
   size_t home(uint32_t key) const { return key >> shift_; }
   void place(Slot s);
   void grow();
@@ -66,10 +81,59 @@ class HashGeneration {
   int64_t first_us_, newest_us_;
 };
 
+// A generation no longer written: its slots in key order in one array, and per bucket (the
+// key's top bits, about 8 hashes a bucket) where it starts and a 32-bit filter of its keys'
+// low bits (two bits a key), so most lookups of an absent hash read the bucket's entry only
+// (one cache miss, as in an open table). 9 bytes a hash. Two merge in one sequential pass.
+class SealedGeneration {
+ public:
+  explicit SealedGeneration(const HashGeneration& g);
+  // `older` and `newer` as one generation (both fit: can_merge).
+  SealedGeneration(const SealedGeneration& older, const SealedGeneration& newer);
+
+  // Whether `newer`'s offsets and this one's fit one generation's range.
+  bool can_merge(const SealedGeneration& newer) const;
+  template <class Pred>
+  std::optional<Offset> find(const Hash128& h, Pred is_original) const;
+  void prefetch(const Hash128& h) const { __builtin_prefetch(&buckets_[bucket(ring_key(h))]); }
+  uint32_t count() const { return static_cast<uint32_t>(slots_.size()); }
+  int64_t first_us() const { return first_us_; }
+  int64_t newest_us() const { return newest_us_; }
+  size_t bytes() const {
+    return slots_.size() * sizeof(RingSlot) + buckets_.size() * sizeof(Bucket);
+  }
+
+ private:
+  static constexpr uint32_t kHashesPerBucket = 8;
+  struct Bucket {
+    uint32_t start = 0;   // bucket b's slots: [buckets_[b].start, buckets_[b + 1].start)
+    uint32_t filter = 0;  // filter_bits of each of its keys
+  };
+
+  // Finds where each bucket starts in slots_ (in key order) and fills its filter.
+  void index();
+  size_t bucket(uint32_t key) const { return static_cast<size_t>(uint64_t{key} >> shift_); }
+  // Two of 32 bits, from key bits 1-10 (bit 0 is always set; the top bits pick the bucket).
+  static uint32_t filter_bits(uint32_t key) {
+    return (uint32_t{1} << ((key >> 1) & 31)) | (uint32_t{1} << ((key >> 6) & 31));
+  }
+
+  std::vector<RingSlot> slots_;  // in key order; deltas from base_
+  std::vector<Bucket> buckets_;  // one more than there are buckets: the end
+  int shift_ = 32;               // 32 - log2(buckets)
+  uint64_t base_, top_;          // the lowest possible and the highest stored offset
+  int64_t first_us_, newest_us_;
+};
+
 class HashRing {
  public:
-  // A full generation fills its table to 3/4 exactly (2^21 slots).
-  static constexpr uint32_t kGenerationHashesMax = 3u << 19;
+  // The open generation is sealed at 3/4 of a 2048-slot table.
+  static constexpr uint32_t kOpenHashesMax = 3u << 9;
+  // The newest sealed generation merges into the one before while that one holds at most this
+  // many times as many hashes: a few generations per partition (a lookup probes each).
+  static constexpr uint32_t kMergeRatio = 2;
+  // Sealed generations stop merging at this size (a lookup probes each generation).
+  static constexpr uint32_t kSealedHashesMax = 3u << 19;
   static constexpr int64_t kSpanUsMin = 250'000;
 
   void insert(const Hash128& h, Offset o, int64_t us, int64_t window_us);
@@ -78,20 +142,26 @@ class HashRing {
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const {
     // Each generation's probe is a cache miss of its own: ask for all of them at once.
-    for (const auto& g : gens_) g.prefetch(h);
-    for (const auto& g : gens_)
+    prefetch(h);
+    for (const auto& g : sealed_)
       if (auto o = g.find(h, is_original)) return o;
-    return std::nullopt;
+    return open_ ? open_->find(h, is_original) : std::nullopt;
   }
   void prefetch(const Hash128& h) const {
-    for (const auto& g : gens_) g.prefetch(h);
+    for (const auto& g : sealed_) g.prefetch(h);
+    if (open_) open_->prefetch(h);
   }
   void drop_below(int64_t floor_us);
-  size_t generations() const { return gens_.size(); }
+  size_t generations() const { return sealed_.size() + (open_ ? 1 : 0); }
   size_t bytes() const;
 
  private:
-  std::deque<HashGeneration> gens_;
+  static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
+  // Seals the open generation, then merges the newest sealed ones while they are alike.
+  void seal(int64_t window_us);
+
+  std::deque<SealedGeneration> sealed_;  // oldest first
+  std::optional<HashGeneration> open_;   // newer than every sealed one
 };
 
 template <class Pred>
@@ -100,6 +170,21 @@ std::optional<Offset> HashGeneration::find(const Hash128& h, Pred is_original) c
   size_t mask = slots_.size() - 1;
   std::optional<Offset> best;
   for (size_t i = home(key); slots_[i].key != 0; i = (i + 1) & mask) {
+    if (slots_[i].key != key) continue;
+    Offset o(base_ + slots_[i].delta);
+    if ((!best || o < *best) && is_original(o)) best = o;
+  }
+  return best;
+}
+
+template <class Pred>
+std::optional<Offset> SealedGeneration::find(const Hash128& h, Pred is_original) const {
+  uint32_t key = ring_key(h);
+  size_t b = bucket(key);
+  uint32_t bits = filter_bits(key);
+  if ((buckets_[b].filter & bits) != bits) return std::nullopt;
+  std::optional<Offset> best;
+  for (uint32_t i = buckets_[b].start; i < buckets_[b + 1].start; ++i) {
     if (slots_[i].key != key) continue;
     Offset o(base_ + slots_[i].delta);
     if ((!best || o < *best) && is_original(o)) best = o;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -80,6 +81,69 @@ TEST(HashRing, TheLowestMatchingOffsetIsTheOriginal) {
   for (uint64_t o : {9, 4, 7}) ring.insert(a, Offset(o), 1, 1e9);
   EXPECT_EQ(ring.find(a, [](Offset) { return true; }), Offset(4));
   EXPECT_EQ(ring.find(a, [](Offset o) { return o != Offset(4); }), Offset(7));
+}
+
+// Sealed generations merge while alike, so a ring of many hashes keeps a few generations of
+// about 9 bytes a hash, where open tables take 11-21.
+TEST(HashRing, SealedGenerationsMergeAndTakeUnderTenBytesAHash) {
+  HashRing ring;
+  std::vector<Hash128> truth;
+  const uint64_t n = 1'000'000;
+  for (uint64_t i = 0; i < n; ++i) {
+    truth.push_back(hash_of("m" + std::to_string(i)));
+    ring.insert(truth.back(), Offset(i), 1, 1e9);
+  }
+  EXPECT_LE(ring.generations(), 16u);
+  EXPECT_LT(static_cast<double>(ring.bytes()) / n, 10.0);
+  for (uint64_t i = 0; i < n; i += 997) ASSERT_EQ(find_in(ring, truth[i], truth), Offset(i)) << i;
+}
+
+// Generations merge only within a quarter of the window, so each is dropped as before: after
+// each drop the ring holds no hash older than the window and a quarter.
+TEST(HashRing, MergesStayWithinAQuarterOfTheWindow) {
+  HashRing ring;
+  const int64_t window_us = 4'000'000;
+  auto hash_at = [](int64_t ms) { return hash_of(std::to_string(ms)); };
+  for (int64_t ms = 0; ms < 20'000; ++ms) {  // 20 s, a hash a ms
+    ring.insert(hash_at(ms), Offset(uint64_t(ms)), ms * 1000, window_us);
+    if (ms % 100 != 0 || ms < 6000) continue;
+    ring.drop_below(ms * 1000 - window_us);
+    ASSERT_TRUE(ring.find(hash_at(ms - 4000), [](Offset) { return true; })) << ms;
+    ASSERT_FALSE(ring.find(hash_at(ms - 5100), [](Offset) { return true; })) << ms;
+  }
+  EXPECT_LT(ring.bytes(), size_t{6000} * 12);
+}
+
+// Random hashes (few distinct, so one hash sits at several offsets), stamps, and offsets that
+// now and then jump past a generation's range, against a plain map of every offset of each
+// hash: the ring finds the lowest offset accepted, across open, sealed and merged generations.
+RC_GTEST_PROP(HashRing, FindsTheLowestAcceptedOffsetLikeAMap, ()) {
+  HashRing ring;
+  std::map<Hash128, std::vector<uint64_t>> model;
+  auto ops = *rc::gen::container<std::vector<std::tuple<uint16_t, uint8_t, uint8_t>>>(
+      rc::gen::tuple(rc::gen::arbitrary<uint16_t>(), rc::gen::inRange<uint8_t>(0, 100),
+                     rc::gen::arbitrary<uint8_t>()));
+  const int64_t window_us = 1'000'000'000;
+  uint64_t offset = uint64_t{1} << 32;
+  int64_t us = 0;
+  for (auto [key, step, time_step] : ops) {
+    offset += step == 0 ? uint64_t{1} << 33 : 1;  // 0: past a generation's range
+    us += time_step * 10'000;
+    for (int i = 0; i < 300; ++i) {  // enough hashes to seal and merge
+      Hash128 h = hash_of(std::to_string(key % 512) + "/" + std::to_string(i % 8));
+      ring.insert(h, Offset(offset), us, window_us);
+      model[h].push_back(offset);
+      ++offset;
+    }
+  }
+  for (const auto& [h, offsets] : model) {
+    uint64_t lowest = *std::min_element(offsets.begin(), offsets.end());
+    RC_ASSERT(ring.find(h, [](Offset) { return true; }) == Offset(lowest));
+    // Accepting only one of its offsets finds that one.
+    for (uint64_t o : offsets)
+      RC_ASSERT(ring.find(h, [&](Offset c) { return c == Offset(o); }) == Offset(o));
+  }
+  RC_ASSERT(!ring.find(hash_of("absent"), [](Offset) { return true; }));
 }
 
 // Random inserts, erases and lookups against a plain map, with hashes whose low bits collide
