@@ -6,15 +6,18 @@
 # and the ratio Queen / Redis; appends each run to bench/results.jsonl.
 #   bench/compare.sh SCENARIO [ROUNDS]      (ROUNDS: 5; COMPARE_SECONDS: 10 per run)
 # SCENARIO: push        16 connections, 100 messages a round trip, closed loop
+#           hot         push, all into one partition (one stream)
 #           inout       4 producers and 4 consumers (pop/XREADGROUP, async ack/XACK)
 #           inout-16x8  16 producers and 8 consumers
 #           open        in+out at a fixed offered rate (COMPARE_RATE, 40000 msg/s)
 # Payloads are the same 256-byte JSON for both. Needs a Release build (scripts/run.sh) and
 # Debian's redis-server, installed here when missing.
+# COMPARE_BASE_BIN=path: the peer is that build of queen instead (an alternated A/B of a
+# change; its runs are labelled "base").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-scenario=${1:?usage: bench/compare.sh push|inout|inout-16x8|open [ROUNDS]}
+scenario=${1:?usage: bench/compare.sh push|hot|inout|inout-16x8|open [ROUNDS]}
 rounds=${2:-5}
 seconds=${COMPARE_SECONDS:-10}
 bin=${QUEEN_BIN:-build/server/queen}
@@ -25,6 +28,7 @@ if ! command -v redis-server >/dev/null; then
 fi
 case $scenario in
   push) args=(--scenario push --producers 16 --batch 100) ;;
+  hot) args=(--scenario push --producers 16 --batch 100 --partitions 1) ;;
   inout) args=(--scenario inout --producers 4 --consumers 4 --batch 100 --pop-partitions 8) ;;
   inout-16x8) args=(--scenario inout --producers 16 --consumers 8 --batch 100
     --pop-partitions 8) ;;
@@ -57,23 +61,31 @@ run_redis() {  # prints queen-bench's result line
   stop_server
 }
 
-run_queen() {
+run_queen() {  # [BIN] [LABEL]
   local port dir
   port=$(free_port)
   dir=$(mktemp -d "$data/queen.XXXX")
-  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$dir LOG_LEVEL=warn "$bin" &
+  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$dir LOG_LEVEL=warn "${1:-$bin}" &
   pid=$!
   wait_healthy "$port" 15
-  "$bench" --target queen --port "$port" --label "compare-$scenario-queen" "${args[@]}"
+  "$bench" --target queen --port "$port" --label "compare-$scenario-${2:-queen}" "${args[@]}"
   stop_server
 }
 
+run_base() { run_queen "$COMPARE_BASE_BIN" base; }
+
+peer=redis
+if [[ -n ${COMPARE_BASE_BIN:-} ]]; then
+  [[ -x $COMPARE_BASE_BIN ]] || { echo "COMPARE_BASE_BIN is not an executable"; exit 2; }
+  peer=base
+fi
+
 results=()
 for round in $(seq 1 "$rounds"); do
-  if ((round % 2)); then order=(queen redis); else order=(redis queen); fi
+  if ((round % 2)); then order=(queen "$peer"); else order=("$peer" queen); fi
   for target in "${order[@]}"; do
     line=$("run_$target")
-    line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["round"]=int(sys.argv[2]); print(json.dumps(r))' "$line" "$round")
+    line=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["round"]=int(sys.argv[2]); r["target"]=sys.argv[3]; print(json.dumps(r))' "$line" "$round" "$target")
     echo "$line" >> bench/results.jsonl
     results+=("$line")
   done

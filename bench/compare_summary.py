@@ -1,5 +1,6 @@
 """Summarizes bench/compare.sh: queen-bench result lines (JSON, one per run, with "target"
-and "round") on stdin; prints each run, the medians per target and their ratio."""
+(queen, and redis or base) and "round") on stdin; prints each run, the medians per target and
+their ratio."""
 import json
 import statistics
 import sys
@@ -20,10 +21,11 @@ def main():
     print("round  target " + "".join(f"{label:>14}" for _, label in keys))
     for r in rows:
         print(f"{r['round']:>5}  {r['target']:<6} " + "".join(f"{r[k]:>14.1f}" for k, _ in keys))
-    for target in ("queen", "redis"):
+    peer = "base" if any(r["target"] == "base" for r in rows) else "redis"
+    for target in ("queen", peer):
         print(f"median {target:<6}" + "".join(f"{med(target, k):>14.1f}" for k, _ in keys))
-    print("ratio q/r    " + "".join(f"{med('queen', k) / max(med('redis', k), 1e-9):>14.2f}"
-                                    for k, _ in keys))
+    print(f"ratio q/{peer[0]}    " + "".join(f"{med('queen', k) / max(med(peer, k), 1e-9):>14.2f}"
+                                          for k, _ in keys))
 
 
 if __name__ == "__main__":
