@@ -44,9 +44,9 @@ void SealedGeneration::index() {
   shift_ = 32 - std::countr_zero(buckets);
   buckets_.assign(buckets + 1, Bucket{});
   for (const RingSlot& s : slots_) {
-    Bucket& home = buckets_[bucket(s.key)];
-    home.filter |= filter_bits(s.key);
-    ++buckets_[bucket(s.key) + 1].start;
+    size_t b = bucket(s.key);
+    buckets_[b].filter |= filter_bits(s.key);
+    ++buckets_[b + 1].start;  // counted one up: the prefix sum below makes it b + 1's start
   }
   for (size_t b = 0; b < buckets; ++b) buckets_[b + 1].start += buckets_[b].start;
 }

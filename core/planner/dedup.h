@@ -13,7 +13,7 @@
 // base. The newest generation is open: an open-addressing table (linear probing, at most 3/4
 // full, doubling) of 8-byte slots, 11-21 bytes a hash. It is sealed once it holds
 // kOpenHashesMax hashes, spans a quarter of the window (250 ms at least) or meets an offset
-// too far from its base: its slots are then grouped by bucket with no empty slot between
+// too far from its base: its slots are then kept in key order with no empty slot between
 // them, about 9 bytes a hash. Neighbouring sealed generations of like size merge while the
 // merged one spans at most a quarter of the window and holds at most kSealedHashesMax, so a
 // partition keeps a few generations per quarter of the window, not one per kOpenHashesMax.
@@ -132,7 +132,7 @@ class HashRing {
   // The newest sealed generation merges into the one before while that one holds at most this
   // many times as many hashes: a few generations per partition (a lookup probes each).
   static constexpr uint32_t kMergeRatio = 2;
-  // Sealed generations stop merging at this size (a lookup probes each generation).
+  // Sealed generations stop merging at this size.
   static constexpr uint32_t kSealedHashesMax = 3u << 19;
   static constexpr int64_t kSpanUsMin = 250'000;
 
