@@ -34,7 +34,7 @@ void HashGeneration::grow() {
 void HashGeneration::insert(const Hash128& h, Offset o, int64_t us) {
   QUEEN_ASSERT(fits(o), "offset out of the generation's range");
   if ((count_ + 1) * 4 > slots_.size() * 3) grow();
-  place(Slot{key_of(h), static_cast<uint32_t>(o.value - base_)});
+  place(Slot{ring_key(h), static_cast<uint32_t>(o.value - base_)});
   ++count_;
   newest_us_ = std::max(newest_us_, us);
 }

@@ -56,7 +56,7 @@ class HashGeneration {
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const;
   // Starts loading the slot where a lookup of `h` begins.
-  void prefetch(const Hash128& h) const { __builtin_prefetch(&slots_[home(key_of(h))]); }
+  void prefetch(const Hash128& h) const { __builtin_prefetch(&slots_[home(ring_key(h))]); }
   uint32_t count() const { return count_; }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
@@ -69,7 +69,6 @@ class HashGeneration {
   static constexpr size_t kSlotsMin = 64;
   static constexpr uint64_t kBaseSlack = uint64_t{1} << 30;  // room for offsets planned again
 
-  static uint32_t key_of(const Hash128& h) { return ring_key(h); }
   size_t home(uint32_t key) const { return key >> shift_; }
   void place(Slot s);
   void grow();
@@ -166,7 +165,7 @@ class HashRing {
 
 template <class Pred>
 std::optional<Offset> HashGeneration::find(const Hash128& h, Pred is_original) const {
-  uint32_t key = key_of(h);
+  uint32_t key = ring_key(h);
   size_t mask = slots_.size() - 1;
   std::optional<Offset> best;
   for (size_t i = home(key); slots_[i].key != 0; i = (i + 1) & mask) {

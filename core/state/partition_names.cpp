@@ -17,12 +17,11 @@ uint64_t PartitionNames::hash(QueueId queue, std::string_view name) {
 }
 
 void PartitionNames::reset(size_t live, Fill fill) {
+  // At most num/den full: 2/3 (start) or 3/8 (grow).
+  size_t num = fill == Fill::start ? 2 : 3;
+  size_t den = fill == Fill::start ? 3 : 8;
   size_t want = kSlotsMin;
-  if (fill == Fill::start) {
-    while (want * 2 < (live + 1) * 3) want *= 2;
-  } else {
-    while (want * 3 < (live + 1) * 8) want *= 2;
-  }
+  while (want * num < (live + 1) * den) want *= 2;
   slots_.assign(want, kEmpty);
   count_ = 0;
   erased_ = 0;
@@ -31,7 +30,7 @@ void PartitionNames::reset(size_t live, Fill fill) {
 void PartitionNames::insert(uint64_t h, PartitionId id) {
   QUEEN_ASSERT(id.value != 0 && id.value < kIdsMax, "partition ids are in [1, 2^48)");
   QUEEN_ASSERT(has_room(), "the caller rebuilds a full table first");
-  size_t i = probe::walk(slots_, h & (slots_.size() - 1), [](uint64_t s) { return s <= kErased; });
+  size_t i = probe::walk(slots_, home(h), [](uint64_t s) { return s <= kErased; });
   if (slots_[i] == kErased) --erased_;
   slots_[i] = (id.value << 16) | tag_of(h);
   ++count_;
@@ -39,9 +38,8 @@ void PartitionNames::insert(uint64_t h, PartitionId id) {
 
 void PartitionNames::erase(uint64_t h, PartitionId id) {
   if (count_ == 0) return;
-  size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](uint64_t s) {
-    return s == kEmpty || (s > kErased && id_of(s) == id);
-  });
+  size_t i = probe::walk(
+      slots_, home(h), [&](uint64_t s) { return s == kEmpty || (s > kErased && id_of(s) == id); });
   if (slots_[i] == kEmpty) return;
   slots_[i] = kErased;
   ++erased_;

@@ -33,7 +33,7 @@ class PartitionNames {
   std::optional<PartitionId> find(uint64_t h, Same same) const {
     if (slots_.empty()) return std::nullopt;
     uint64_t tag = tag_of(h);
-    size_t i = probe::walk(slots_, h & (slots_.size() - 1), [&](uint64_t s) {
+    size_t i = probe::walk(slots_, home(h), [&](uint64_t s) {
       return s == kEmpty || (s > kErased && (s & kTagMask) == tag && same(id_of(s)));
     });
     if (slots_[i] == kEmpty) return std::nullopt;
@@ -59,7 +59,7 @@ class PartitionNames {
     std::array<std::pair<uint64_t, PartitionId>, kPrefetchAhead> ahead;
     size_t n = 0;
     each([&](uint64_t h, PartitionId id) {
-      __builtin_prefetch(&slots_[h & (slots_.size() - 1)], 1);
+      __builtin_prefetch(&slots_[home(h)], 1);
       auto& next = ahead[n++ % kPrefetchAhead];
       if (n > kPrefetchAhead) insert(next.first, next.second);
       next = {h, id};
@@ -76,6 +76,7 @@ class PartitionNames {
   static constexpr uint64_t kTagMask = 0xffff;
   static constexpr size_t kPrefetchAhead = 16;
   static uint64_t tag_of(uint64_t h) { return h >> 48; }
+  size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }
   void reset(size_t live, Fill fill);
 
