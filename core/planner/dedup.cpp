@@ -39,31 +39,55 @@ void HashGeneration::insert(const Hash128& h, Offset o, int64_t us) {
   newest_us_ = std::max(newest_us_, us);
 }
 
+SealedGeneration::Layout SealedGeneration::layout(size_t hashes, uint64_t base, uint64_t top,
+                                                  int known_bits) {
+  QUEEN_ASSERT(top >= base && top - base <= UINT32_MAX, "a generation's range fits 32 bits");
+  size_t buckets = std::bit_ceil(std::max<size_t>(1, hashes / kHashesPerBucket));
+  Layout l;
+  l.shift = 32 - std::countr_zero(buckets);
+  l.delta_bits = std::bit_width(top - base);
+  l.tag_bits = std::min(32 - l.delta_bits, known_bits - (32 - l.shift));
+  return l;
+}
+
+void SealedGeneration::begin(size_t hashes, const Layout& l) {
+  QUEEN_ASSERT(l.tag_bits >= 0, "the known key bits pick the bucket");
+  shift_ = l.shift;
+  delta_bits_ = l.delta_bits;
+  tag_bits_ = l.tag_bits;
+  slots_.clear();
+  slots_.reserve(hashes);
+  buckets_.assign((size_t{1} << (32 - shift_)) + 1, Bucket{});
+}
+
+void SealedGeneration::emit(uint32_t key, uint64_t offset) {
+  size_t b = bucket(key);
+  uint32_t tag = tag_of(key);
+  slots_.push_back(static_cast<uint32_t>((uint64_t{tag} << delta_bits_) | (offset - base_)));
+  buckets_[b].filter |= filter_bits(tag);
+  ++buckets_[b + 1].start;  // counted one up: index() makes it b + 1's start
+}
+
 void SealedGeneration::index() {
-  size_t buckets = std::bit_ceil(std::max<size_t>(1, slots_.size() / kHashesPerBucket));
-  shift_ = 32 - std::countr_zero(buckets);
-  buckets_.assign(buckets + 1, Bucket{});
-  for (const RingSlot& s : slots_) {
-    size_t b = bucket(s.key);
-    buckets_[b].filter |= filter_bits(s.key);
-    ++buckets_[b + 1].start;  // counted one up: the prefix sum below makes it b + 1's start
-  }
-  for (size_t b = 0; b < buckets; ++b) buckets_[b + 1].start += buckets_[b].start;
+  for (size_t b = 0; b + 1 < buckets_.size(); ++b) buckets_[b + 1].start += buckets_[b].start;
 }
 
 SealedGeneration::SealedGeneration(const HashGeneration& g)
-    : base_(g.base()), top_(g.base()), first_us_(g.first_us()), newest_us_(g.newest_us()) {
-  slots_.reserve(g.count());
-  uint32_t top_delta = 0;
+    : base_(UINT64_MAX), top_(0), first_us_(g.first_us()), newest_us_(g.newest_us()) {
+  std::vector<RingSlot> sorted;
+  sorted.reserve(g.count());
   for (const RingSlot& s : g.slots()) {
     if (s.key == 0) continue;
-    slots_.push_back(s);
-    top_delta = std::max(top_delta, s.delta);
+    sorted.push_back(s);
+    base_ = std::min(base_, g.base() + s.delta);
+    top_ = std::max(top_, g.base() + s.delta);
   }
-  top_ = base_ + top_delta;
+  QUEEN_ASSERT(!sorted.empty(), "a sealed generation holds a hash");
   // The table's slots are nearly in key order already (each sits at or after its home).
-  std::sort(slots_.begin(), slots_.end(),
+  std::sort(sorted.begin(), sorted.end(),
             [](const RingSlot& a, const RingSlot& b) { return a.key < b.key; });
+  begin(sorted.size(), layout(sorted.size(), base_, top_, 32));
+  for (const RingSlot& s : sorted) emit(s.key, g.base() + s.delta);
   index();
 }
 
@@ -73,26 +97,41 @@ SealedGeneration::SealedGeneration(const SealedGeneration& older, const SealedGe
       first_us_(std::min(older.first_us_, newer.first_us_)),
       newest_us_(std::max(older.newest_us_, newer.newest_us_)) {
   QUEEN_ASSERT(older.can_merge(newer), "merged generations fit one range");
-  // Both are in key order: one sequential merge, each delta moved to the lower base.
-  const auto& a = older.slots_;
-  const auto& b = newer.slots_;
-  auto da = static_cast<uint32_t>(older.base_ - base_);
-  auto db = static_cast<uint32_t>(newer.base_ - base_);
-  slots_.resize(a.size() + b.size());
-  size_t i = 0, j = 0, k = 0;
-  while (i < a.size() && j < b.size()) {
-    if (b[j].key < a[i].key)
-      slots_[k++] = RingSlot{b[j].key, b[j].delta + db}, ++j;
-    else
-      slots_[k++] = RingSlot{a[i].key, a[i].delta + da}, ++i;
+  int known = std::min(older.known_bits(), newer.known_bits());
+  size_t hashes = older.slots_.size() + newer.slots_.size();
+  begin(hashes, layout(hashes, base_, top_, known));
+  // Both are in key order (as far as both know it): one sequential merge.
+  uint32_t known_mask = static_cast<uint32_t>(~uint64_t{0} << (32 - known));
+  struct Hash {
+    uint32_t key;
+    uint64_t offset;
+  };
+  // The next hash of g from slot i (in bucket b or after).
+  auto read = [&](const SealedGeneration& g, size_t& i, size_t& b) -> std::optional<Hash> {
+    if (i == g.slots_.size()) return std::nullopt;
+    while (g.buckets_[b + 1].start <= i) ++b;
+    uint32_t slot = g.slots_[i++];
+    return Hash{g.key_of(b, slot) & known_mask, g.base_ + (slot & g.delta_mask())};
+  };
+  size_t ia = 0, ba = 0, ic = 0, bc = 0;
+  auto a = read(older, ia, ba), c = read(newer, ic, bc);
+  while (a || c) {
+    if (a && (!c || a->key <= c->key)) {
+      emit(a->key, a->offset);
+      a = read(older, ia, ba);
+    } else {
+      emit(c->key, c->offset);
+      c = read(newer, ic, bc);
+    }
   }
-  for (; i < a.size(); ++i) slots_[k++] = RingSlot{a[i].key, a[i].delta + da};
-  for (; j < b.size(); ++j) slots_[k++] = RingSlot{b[j].key, b[j].delta + db};
   index();
 }
 
 bool SealedGeneration::can_merge(const SealedGeneration& newer) const {
-  return std::max(top_, newer.top_) - std::min(base_, newer.base_) <= UINT32_MAX;
+  uint64_t base = std::min(base_, newer.base_), top = std::max(top_, newer.top_);
+  if (top - base > UINT32_MAX) return false;
+  int known = std::min(known_bits(), newer.known_bits());
+  return layout(slots_.size() + newer.slots_.size(), base, top, known).tag_bits >= kTagBitsMin;
 }
 
 void HashRing::insert(const Hash128& h, Offset o, int64_t us, int64_t window_us) {

@@ -13,10 +13,11 @@
 // base. The newest generation is open: an open-addressing table (linear probing, at most 3/4
 // full, doubling) of 8-byte slots, 11-21 bytes a hash. It is sealed once it holds
 // kOpenHashesMax hashes, spans a quarter of the window (250 ms at least) or meets an offset
-// too far from its base: its slots are then kept in key order with no empty slot between
-// them, about 9 bytes a hash. Neighbouring sealed generations of like size merge while the
-// merged one spans at most a quarter of the window and holds at most kSealedHashesMax, so a
-// partition keeps a few generations per quarter of the window, not one per kOpenHashesMax.
+// too far from its base: its hashes are then kept in key order as 32-bit slots of tag and
+// offset (SealedGeneration), about 5.3 bytes a hash. Neighbouring sealed generations of like
+// size merge while the merged one spans at most a quarter of the window and holds at most
+// kSealedHashesMax, so a partition keeps a few generations per quarter of the window, not one
+// per kOpenHashesMax.
 // A generation is dropped once its newest stamp falls below the window's floor.
 #pragma once
 
@@ -80,17 +81,26 @@ class HashGeneration {
   int64_t first_us_, newest_us_;
 };
 
-// A generation no longer written: its slots in key order in one array, and per bucket (the
-// key's top bits, about 8 hashes a bucket) where it starts and a 32-bit filter of its keys'
-// low bits (two bits a key), so most lookups of an absent hash read the bucket's entry only
-// (one cache miss, as in an open table). 9 bytes a hash. Two merge in one sequential pass.
+// A generation no longer written: one 32-bit slot a hash, in key order, and per bucket (the
+// key's top bits, 4-8 hashes a bucket) where it starts and a 32-bit filter of its hashes'
+// tags (two bits a tag), so most lookups of an absent hash read the bucket's entry only (one
+// cache miss, as in an open table). A slot holds the offset's distance from the generation's
+// lowest offset in delta_bits_ (as many as the generation's range needs) and, above it, the
+// key's tag: the bits just below the bucket's, as many as are left and known. About 5.3
+// bytes a hash. A tag names a candidate, not a hash: each is checked against its row, and tags
+// of t bits name a false one in about 6 of 2^t probes (t is 11 or more at 1.5M hashes and
+// dense offsets, 20 or more at kOpenHashesMax). Two generations merge
+// in one sequential pass; the merged tag keeps the bits both still know, below its buckets.
 class SealedGeneration {
  public:
+  // Merges stop before a generation's tags would be shorter than this.
+  static constexpr int kTagBitsMin = 10;
+
   explicit SealedGeneration(const HashGeneration& g);
   // `older` and `newer` as one generation (both fit: can_merge).
   SealedGeneration(const SealedGeneration& older, const SealedGeneration& newer);
 
-  // Whether `newer`'s offsets and this one's fit one generation's range.
+  // Whether `newer` and this one fit one generation with tags of kTagBitsMin bits or more.
   bool can_merge(const SealedGeneration& newer) const;
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const;
@@ -98,29 +108,57 @@ class SealedGeneration {
   uint32_t count() const { return static_cast<uint32_t>(slots_.size()); }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
+  int tag_bits() const { return tag_bits_; }
   size_t bytes() const {
-    return slots_.size() * sizeof(RingSlot) + buckets_.size() * sizeof(Bucket);
+    return slots_.size() * sizeof(uint32_t) + buckets_.size() * sizeof(Bucket);
   }
 
  private:
   static constexpr uint32_t kHashesPerBucket = 8;
   struct Bucket {
     uint32_t start = 0;   // bucket b's slots: [buckets_[b].start, buckets_[b + 1].start)
-    uint32_t filter = 0;  // filter_bits of each of its keys
+    uint32_t filter = 0;  // filter_bits of each of its tags
   };
+  // Where a generation's slots put the bucket, tag and delta of `hashes` hashes whose
+  // offsets lie in [base, top] and whose keys' top `known_bits` bits are known.
+  struct Layout {
+    int shift = 32;  // 32 - log2(buckets)
+    int delta_bits = 0;
+    int tag_bits = 0;  // negative: the known bits do not even pick the bucket
+  };
+  static Layout layout(size_t hashes, uint64_t base, uint64_t top, int known_bits);
 
-  // Finds where each bucket starts in slots_ (in key order) and fills its filter.
+  // Starts an empty generation of `hashes` slots laid out as `l`, then emit() fills it in key
+  // order and index() sums where each bucket starts.
+  void begin(size_t hashes, const Layout& l);
+  void emit(uint32_t key, uint64_t offset);
   void index();
+
   size_t bucket(uint32_t key) const { return static_cast<size_t>(uint64_t{key} >> shift_); }
-  // Two of 32 bits, from key bits 1-10 (bit 0 is always set; the top bits pick the bucket).
-  static uint32_t filter_bits(uint32_t key) {
-    return (uint32_t{1} << ((key >> 1) & 31)) | (uint32_t{1} << ((key >> 6) & 31));
+  // The tag_bits_ bits of `key` below its bucket's.
+  uint32_t tag_of(uint32_t key) const {
+    uint64_t below = (uint64_t{key} << (32 - shift_)) & UINT32_MAX;
+    return static_cast<uint32_t>(below >> (32 - tag_bits_));
+  }
+  // The key bits slot i of bucket b knows (its top known_bits()), the others 0.
+  uint32_t key_of(size_t b, uint32_t slot) const {
+    uint64_t tag = uint64_t{slot} >> delta_bits_;
+    return static_cast<uint32_t>((uint64_t{b} << shift_) | (tag << (shift_ - tag_bits_)));
+  }
+  int known_bits() const { return 32 - shift_ + tag_bits_; }
+  uint64_t delta_mask() const { return (uint64_t{1} << delta_bits_) - 1; }
+  // Two of 32 bits, from the tag's bits mixed.
+  static uint32_t filter_bits(uint32_t tag) {
+    uint32_t m = tag * 0x9E3779B1u;
+    return (uint32_t{1} << (m >> 27)) | (uint32_t{1} << ((m >> 22) & 31));
   }
 
-  std::vector<RingSlot> slots_;  // in key order; deltas from base_
+  std::vector<uint32_t> slots_;  // in key order: tag << delta_bits_ | (offset - base_)
   std::vector<Bucket> buckets_;  // one more than there are buckets: the end
-  int shift_ = 32;               // 32 - log2(buckets)
-  uint64_t base_, top_;          // the lowest possible and the highest stored offset
+  int shift_ = 32;
+  int delta_bits_ = 0;
+  int tag_bits_ = 0;
+  uint64_t base_, top_;  // the lowest and the highest stored offset
   int64_t first_us_, newest_us_;
 };
 
@@ -180,12 +218,13 @@ template <class Pred>
 std::optional<Offset> SealedGeneration::find(const Hash128& h, Pred is_original) const {
   uint32_t key = ring_key(h);
   size_t b = bucket(key);
-  uint32_t bits = filter_bits(key);
+  uint32_t tag = tag_of(key);
+  uint32_t bits = filter_bits(tag);
   if ((buckets_[b].filter & bits) != bits) return std::nullopt;
   std::optional<Offset> best;
   for (uint32_t i = buckets_[b].start; i < buckets_[b + 1].start; ++i) {
-    if (slots_[i].key != key) continue;
-    Offset o(base_ + slots_[i].delta);
+    if (uint64_t{slots_[i]} >> delta_bits_ != tag) continue;
+    Offset o(base_ + (slots_[i] & delta_mask()));
     if ((!best || o < *best) && is_original(o)) best = o;
   }
   return best;
