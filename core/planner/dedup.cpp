@@ -72,23 +72,47 @@ void SealedGeneration::index() {
   for (size_t b = 0; b + 1 < buckets_.size(); ++b) buckets_[b + 1].start += buckets_[b].start;
 }
 
-SealedGeneration::SealedGeneration(const HashGeneration& g)
-    : base_(UINT64_MAX), top_(0), first_us_(g.first_us()), newest_us_(g.newest_us()) {
-  std::vector<RingSlot> sorted;
-  sorted.reserve(g.count());
-  for (const RingSlot& s : g.slots()) {
+void SealedGeneration::build(std::span<const RingSlot> in, uint64_t in_base) {
+  size_t hashes = 0;
+  base_ = UINT64_MAX;
+  top_ = 0;
+  for (const RingSlot& s : in) {
     if (s.key == 0) continue;
-    sorted.push_back(s);
-    base_ = std::min(base_, g.base() + s.delta);
-    top_ = std::max(top_, g.base() + s.delta);
+    ++hashes;
+    base_ = std::min(base_, in_base + s.delta);
+    top_ = std::max(top_, in_base + s.delta);
   }
-  QUEEN_ASSERT(!sorted.empty(), "a sealed generation holds a hash");
-  // The table's slots are nearly in key order already (each sits at or after its home).
-  std::sort(sorted.begin(), sorted.end(),
-            [](const RingSlot& a, const RingSlot& b) { return a.key < b.key; });
-  begin(sorted.size(), layout(sorted.size(), base_, top_, 32));
-  for (const RingSlot& s : sorted) emit(s.key, g.base() + s.delta);
+  QUEEN_ASSERT(hashes > 0, "a sealed generation holds a hash");
+  begin(hashes, layout(hashes, base_, top_, 32));
+  for (const RingSlot& s : in) {
+    if (s.key == 0) continue;
+    size_t b = bucket(s.key);
+    buckets_[b].filter |= filter_bits(tag_of(s.key));
+    ++buckets_[b + 1].start;
+  }
   index();
+  slots_.resize(hashes);
+  std::vector<uint32_t> next(buckets_.size() - 1);
+  for (size_t b = 0; b < next.size(); ++b) next[b] = buckets_[b].start;
+  for (const RingSlot& s : in) {
+    if (s.key == 0) continue;
+    uint64_t delta = in_base + s.delta - base_;
+    slots_[next[bucket(s.key)]++] =
+        static_cast<uint32_t>((uint64_t{tag_of(s.key)} << delta_bits_) | delta);
+  }
+  for (size_t b = 0; b < next.size(); ++b)
+    std::sort(slots_.begin() + buckets_[b].start, slots_.begin() + buckets_[b + 1].start);
+}
+
+SealedGeneration::SealedGeneration(const HashGeneration& g)
+    : first_us_(g.first_us()), newest_us_(g.newest_us()) {
+  build(g.slots(), g.base());
+}
+
+SealedGeneration::SealedGeneration(std::span<const RingSlot> slots, uint64_t base, int64_t first_us,
+                                   int64_t newest_us)
+    : first_us_(first_us), newest_us_(newest_us) {
+  build(slots, base);
 }
 
 SealedGeneration::SealedGeneration(const SealedGeneration& older, const SealedGeneration& newer)
@@ -161,6 +185,31 @@ void HashRing::seal(int64_t window_us) {
 void HashRing::drop_below(int64_t floor_us) {
   while (!sealed_.empty() && sealed_.front().newest_us() < floor_us) sealed_.pop_front();
   if (sealed_.empty() && open_ && open_->newest_us() < floor_us) open_.reset();
+}
+
+void HashRing::add_sealed(SealedGeneration g) {
+  QUEEN_ASSERT(!open_, "sealed generations are added before any insert");
+  QUEEN_ASSERT(sealed_.empty() || sealed_.back().newest_us() <= g.newest_us(), "oldest first");
+  sealed_.push_back(std::move(g));
+}
+
+void RingLoader::add(const Hash128& h, Offset o, int64_t us) {
+  if (!pending_.empty() &&
+      (pending_.size() >= HashRing::kSealedHashesMax || o.value < base_ ||
+       o.value - base_ >= kRangeMax || us - first_us_ > HashRing::span_us_max(window_us_)))
+    finish();
+  if (pending_.empty()) {
+    base_ = o.value;
+    first_us_ = newest_us_ = us;
+  }
+  pending_.push_back(RingSlot{ring_key(h), static_cast<uint32_t>(o.value - base_)});
+  newest_us_ = std::max(newest_us_, us);
+}
+
+void RingLoader::finish() {
+  if (pending_.empty()) return;
+  ring_.add_sealed(SealedGeneration(pending_, base_, first_us_, newest_us_));
+  pending_.clear();
 }
 
 size_t HashRing::bytes() const {
@@ -247,11 +296,12 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
   for (auto j = first; j != p.rows.end(); ++j) hashes += j->count;
   if (hashes <= kColdScanHashesMax && p.rows.end() - first <= kColdScanRowsMax) return nullptr;
   HashRing ring;
-  auto st = hashes_.for_each(p, first, p.rows.cend(),
-                             [&](const Hash128& h, Offset o, const AppendRow& row) {
-                               ring.insert(h, o, row.created_us, window_us);
-                             });
+  RingLoader loader(ring, window_us);
+  auto st = hashes_.for_each(
+      p, first, p.rows.cend(),
+      [&](const Hash128& h, Offset o, const AppendRow& row) { loader.add(h, o, row.created_us); });
   if (!st.ok()) return st.error();
+  loader.finish();
   // Hashes still in flight land in the rows later: the filter must know them already.
   int64_t newest_us = p.rows.empty() ? floor_us : p.rows.back().created_us;
   in_flight_.for_each_of(p.id, [&](const InFlightHashes::Slot& s) {

@@ -26,6 +26,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,10 @@ class SealedGeneration {
   static constexpr int kTagBitsMin = 10;
 
   explicit SealedGeneration(const HashGeneration& g);
+  // The hashes of `slots` (key 0: none), each at `base` plus its delta, stamped between
+  // first_us and newest_us.
+  SealedGeneration(std::span<const RingSlot> slots, uint64_t base, int64_t first_us,
+                   int64_t newest_us);
   // `older` and `newer` as one generation (both fit: can_merge).
   SealedGeneration(const SealedGeneration& older, const SealedGeneration& newer);
 
@@ -133,6 +138,9 @@ class SealedGeneration {
   void begin(size_t hashes, const Layout& l);
   void emit(uint32_t key, uint64_t offset);
   void index();
+  // Fills the generation from hashes in any order: counted into their buckets, placed, and
+  // each bucket's few slots sorted (a slot's value orders it by tag, as the key does).
+  void build(std::span<const RingSlot> slots, uint64_t base);
 
   size_t bucket(uint32_t key) const { return static_cast<size_t>(uint64_t{key} >> shift_); }
   // The tag_bits_ bits of `key` below its bucket's.
@@ -189,16 +197,40 @@ class HashRing {
     if (open_) open_->prefetch(h);
   }
   void drop_below(int64_t floor_us);
+  // Adds a generation newer than every sealed one; the ring has no open one yet (RingLoader).
+  void add_sealed(SealedGeneration g);
+  static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
   size_t generations() const { return sealed_.size() + (open_ ? 1 : 0); }
   size_t bytes() const;
 
  private:
-  static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
   // Seals the open generation, then merges the newest sealed ones while they are alike.
   void seal(int64_t window_us);
 
   std::deque<SealedGeneration> sealed_;  // oldest first
   std::optional<HashGeneration> open_;   // newer than every sealed one
+};
+
+// Fills a new ring from a partition's hashes in offset order (its rows after a restart) a
+// sealed generation at a time, each bucket-sorted once, where inserting them one by one would
+// sort each hash into a small generation and then merge it about ten times. A generation
+// holds at most kSealedHashesMax hashes over at most a quarter of the window, as merges keep
+// them, and offsets less than kRangeMax apart, so its tags keep kTagBitsMin bits or more.
+class RingLoader {
+ public:
+  static constexpr uint64_t kRangeMax = uint64_t{1} << 22;
+
+  RingLoader(HashRing& ring, int64_t window_us) : ring_(ring), window_us_(window_us) {}
+  void add(const Hash128& h, Offset o, int64_t us);
+  // Seals what is pending; the ring then takes inserts as usual.
+  void finish();
+
+ private:
+  HashRing& ring_;
+  int64_t window_us_;
+  std::vector<RingSlot> pending_;  // deltas from base_
+  uint64_t base_ = 0;
+  int64_t first_us_ = 0, newest_us_ = 0;
 };
 
 template <class Pred>

@@ -104,6 +104,34 @@ TEST(HashRing, SealedGenerationsMergeAndTakeUnderSixBytesAHash) {
   EXPECT_LT(named, 1000u);
 }
 
+// A ring loaded from a partition's rows (after a restart) seals whole generations at once: it
+// finds every hash as an inserted one does, in fewer and as compact generations, and later
+// inserts and drops work on it as usual.
+TEST(HashRing, ALoadedRingFindsEveryHashAndTakesInserts) {
+  HashRing ring;
+  std::vector<Hash128> truth;
+  const uint64_t n = 1'000'000;
+  const int64_t window_us = 2'000'000'000;  // a generation spans up to 500 s
+  {
+    RingLoader loader(ring, window_us);
+    for (uint64_t i = 0; i < n; ++i) {
+      truth.push_back(hash_of("m" + std::to_string(i)));
+      loader.add(truth.back(), Offset(i), int64_t(i) * 1000);  // 1000 s in all
+    }
+    loader.finish();
+  }
+  EXPECT_EQ(ring.generations(), 2u);  // split at a quarter of the window
+  EXPECT_LT(static_cast<double>(ring.bytes()) / n, 6.0);
+  for (uint64_t i = 0; i < n; i += 997) ASSERT_EQ(find_in(ring, truth[i], truth), Offset(i)) << i;
+  truth.push_back(hash_of("after"));
+  ring.insert(truth.back(), Offset(n), int64_t(n) * 1000, window_us);
+  EXPECT_EQ(find_in(ring, truth.back(), truth), Offset(n));
+  ring.drop_below(int64_t(n) * 1000 - 1);  // only the newest hash is inside
+  EXPECT_EQ(ring.generations(), 1u);
+  EXPECT_FALSE(find_in(ring, truth[n - 1], truth));
+  EXPECT_EQ(find_in(ring, truth.back(), truth), Offset(n));
+}
+
 // Offsets far apart need wide deltas, leaving short tags: generations stop merging before
 // their tags fall under kTagBitsMin bits, and every hash is still found, none absent.
 TEST(HashRing, SparseOffsetsStillFindEveryHash) {
@@ -148,6 +176,7 @@ TEST(HashRing, MergesStayWithinAQuarterOfTheWindow) {
 // now and then jump past a generation's range, against a plain map of every offset of each
 // hash: the ring finds the lowest offset accepted, across open, sealed and merged generations.
 // As with rows, a candidate is accepted only where the hash really is (a tag may name others).
+// A ring loaded from the same hashes in one pass (RingLoader) finds the same.
 RC_GTEST_PROP(HashRing, FindsTheLowestAcceptedOffsetLikeAMap, ()) {
   HashRing ring;
   std::map<Hash128, std::vector<uint64_t>> model;
@@ -158,12 +187,15 @@ RC_GTEST_PROP(HashRing, FindsTheLowestAcceptedOffsetLikeAMap, ()) {
   const int64_t window_us = 1'000'000'000;
   uint64_t offset = uint64_t{1} << 32;
   int64_t us = 0;
+  HashRing loaded;  // the same hashes through a RingLoader, as after a restart
+  RingLoader loader(loaded, window_us);
   for (auto [key, step, time_step] : ops) {
     offset += step == 0 ? uint64_t{1} << 33 : 1;  // 0: past a generation's range
     us += time_step * 10'000;
     for (int i = 0; i < 300; ++i) {  // enough hashes to seal and merge
       Hash128 h = hash_of(std::to_string(key % 512) + "/" + std::to_string(i % 8));
       ring.insert(h, Offset(offset), us, window_us);
+      loader.add(h, Offset(offset), us);
       model[h].push_back(offset);
       at[offset] = h;
       ++offset;
@@ -173,15 +205,18 @@ RC_GTEST_PROP(HashRing, FindsTheLowestAcceptedOffsetLikeAMap, ()) {
     auto it = at.find(o.value);
     return it != at.end() && it->second == h;
   };
-  for (const auto& [h, offsets] : model) {
-    uint64_t lowest = *std::min_element(offsets.begin(), offsets.end());
-    RC_ASSERT(ring.find(h, [&](Offset o) { return holds(h, o); }) == Offset(lowest));
-    // Accepting only one of its offsets finds that one.
-    for (uint64_t o : offsets)
-      RC_ASSERT(ring.find(h, [&](Offset c) { return c == Offset(o); }) == Offset(o));
+  loader.finish();
+  for (const HashRing* r : {&ring, &loaded}) {
+    for (const auto& [h, offsets] : model) {
+      uint64_t lowest = *std::min_element(offsets.begin(), offsets.end());
+      RC_ASSERT(r->find(h, [&](Offset o) { return holds(h, o); }) == Offset(lowest));
+      // Accepting only one of its offsets finds that one.
+      for (uint64_t o : offsets)
+        RC_ASSERT(r->find(h, [&](Offset c) { return c == Offset(o); }) == Offset(o));
+    }
+    Hash128 absent = hash_of("absent");
+    RC_ASSERT(!r->find(absent, [&](Offset o) { return holds(absent, o); }));
   }
-  Hash128 absent = hash_of("absent");
-  RC_ASSERT(!ring.find(absent, [&](Offset o) { return holds(absent, o); }));
 }
 
 // Random inserts, erases and lookups against a plain map, with hashes whose low bits collide
