@@ -49,9 +49,9 @@ Result<SnapshotManifest> NodeImpl::build_manifest() {
     uint64_t cut = it->second;
     auto max_index = writer.max_index(k);
     if (!max_index || *max_index > ck.at.value) {  // it holds later entries too: cut there
-      auto bytes = env.read(name, 0, it->second);
-      if (!bytes.ok()) return bytes.error();
-      cut = snapshot_cut(bytes.value(), ck.at);
+      auto c = snapshot_cut(env, name, it->second, ck.at);
+      if (!c.ok()) return c.error();
+      cut = c.value();
     }
     if (cut > 0 && !config.mutants.snapshot_without_log_files)
       m.files.push_back(FileInfo{name, cut});

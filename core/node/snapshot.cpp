@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "core/qlog/log.h"
 #include "core/qlog/record.h"
 
 namespace queen {
@@ -60,10 +61,13 @@ Result<SnapshotManifest> decode_manifest(const uint8_t* data, size_t size) {
   return m;
 }
 
-uint64_t snapshot_cut(const Bytes& file, LogIndex index) {
+Result<uint64_t> snapshot_cut(Env& env, const std::string& name, uint64_t size, LogIndex index,
+                              uint64_t window_bytes) {
+  FileWindow w(env, name, size, 0, window_bytes);
   uint64_t pos = 0;
-  while (pos < file.size()) {
-    auto rec = decode_record(file.data() + pos, file.size() - pos);
+  while (pos < size) {
+    Result<RecordView> rec = make_error(Errc::truncated, "no record");
+    if (auto st = next_record(w, pos, &rec); !st.ok()) return st.error();
     if (!rec.ok() || rec.value().header.seq > index.value) break;
     pos += rec.value().total_size;
   }

@@ -40,13 +40,18 @@ struct SnapshotManifest {
   bool operator==(const SnapshotManifest&) const = default;
 };
 
+// snapshot_cut reads a log file this much at a time.
+constexpr uint64_t kSnapshotCutWindowBytes = uint64_t{1} << 20;
+
 Bytes encode_manifest(const SnapshotManifest& m);  // with a trailing xxh3-64
 Result<SnapshotManifest> decode_manifest(const uint8_t* data, size_t size);
 
-// The bytes of a log file that hold only records of entries up to `index`: its records are
-// in entry order, so the cut is the first record of a later entry (or the first that does
-// not decode).
-uint64_t snapshot_cut(const Bytes& file, LogIndex index);
+// The bytes of log file `name` (of `size` bytes) that hold only records of entries up to
+// `index`: its records are in entry order, so the cut is the first record of a later entry
+// (or the first that does not decode). Reads the file a window of `window_bytes` at a time
+// (or a record, when one is larger); an error only when a read fails.
+Result<uint64_t> snapshot_cut(Env& env, const std::string& name, uint64_t size, LogIndex index,
+                              uint64_t window_bytes = kSnapshotCutWindowBytes);
 
 // One piece of a chunk: `len` bytes of manifest file `file` from `pos`.
 struct ChunkPart {

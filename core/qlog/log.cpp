@@ -219,6 +219,17 @@ Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid) {
 
 // ---------------------------------------------------------------------------- recovery
 
+Status next_record(FileWindow& w, uint64_t pos, Result<RecordView>* rec) {
+  auto head = w.at(pos, kRecordHeaderBytes);
+  if (!head.ok()) return head.error();
+  uint64_t want = head.value().size();
+  if (want >= 4) want = 4 + ByteReader(head.value().data(), 4).u32();
+  auto bytes = w.at(pos, want);
+  if (!bytes.ok()) return bytes.error();
+  *rec = decode_record(bytes.value().data(), bytes.value().size());
+  return ok_status();
+}
+
 namespace {
 
 struct MsgRec {
@@ -281,19 +292,6 @@ bool take_record(const RecordView& v, const RecordLocation& where, uint64_t keep
       return true;
   }
   return false;
-}
-
-// Decodes the record at `pos` of `w` into `rec`: its header says how long it is (a short or
-// impossible one is left to decode_record to refuse). Fails only when a read does.
-Status next_record(FileWindow& w, uint64_t pos, Result<RecordView>* rec) {
-  auto head = w.at(pos, kRecordHeaderBytes);
-  if (!head.ok()) return head.error();
-  uint64_t want = head.value().size();
-  if (want >= 4) want = 4 + ByteReader(head.value().data(), 4).u32();
-  auto bytes = w.at(pos, want);
-  if (!bytes.ok()) return bytes.error();
-  *rec = decode_record(bytes.value().data(), bytes.value().size());
-  return ok_status();
 }
 
 Status scan_log(Env& env, LogId log, LogScan* ls, Scan* scan, RecoveryStats* stats,

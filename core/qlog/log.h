@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "core/qlog/record.h"
 #include "core/state/entry.h"
+#include "core/state/file_window.h"
 #include "core/state/store.h"
 #include "io/env.h"
 #include "io/outputs.h"
@@ -41,6 +43,10 @@ LogId log_of_queue(QueueId queue, uint32_t shared_logs);
 
 std::string log_file_name(LogId log, uint32_t file_no);
 bool parse_log_file_name(const std::string& name, LogId* log, uint32_t* file_no);
+
+// Decodes the record at `pos` of `w` into `rec`: its header says how long it is (a short or
+// impossible one is left to decode_record to refuse). Fails only when a read does.
+Status next_record(FileWindow& w, uint64_t pos, Result<RecordView>* rec);
 
 // Where a log stood before an entry was written to it: truncating there removes the entry.
 struct LogStart {

@@ -47,11 +47,40 @@ TEST(Snapshot, ALogFileIsCutBeforeItsFirstRecordOfALaterEntry) {
     encode_record(h, body.data(), body.size(), &file);
     ends.push_back(file.size());
   }
-  EXPECT_EQ(snapshot_cut(file, LogIndex(40)), ends[3]);
-  EXPECT_EQ(snapshot_cut(file, LogIndex(37)), 0u);
-  EXPECT_EQ(snapshot_cut(file, LogIndex(99)), file.size());
+  MemEnv env;
+  auto cut = [&](uint64_t index) {
+    env.files["qlog/f"] = file;
+    auto c = snapshot_cut(env, "qlog/f", file.size(), LogIndex(index));
+    EXPECT_TRUE(c.ok());
+    return c.ok() ? c.value() : UINT64_MAX;
+  };
+  EXPECT_EQ(cut(40), ends[3]);
+  EXPECT_EQ(cut(37), 0u);
+  EXPECT_EQ(cut(99), file.size());
   file[ends[1] + 9] ^= 1;  // a damaged record ends what can be shipped
-  EXPECT_EQ(snapshot_cut(file, LogIndex(40)), ends[1]);
+  EXPECT_EQ(cut(40), ends[1]);
+  env.files.erase("qlog/f");  // a read that fails is an error, not a cut
+  EXPECT_FALSE(snapshot_cut(env, "qlog/f", file.size(), LogIndex(40)).ok());
+}
+
+// A log file is read a window at a time to find its cut, never whole.
+TEST(Snapshot, ALogFileIsCutReadingAWindowAtATime) {
+  Bytes file;
+  size_t end_of_500 = 0;
+  for (uint64_t seq = 1; seq <= 1000; ++seq) {
+    RecordHeader h;
+    h.seq = seq;
+    Bytes body(200, static_cast<uint8_t>(seq));
+    encode_record(h, body.data(), body.size(), &file);
+    if (seq == 500) end_of_500 = file.size();
+  }
+  MemEnv env;
+  env.files["qlog/f"] = file;
+  auto c = snapshot_cut(env, "qlog/f", file.size(), LogIndex(500), 4096);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value(), end_of_500);
+  EXPECT_LE(env.read_bytes_max, 4096u);
+  EXPECT_GT(file.size(), 50 * 4096u);
 }
 
 TEST(Snapshot, ChunksSpanFilesInManifestOrder) {
