@@ -177,8 +177,20 @@ void Store::delete_partition(const EffPartitionDelete& e) {
     auto at = std::lower_bound(ids.begin(), ids.end(), e.pid);
     if (at != ids.end() && *at == e.pid) ids.erase(at);
   }
-  std::erase_if(cursors_, [&](const auto& kv) { return kv.first.pid == e.pid; });
+  erase_cursors_of(e.pid);
   erase_partition(e.pid);
+}
+
+void Store::erase_cursors_of(PartitionId pid) {
+  // Cursors are in group order, then partition order: a lookup per group, not a pass over
+  // every cursor of every partition.
+  for (auto it = cursors_.begin(); it != cursors_.end();) {
+    const std::string& group = it->first.group;
+    auto next = cursors_.upper_bound(CursorKey{group, PartitionId(UINT64_MAX)});
+    auto at = cursors_.lower_bound(CursorKey{group, pid});
+    if (at != next && at->first.pid == pid) cursors_.erase(at);  // `group` may go with it
+    it = next;
+  }
 }
 
 void Store::delete_queue(QueueId id) {

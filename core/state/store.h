@@ -229,6 +229,7 @@ class Store {
   void delete_partition(const EffPartitionDelete& e);
   // Drops a partition with its rows' file references and its name (not its cursors).
   void erase_partition(PartitionId pid);
+  void erase_cursors_of(PartitionId pid);
   // Files `p` (already in partitions_) under its name; rebuilds the names when full.
   void name_partition(const PartitionState& p);
   void rebuild_names(PartitionNames::Fill fill);
