@@ -90,8 +90,8 @@ class HashGeneration {
 // key's tag: the bits just below the bucket's, as many as are left and known. About 5.3
 // bytes a hash. A tag names a candidate, not a hash: each is checked against its row, and tags
 // of t bits name a false one in about 6 of 2^t probes (t is 11 or more at 1.5M hashes and
-// dense offsets, 20 or more at kOpenHashesMax). Two generations merge
-// in one sequential pass; the merged tag keeps the bits both still know, below its buckets.
+// dense offsets, 20 or more at kOpenHashesMax). Two generations merge in one sequential pass;
+// the merged tag keeps the bits both still know, below its buckets.
 class SealedGeneration {
  public:
   // Merges stop before a generation's tags would be shorter than this.
@@ -113,7 +113,6 @@ class SealedGeneration {
   uint32_t count() const { return static_cast<uint32_t>(slots_.size()); }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
-  int tag_bits() const { return tag_bits_; }
   size_t bytes() const {
     return slots_.size() * sizeof(uint32_t) + buckets_.size() * sizeof(Bucket);
   }
@@ -148,7 +147,7 @@ class SealedGeneration {
     uint64_t below = (uint64_t{key} << (32 - shift_)) & UINT32_MAX;
     return static_cast<uint32_t>(below >> (32 - tag_bits_));
   }
-  // The key bits slot i of bucket b knows (its top known_bits()), the others 0.
+  // The key bits a slot of bucket b knows (its top known_bits()), the others 0.
   uint32_t key_of(size_t b, uint32_t slot) const {
     uint64_t tag = uint64_t{slot} >> delta_bits_;
     return static_cast<uint32_t>((uint64_t{b} << shift_) | (tag << (shift_ - tag_bits_)));
