@@ -207,7 +207,8 @@ RC_GTEST_PROP(HashRing, FindsTheLowestAcceptedOffsetLikeAMap, ()) {
   };
   loader.finish();
   for (const HashRing* r : {&ring, &loaded}) {
-    for (const auto& [h, offsets] : model) {
+    for (const auto& [hash, offsets] : model) {
+      const Hash128& h = hash;  // a lambda may not capture a structured binding (C++17)
       uint64_t lowest = *std::min_element(offsets.begin(), offsets.end());
       RC_ASSERT(r->find(h, [&](Offset o) { return holds(h, o); }) == Offset(lowest));
       // Accepting only one of its offsets finds that one.
