@@ -249,14 +249,15 @@ void InFlightHashes::insert(PartitionId pid, const Hash128& h, Offset o, const U
   ++count_;
 }
 
-void InFlightHashes::erase(PartitionId pid, const Hash128& h, Offset o) {
-  if (count_ == 0) return;
+bool InFlightHashes::erase(PartitionId pid, const Hash128& h, Offset o) {
+  if (count_ == 0) return false;
   size_t i = slot_of(pid, h);
-  if (!slots_[i].used || slots_[i].offset != o) return;
+  if (!slots_[i].used || slots_[i].offset != o) return false;
   probe::erase_at(
       slots_, i, [](const Slot& s) { return s.used; },
       [&](const Slot& s) { return home(s.pid, s.hash); });
   if (--count_ == 0 && slots_.size() >= kSlotsKeptMax) slots_ = {};
+  return true;
 }
 
 void InFlightHashes::clear() {
@@ -354,8 +355,12 @@ void DedupIndex::planned(PartitionId pid, const Hash128& h, Offset o, const Uuid
 }
 
 void DedupIndex::applied(const EffAppend& a) {
+  bool planned_here = a.hashes.size() == a.count;  // a follower's entry may carry them packed
   for (uint32_t i = 0; i < a.hashes.size(); ++i)
-    in_flight_.erase(a.pid, a.hashes[i], Offset(a.base.value + i));
+    planned_here = in_flight_.erase(a.pid, a.hashes[i], Offset(a.base.value + i)) && planned_here;
+  // An append this node did not plan (another leader's, or its own planned before a leader
+  // change) is not in its ring: the ring goes, and warms again from the rows when next used.
+  if (!planned_here) rings_.erase(a.pid);
 }
 
 size_t DedupIndex::ring_bytes() const {

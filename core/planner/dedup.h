@@ -286,7 +286,8 @@ class InFlightHashes {
   // Records `h` at `o` unless the partition already has `h` in flight.
   void insert(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id);
   // Forgets `h` if it is in flight at exactly `o`.
-  void erase(PartitionId pid, const Hash128& h, Offset o);
+  // Whether h was in flight at o (it is not any more).
+  bool erase(PartitionId pid, const Hash128& h, Offset o);
   void clear();
   size_t size() const { return count_; }
   size_t slots() const { return slots_.size(); }
@@ -346,7 +347,8 @@ class DedupIndex {
   // Records a hash planned at offset `o` (in flight until applied).
   void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id, int64_t now_us,
                int64_t window_us);
-  // The store now holds `append`: its hashes are no longer in flight.
+  // The store now holds `append`: its hashes are no longer in flight. An append not planned
+  // here (another leader's) drops the partition's ring, which lacks its hashes.
   void applied(const EffAppend& append);
   void reset_in_flight() { in_flight_.clear(); }
   const DedupStats& stats() const { return stats_; }

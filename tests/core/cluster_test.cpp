@@ -158,6 +158,38 @@ TEST(Cluster, LeaderCrashElectsAnotherThatKeepsEveryAnsweredPush) {
   EXPECT_EQ(c.payloads(l).size(), 4u);
 }
 
+// Found by the simulator (3 nodes, seed 335): a node kept the dedup ring it had built while it
+// led, which the appends of later leaders never reached; leading again, it stored a retried
+// transactionId a second time. A leader must find every transactionId stored in the window.
+TEST(Cluster, ANodeThatLeadsAgainFindsTheTransactionIdsStoredWhileItFollowed) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  // Every node leads once and warms its ring of q/p (more rows than an exact scan reads).
+  std::set<int> led;
+  int n = 0;
+  auto lead_elsewhere = [&](int l) {
+    c.isolate(l);
+    ASSERT_TRUE(c.run_until(3000, [&] { return c.leader() >= 0 && c.leader() != l; }));
+    c.heal();
+    ASSERT_TRUE(c.run_until(3000, [&] { return c.converged(); }));
+  };
+  for (int round = 0; round < 20 && led.size() < 3; ++round) {
+    int l = c.leader();
+    for (int k = 0; k < 8; ++k)
+      ASSERT_NE(as<PushReply>(c.push(l, "w" + std::to_string(n++))), nullptr);
+    led.insert(l);
+    lead_elsewhere(l);
+  }
+  ASSERT_EQ(led.size(), 3u);
+  auto first = c.push(c.leader(), "x");
+  ASSERT_NE(as<PushReply>(first), nullptr);
+  lead_elsewhere(c.leader());
+  auto again = c.push(c.leader(), "x");
+  ASSERT_NE(as<PushReply>(again), nullptr);
+  EXPECT_EQ(as<PushReply>(again)->results.at(0).status, PushStatus::duplicate);
+  EXPECT_EQ(as<PushReply>(again)->results.at(0).offset, as<PushReply>(first)->results.at(0).offset);
+}
+
 // Small log files and frequent checkpoints, so a leader reclaims its log within a test.
 void reclaiming(NodeConfig& c) {
   c.segment_bytes = 2048;
