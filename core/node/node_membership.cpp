@@ -255,6 +255,14 @@ std::optional<MembershipReply> NodeImpl::learner_behind(NodeId id) const {
                    "learner " + std::to_string(id.value) + " has not been heard from lately");
   uint64_t last = cluster->raft->last_index().value;
   uint64_t match = cluster->raft->match_of(id).value;
+  // Its durable log holds the configuration in use: a crash cannot take it back to one that
+  // predates its admission (and pins a disk it no longer has), which would keep it from voting.
+  uint64_t in_use = cluster->raft->membership_index().value;
+  if (match < in_use)
+    return refusal("learner_behind", "learner " + std::to_string(id.value) +
+                                         " holds entries up to " + std::to_string(match) +
+                                         ", not yet the configuration in use (entry " +
+                                         std::to_string(in_use) + ")");
   if (last - std::min(last, match) <= config.promote_max_lag) return std::nullopt;
   return refusal("learner_behind", "learner " + std::to_string(id.value) + " is " +
                                        std::to_string(last - match) +

@@ -624,6 +624,11 @@ bool Raft::recently_heard(NodeId id) const {
 }
 
 bool Raft::fenced(const Message& m) const {
+  // A leader's log is taken from any disk: the election that made it leader counted only the
+  // disks its voters pin, and a follower whose configuration predates the leader's new disk
+  // (it lost entries in a crash) learns that configuration from this log alone.
+  if (m.type == MsgType::append || m.type == MsgType::snapshot || m.type == MsgType::snapshot_chunk)
+    return false;
   uint64_t pinned = membership().disk_of(m.from);
   return pinned != 0 && m.disk != pinned && !cfg_.mutant_no_fence;
 }
@@ -669,6 +674,9 @@ void Raft::on_membership_entry(LogIndex index, const Membership& m) {
   std::sort(sorted.voters.begin(), sorted.voters.end());
   std::sort(sorted.learners.begin(), sorted.learners.end());
   confs_[index] = std::move(sorted);
+  // A member removed is forgotten: added back, it is known only from what it says then (its
+  // disk may have been replaced meanwhile, and must not be pinned from before).
+  std::erase_if(identities_, [&](const auto& kv) { return !membership().is_member(kv.first); });
   if (role_ == Role::leader) track_members();
   if (index <= commit_) after_commit();
 }

@@ -239,7 +239,8 @@ class Raft {
   bool recently_heard(NodeId id) const;
   // Whether `m` comes from a member's disk other than the one its configuration pins. Such a
   // message is dropped, except a follower's answer to appends, which moves its replication
-  // (a fenced member still gets the log) but is never counted.
+  // (a fenced member still gets the log) but is never counted. A leader's appends and
+  // snapshots are never fenced (elections are).
   bool fenced(const Message& m) const;
   // Whether this node's own disk is not the one its configuration pins for it: it was wiped or
   // swapped, and takes no part in elections until it is removed and added back.

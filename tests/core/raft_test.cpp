@@ -651,6 +651,37 @@ TEST(RaftMembership, ALeaderThatRemovesItselfStepsDownOnceTheChangeCommits) {
   EXPECT_EQ(c.violation, "");
 }
 
+// The identity fence counts no vote from a disk other than the pinned one, but a leader's log
+// is taken from any disk: a follower whose configuration predates the leader's new disk learns
+// the configuration that admitted it only from that log.
+TEST(RaftFence, ALeadersLogIsTakenFromAnyDiskItsVoteRequestsAreNot) {
+  SimNode f;
+  f.id = NodeId(2);
+  Config c;
+  c.disk = 22;
+  c.membership.voters = {NodeId(1), NodeId(2), NodeId(3)};
+  c.membership.disks = {{NodeId(1), 11}, {NodeId(2), 22}, {NodeId(3), 33}};
+  f.start(c, LogIndex(0));
+  Message vote;
+  vote.type = MsgType::vote;
+  vote.from = NodeId(1);
+  vote.to = f.id;
+  vote.term = Term(5);
+  vote.disk = 99;  // node 1 on a new disk
+  f.raft->step(vote);
+  EXPECT_EQ(f.raft->term(), Term(0));
+  EXPECT_TRUE(f.raft->take_ready().messages.empty());
+  Message append = vote;
+  append.type = MsgType::append;
+  append.entries = {LogEntry{LogIndex(1), Term(5), Bytes{1}}};
+  f.raft->step(append);
+  Ready r = f.raft->take_ready();
+  EXPECT_EQ(f.raft->term(), Term(5));
+  EXPECT_EQ(f.raft->leader(), NodeId(1));
+  ASSERT_EQ(r.append.size(), 1u);
+  EXPECT_EQ(r.append[0].index, LogIndex(1));
+}
+
 bool membership_mutant_caught(Config mutant) {
   uint64_t changes = 0;
   for (uint64_t seed = 1; seed <= 100; ++seed)
