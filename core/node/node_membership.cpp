@@ -124,6 +124,7 @@ void NodeImpl::settle_membership() {
   Cluster& c = *cluster;
   uint64_t in_use = c.raft->membership_index().value;
   c.configs.erase(c.configs.upper_bound(in_use), c.configs.end());
+  if (!c.configs.empty()) c.raft->set_cluster_format(c.configs.rbegin()->second.cluster_version);
   auto committed = c.configs.upper_bound(c.raft->commit().value);
   if (committed != c.configs.begin()) c.configs.erase(c.configs.begin(), std::prev(committed));
   // A node that joins knows no configuration until one reaches it: the environment keeps the
@@ -253,6 +254,15 @@ std::optional<MembershipReply> NodeImpl::learner_behind(NodeId id) const {
   if (!cluster->raft->recently_heard(id))
     return refusal("learner_behind",
                    "learner " + std::to_string(id.value) + " has not been heard from lately");
+  // An older build is sent no entries (raft::Raft::set_cluster_format): it cannot catch up.
+  if (!cluster->raft->reads_cluster_format(id)) {
+    auto who = cluster->raft->identity_of(id);
+    return refusal("learner_behind",
+                   "learner " + std::to_string(id.value) + " reads cluster format " +
+                       std::to_string(who ? who->kinds : 0) + ", below the cluster's " +
+                       std::to_string(cluster->configs.rbegin()->second.cluster_version) +
+                       ": upgrade it first");
+  }
   uint64_t last = cluster->raft->last_index().value;
   uint64_t match = cluster->raft->match_of(id).value;
   // Its durable log holds the configuration in use: a crash cannot take it back to one that

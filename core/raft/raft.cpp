@@ -536,6 +536,7 @@ void Raft::handle_append_response(const Message& m) {
 
 void Raft::send_append(NodeId to, bool heartbeat_only) {
   Progress& pr = progress_.at(to);
+  heartbeat_only = heartbeat_only || !reads_cluster_format(to);
   Message m;
   m.type = MsgType::append;
   m.to = to;
@@ -642,6 +643,12 @@ std::optional<PeerIdentity> Raft::identity_of(NodeId id) const {
   auto it = identities_.find(id);
   if (it == identities_.end()) return std::nullopt;
   return it->second;
+}
+
+bool Raft::reads_cluster_format(NodeId id) const {
+  if (cluster_format_ < 2) return true;
+  auto who = identity_of(id);
+  return who && who->kinds >= cluster_format_;
 }
 
 ChangeRefusal Raft::check_change(const Membership& next) const {

@@ -247,6 +247,11 @@ class Raft {
   bool self_fenced() const;
   // The identity a member last sent (from any message taken since this process started).
   std::optional<PeerIdentity> identity_of(NodeId id) const;
+  // The cluster format of the configuration in use (the caller's): from 2 on, entries and
+  // snapshots go only to a member that said it reads it (an older build added later gets
+  // heartbeats alone, so it never takes an entry it cannot read).
+  void set_cluster_format(uint32_t format) { cluster_format_ = format; }
+  bool reads_cluster_format(NodeId id) const;
   // The caller made entries up to `index` durable (leader: its own sync completed).
   void on_persisted(LogIndex index);
   // The caller can no longer read entries up to `upto` (committed): a follower that needs one
@@ -356,6 +361,7 @@ class Raft {
   // Configurations by the index of their entry: the newest committed one and every later one.
   std::map<LogIndex, Membership> confs_;
   std::map<NodeId, PeerIdentity> identities_;
+  uint32_t cluster_format_ = 1;
   Ready ready_;
   bool hs_dirty_ = false;
   LogIndex reported_commit_;

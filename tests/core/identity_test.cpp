@@ -197,6 +197,45 @@ TEST(ClusterVersion, RowsLeaveTheirHashesOnDiskOnlyFromFormatThree) {
   }
 }
 
+// An older build added once the version has risen (an operator re-adds a lost node on an old
+// binary) is sent no entry it cannot read: it gets heartbeats alone, and promoting it is
+// refused. Once upgraded, it catches up and is promoted.
+TEST(ClusterVersion, AnOlderBuildAddedLaterGetsNoEntryUntilItIsUpgraded) {
+  TestCluster c(3, fast_identity);
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  ASSERT_TRUE(c.run_until(3000, [&] { return all_pinned(c, l); }));
+  int old = (l + 1) % 3;
+  MembershipCmd remove{MembershipOp::remove, {NodeId(old + 1)}, NodeId(0), "", ""};
+  ASSERT_EQ(change(c, l, remove), "");
+  ASSERT_NE(as<PushReply>(c.push(l, "before")), nullptr);
+  c.crash(old);
+  c.wipe(old);
+  c.format_max[old] = 1;
+  c.joins.insert(old);
+  c.start(old);
+  MembershipCmd add{MembershipOp::add_learner, {}, NodeId(old + 1), "r:1", "h:1"};
+  ASSERT_EQ(change(c, l, add), "");
+  c.run_ms(500);
+  EXPECT_EQ(c.node(old).raft_view().last_index, 0u);
+  EXPECT_EQ(c.node(old).stats().entries_unreadable, 0u);
+  MembershipCmd promote{MembershipOp::promote, {NodeId(old + 1)}, NodeId(0), "", ""};
+  ASSERT_EQ(change(c, l, promote), "learner_behind");
+  auto refused = c.membership(l, promote);
+  ASSERT_NE(as<MembershipReply>(refused), nullptr);
+  EXPECT_NE(as<MembershipReply>(refused)->error.find("reads cluster format 1"), std::string::npos)
+      << as<MembershipReply>(refused)->error;
+  c.format_max.erase(old);
+  c.crash(old);
+  c.start(old);
+  ASSERT_TRUE(c.run_until(
+      3000, [&] { return c.node(old).raft_view().applied >= c.node(l).raft_view().commit; }));
+  std::string code;  // in_flight while the leader pins the upgraded disk: asked again
+  EXPECT_TRUE(c.run_until(3000, [&] { return (code = code_of(c.membership(l, promote))).empty(); }))
+      << code;
+  EXPECT_EQ(c.payloads(old), c.payloads(l));
+}
+
 // The planted bug: a leader that raises the version without asking sends node 3 an entry it
 // cannot read.
 TEST(ClusterVersion, AnUngatedRaiseIsCaught) {

@@ -651,6 +651,39 @@ TEST(RaftMembership, ALeaderThatRemovesItselfStepsDownOnceTheChangeCommits) {
   EXPECT_EQ(c.violation, "");
 }
 
+// From cluster format 2 on, a leader sends entries only to a member that said it reads the
+// format (an older build added later would take entries it cannot read); the others get
+// heartbeats alone, and commit goes on with the members that read it.
+TEST(RaftFormat, EntriesGoOnlyToAMemberHeardToReadTheClusterFormat) {
+  Cluster c = settled_cluster(27, 0);
+  ASSERT_TRUE(c.leader());
+  SimNode& l = c.node(*c.leader());
+  l.raft->set_cluster_format(3);
+  SimNode& newer = c.node(NodeId(l.id.value % 3 + 1));
+  SimNode& older = c.node(NodeId((l.id.value + 1) % 3 + 1));
+  c.crash(newer);
+  c.base.kinds = 3;  // the other nodes keep saying 1
+  c.restart(newer);
+  size_t older_had = older.log.size();
+  LogIndex last;
+  for (int t = 0; t < 200; ++t) {
+    if (auto idx = l.raft->propose(Bytes{static_cast<uint8_t>(t)})) last = *idx;
+    c.step_all();
+  }
+  for (int t = 0; t < 20; ++t) c.step_all();  // the last proposals reach the newer node
+  ASSERT_EQ(*c.leader(), l.id);
+  EXPECT_EQ(older.log.size(), older_had);
+  EXPECT_TRUE(l.raft->reads_cluster_format(newer.id));
+  EXPECT_FALSE(l.raft->reads_cluster_format(older.id));
+  EXPECT_GE(newer.log.size(), last.value);
+  EXPECT_GE(l.raft->commit(), last);
+  // Back at format 1, the older node catches up.
+  l.raft->set_cluster_format(1);
+  for (int t = 0; t < 100; ++t) c.step_all();
+  EXPECT_EQ(older.log.size(), l.log.size());
+  EXPECT_EQ(c.violation, "");
+}
+
 // The identity fence counts no vote from a disk other than the pinned one, but a leader's log
 // is taken from any disk: a follower whose configuration predates the leader's new disk learns
 // the configuration that admitted it only from that log.

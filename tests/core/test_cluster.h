@@ -1,7 +1,7 @@
 // A Raft cluster of nodes on in-memory environments for the core's tests: every node's clock
 // advances in 1 ms steps, messages arrive within the step they were sent, and a node can be
-// crashed, wiped, isolated and started again (with its own QUEEN_QLOG_SHARDS or
-// QUEEN_RAFT_FORMAT_MAX).
+// crashed, wiped, isolated and started again (with its own QUEEN_QLOG_SHARDS,
+// QUEEN_RAFT_FORMAT_MAX or QUEEN_RAFT_JOIN).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -49,6 +49,7 @@ class TestCluster {
     c.node_id = static_cast<uint64_t>(i) + 1;
     if (auto k = qlog_shards.find(i); k != qlog_shards.end()) c.qlog_shards = k->second;
     if (auto k = format_max.find(i); k != format_max.end()) c.format_max = k->second;
+    c.join = joins.contains(i);
     envs_[i]->timers.clear();
     nodes_[i] = std::make_unique<Node>(*envs_[i], c);
     envs_[i]->node = nodes_[i].get();
@@ -69,6 +70,7 @@ class TestCluster {
   std::map<int, uint32_t> qlog_shards;
   // A node's own QUEEN_RAFT_FORMAT_MAX (standing for an older build), read at its next start().
   std::map<int, uint32_t> format_max;
+  std::set<int> joins;  // started with QUEEN_RAFT_JOIN (no membership until added)
   // A crashed node's disk is replaced by an empty one.
   void wipe(int i) {
     envs_[i]->files.clear();
