@@ -110,7 +110,7 @@ clusters() {
   cluster_faults="net_drops net_duplicates net_partitioned_drops client_target_changes crashes
     raft_entries_read_back log_files_reclaimed snapshots_installed net_forged forwarded
     forward_retries outcome_unknown forward_streams_broken transfers graceful_stops writer_stalls
-    membership_changes disk_wipes readmissions upgrades"
+    membership_changes disk_wipes readmissions upgrades force_recoveries"
   for nodes in 3 5; do
     var=QUEEN_SIM_CI_SEEDS_$nodes
     default=$([[ $nodes -eq 3 ]] && echo 1-150 || echo 1-60)
@@ -136,16 +136,19 @@ clusters() {
     mseeds=$mutant_seeds
     # A lease overlap needs a leader change, clocks apart and a lease in flight at once: its
     # runs put the clocks at both ends of the bound, but it shows in about 1 seed in 150
-    # (seed 98 is the first in 1-300); --stop-at-first ends at the first.
+    # (seed 56 is the first in 1-300); --stop-at-first ends at the first.
     [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1-300}
     # Two changes in flight break safety only when their majorities miss each other and a
-    # partition splits them at that moment (seed 254 is the first in 1-300); a learner counted,
-    # only when the leader fails right after (seed 122).
+    # partition splits them at that moment (seed 314 is the first in 1-400); a learner counted,
+    # only when the leader fails right after (seed 17).
     [[ $m == changes-in-flight || $m == learner-in-quorum ]] &&
-      mseeds=${QUEEN_SIM_MEMBERSHIP_MUTANT_SEEDS:-1-300}
+      mseeds=${QUEEN_SIM_MEMBERSHIP_MUTANT_SEEDS:-1-400}
     # A wiped disk counted loses data only when the leader fails with it and the voter left was
-    # behind: seed 43 is the first in 1-100.
+    # behind: seed 21 is the first in 1-100.
     [[ $m == no-fence ]] && mseeds=${QUEEN_SIM_FENCE_MUTANT_SEEDS:-1-100}
+    # An ack taken by a stopping leader and failed shows only when a consumer acks during the
+    # hand-over: seed 75 is the first in 1-100.
+    [[ $m == transfer-before-acks-commit ]] && mseeds=${QUEEN_SIM_TRANSFER_MUTANT_SEEDS:-1-100}
     check_mutant 3 "$m" "$mseeds"
   done
 }

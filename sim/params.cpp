@@ -186,6 +186,7 @@ const FaultRow kFaults[] = {
     QUEEN_FAULT("membership", faults.membership_per_100k_events, "membership_changes"),
     QUEEN_FAULT("wipe", faults.wipe_per_100k_events, "disk_wipes"),
     QUEEN_FAULT("older-build", faults.older_build, "upgrades"),
+    QUEEN_FAULT("disaster", faults.disaster_after_ms, "force_recoveries"),
 };
 #undef QUEEN_FAULT
 
@@ -299,6 +300,14 @@ void choose_identity(uint64_t seed, Mutant mutant, RunParams* p) {
   }
 }
 
+// The loss of every disk but one, from a stream of its own. Not in the mutants' runs: each
+// searches its seeds for one planted bug in the worlds it was first caught in.
+void choose_disaster(uint64_t seed, Mutant mutant, RunParams* p) {
+  Rng r = Rng::stream(seed, "params-disaster");
+  if (mutant != Mutant::none || !r.per_mille(200)) return;
+  p->faults.disaster_after_ms = r.range(1000, std::max<int64_t>(1000, p->safety_ms - 2000));
+}
+
 RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
   Rng rng = Rng::stream(seed, "params");
   RunParams p;
@@ -344,6 +353,7 @@ RunParams choose_params(uint64_t seed, int nodes, Mutant mutant) {
       p.faults.membership_per_100k_events = static_cast<uint32_t>(members.range(2000, 5000));
   }
   if (nodes > 1) choose_identity(seed, mutant, &p);
+  if (nodes > 1) choose_disaster(seed, mutant, &p);
   return p;
 }
 
@@ -406,9 +416,10 @@ std::string RunParams::describe() const {
       s += strf("%lld@%lldppm,", (long long)(c.offset_us / 1000), (long long)c.drift_ppm);
     s += strf(
         " membership_per_100k_events=%u wipe_per_100k_events=%u readmit_delay_ms=%lld "
-        "older_build=%u upgrade_after_ms=%lld",
+        "older_build=%u upgrade_after_ms=%lld disaster_after_ms=%lld",
         faults.membership_per_100k_events, faults.wipe_per_100k_events,
-        (long long)faults.readmit_delay_ms, faults.older_build, (long long)faults.upgrade_after_ms);
+        (long long)faults.readmit_delay_ms, faults.older_build, (long long)faults.upgrade_after_ms,
+        (long long)faults.disaster_after_ms);
   }
   return s;
 }

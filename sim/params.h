@@ -74,6 +74,11 @@ struct FaultParams {
   // upgraded at its first restart after upgrade_after_ms (at the heal, if none came).
   uint32_t older_build = 0;
   int64_t upgrade_after_ms = 0;
+  // Cluster: after disaster_after_ms (0: never) every disk but one is lost for good, once. The
+  // node whose durable log is the most up to date survives: it restarts with
+  // QUEEN_RAFT_FORCE_RECOVER, which the operator unsets once its one-voter configuration has
+  // committed; the others come back empty with QUEEN_RAFT_JOIN and are added back one by one.
+  int64_t disaster_after_ms = 0;
   DiskFaultRates disk;
   ClockModel clock;
 };

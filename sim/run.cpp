@@ -1,5 +1,6 @@
 #include "sim/run.h"
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 
@@ -121,7 +122,7 @@ class Run : public ClientSink {
   void change_membership() {
     const FaultParams& f = p_.faults;
     // While a wiped node waits to be added back, the operator changes nothing else.
-    if (membership_waiting() || f.membership_per_100k_events == 0 || wiped_ >= 0 ||
+    if (membership_waiting() || f.membership_per_100k_events == 0 || recovering() ||
         !membership_rng_.per_100k(f.membership_per_100k_events))
       return;
     MembershipCmd cmd;
@@ -141,6 +142,11 @@ class Run : public ClientSink {
 
   std::optional<ReplyHandle> send_membership(MembershipCmd cmd) {
     int to = static_cast<int>(membership_rng_.range(0, p_.nodes - 1));
+    // After the disaster the operator asks a member: a lost node knows no leader until added.
+    if (disaster_at_us_ >= 0 &&
+        (to == wiped_ ||
+         std::find(readmit_queue_.begin(), readmit_queue_.end(), to) != readmit_queue_.end()))
+      to = disaster_survivor_;
     if (!world_.up(to)) return std::nullopt;
     CommandEnvelope env;
     int64_t now_ms = world_.node_now_us(to) / 1000;
@@ -165,14 +171,17 @@ class Run : public ClientSink {
   // answers so.
   void restore_membership() {
     const FaultParams& f = p_.faults;
-    if (!cluster() || (f.membership_per_100k_events == 0 && f.wipe_per_100k_events == 0)) return;
+    if (!cluster() || (f.membership_per_100k_events == 0 && f.wipe_per_100k_events == 0 &&
+                       f.disaster_after_ms == 0))
+      return;
     membership_restored_ = false;
     restore_membership_again();
   }
 
   void restore_membership_again() {
     if (membership_restored_ || !ok()) return;
-    if (wiped_ >= 0) {
+    recover_progress();
+    if (recovering()) {
       readmit_at_us_ = std::min(readmit_at_us_, world_.now_us());
       readmit();
     } else if (p_.faults.membership_per_100k_events == 0) {
@@ -211,6 +220,10 @@ class Run : public ClientSink {
   void readmit_answered(const MembershipReply& m) {
     bool done = m.code.empty() || (readmit_step_ == 0 && m.code == "not_a_member");
     if (!done) {
+      if (m.code != readmit_refused_)
+        world_.note(strf("readmit n%d: step %d refused: %s (%s)", wiped_, readmit_step_,
+                         m.code.c_str(), m.error.c_str()));
+      readmit_refused_ = m.code;
       readmit_at_us_ = world_.now_us() + 300'000;  // learner_behind, in_flight: again later
       return;
     }
@@ -218,6 +231,23 @@ class Run : public ClientSink {
     if (++readmit_step_ < 3) return;
     world_.count("readmissions");
     wiped_ = -1;
+    next_readmission();
+  }
+
+  // A wiped node waits to be added back, or a disaster is not yet recovered from.
+  bool recovering() const { return wiped_ >= 0 || survivor_ >= 0 || !readmit_queue_.empty(); }
+
+  // The disaster came and a lost node is not yet a voter again (the end checks need them all).
+  bool disaster_unrecovered() const {
+    return survivor_ >= 0 || !readmit_queue_.empty() || (disaster_at_us_ >= 0 && wiped_ >= 0);
+  }
+
+  void next_readmission() {
+    if (wiped_ >= 0 || readmit_queue_.empty()) return;
+    wiped_ = readmit_queue_.front();
+    readmit_queue_.erase(readmit_queue_.begin());
+    readmit_step_ = 0;
+    readmit_at_us_ = world_.now_us();
   }
 
   // Every node's configuration pins `victim` to the disk it has (a wipe now is fenced by all),
@@ -238,7 +268,7 @@ class Run : public ClientSink {
   // mistake the fence must absorb); half the time the leader crashes with it.
   void maybe_wipe() {
     const FaultParams& f = p_.faults;
-    if (f.wipe_per_100k_events == 0 || wiped_ >= 0 || graceful_ >= 0 ||
+    if (f.wipe_per_100k_events == 0 || recovering() || disaster_at_us_ >= 0 || graceful_ >= 0 ||
         !identity_rng_.per_100k(f.wipe_per_100k_events))
       return;
     int victim = static_cast<int>(identity_rng_.range(0, p_.nodes - 1));
@@ -253,6 +283,73 @@ class Run : public ClientSink {
     wiped_ = victim;
     readmit_step_ = 0;
     readmit_at_us_ = world_.now_us() + f.readmit_delay_ms * 1000;
+  }
+
+  // ---- the loss of every disk but one, recovered from with QUEEN_RAFT_FORCE_RECOVER
+
+  // The node whose durable log is the most up to date: it holds every committed entry when
+  // every node is up (a majority's logs are among those compared). -1 while one is down.
+  int most_up_to_date() {
+    int best = -1;
+    Node::RaftView bv;
+    for (int n = 0; n < p_.nodes; ++n) {
+      const Node* node = world_.node(n);
+      if (node == nullptr) return -1;
+      Node::RaftView v = node->raft_view();
+      if (best >= 0 && std::pair(v.durable_term, v.durable_index) <=
+                           std::pair(bv.durable_term, bv.durable_index))
+        continue;
+      best = n;
+      bv = v;
+    }
+    return best;
+  }
+
+  // Once, at disaster_after_ms (while no other operator's work is under way): every disk but
+  // the survivor's is lost. Those nodes come back empty with QUEEN_RAFT_JOIN and wait to be
+  // added; the survivor restarts with QUEEN_RAFT_FORCE_RECOVER naming itself.
+  void disaster() {
+    const FaultParams& f = p_.faults;
+    if (f.disaster_after_ms == 0 || disaster_at_us_ >= 0 || recovering() || graceful_ >= 0 ||
+        membership_waiting() || world_.elapsed_us() < f.disaster_after_ms * 1000)
+      return;
+    int s = most_up_to_date();
+    if (s < 0) return;
+    recovered_from_ = world_.node(s)->raft_view().durable_index;
+    for (int n = 0; n < p_.nodes; ++n) {
+      if (n == s) continue;
+      world_.next_config(n).join = true;
+      world_.crash_node(n, "disaster: its disk is lost", true);
+      world_.disk(n).wipe();
+      readmit_queue_.push_back(n);
+    }
+    world_.next_config(s).force_recover = static_cast<uint64_t>(s) + 1;
+    world_.crash_node(s, "disaster: restarts with QUEEN_RAFT_FORCE_RECOVER", true);
+    // The lost nodes' terms die with their disks: the survivor may lead a term one of them led
+    // (its own vote for it was not yet durable), which no log that is left holds an entry of.
+    std::erase_if(leaders_, [&](const auto& kv) { return kv.second != s; });
+    survivor_ = s;
+    disaster_survivor_ = s;
+    disaster_at_us_ = world_.now_us();
+    world_.count("force_recoveries");
+    world_.note(strf("disaster: n%d survives with its log durable to %llu", s,
+                     static_cast<unsigned long long>(recovered_from_)));
+  }
+
+  // The operator unsets QUEEN_RAFT_FORCE_RECOVER once the survivor's one-voter configuration
+  // is in its log and committed, then adds the lost nodes back one at a time.
+  void recover_progress() {
+    if (survivor_ < 0) return;
+    const Node* s = world_.node(survivor_);
+    if (s == nullptr) return;
+    Node::RaftView v = s->raft_view();
+    if (!v.membership_committed || v.membership_index <= recovered_from_ || s->voters() != 1)
+      return;
+    world_.next_config(survivor_).force_recover = 0;
+    world_.note(strf("n%d leads alone from entry %llu: QUEEN_RAFT_FORCE_RECOVER unset", survivor_,
+                     static_cast<unsigned long long>(v.membership_index)));
+    survivor_ = -1;
+    next_readmission();
   }
 
   // The older build's node runs the new one from its next start on.
@@ -306,6 +403,12 @@ class Run : public ClientSink {
                                 static_cast<unsigned long long>(v.term)));
           return;
         }
+        if (int old = voter_below_format(*node, v); old >= 0) {
+          world_.violation("2 a voter cannot read the cluster format",
+                           strf("n%d leads at cluster format %u with n%d a voter, which reads %u",
+                                n, v.cluster_version, old, world_.next_config(old).format_max));
+          return;
+        }
         if (v.writable && (v.term != writable_term_)) {
           writable_term_ = v.term;
           checker_.leader_changed();
@@ -327,6 +430,16 @@ class Run : public ClientSink {
     }
   }
 
+  // A voter of the leader's configuration in use that reads below its cluster format (the
+  // version gate, core/node identity_tick, and the promotion check forbid it), or -1.
+  int voter_below_format(const Node& leader, const Node::RaftView& v) {
+    for (int k = 0; k < p_.nodes; ++k)
+      if (leader.is_voter(static_cast<uint64_t>(k) + 1) &&
+          world_.next_config(k).format_max < v.cluster_version)
+        return k;
+    return -1;
+  }
+
   // The node that leads and serves, if any.
   int writable_leader() {
     for (int n = 0; n < p_.nodes; ++n) {
@@ -346,6 +459,8 @@ class Run : public ClientSink {
     if (cluster()) graceful_stop();
     if (cluster()) change_membership();
     if (cluster()) maybe_wipe();
+    if (cluster()) disaster();
+    if (cluster()) recover_progress();
     if (cluster()) readmit();
     // In a cluster the victim is any node; a crash after a push answer hits the one answering.
     int victim = cluster() ? static_cast<int>(faults_rng_.range(0, p_.nodes - 1)) : kNode;
@@ -443,9 +558,11 @@ class Run : public ClientSink {
             checker_.set_reference(leader);
           }
         }
-        if (workload_.producers_done() && checker_.drained(&why)) break;
+        bool recovered = !disaster_unrecovered();
+        if (workload_.producers_done() && recovered && checker_.drained(&why)) break;
         if (!workload_.producers_done())
           why = "producers unfinished:" + workload_.pending_summary();
+        if (!recovered) why = "the lost nodes are not all added back";
       }
       bool stepped = world_.step();
       check_raft();
@@ -581,6 +698,12 @@ class Run : public ClientSink {
   int readmit_step_ = 0;  // 0: remove it, 1: add it as a learner, 2: promote it
   int64_t readmit_at_us_ = 0;
   std::optional<ReplyHandle> readmit_handle_;
+  std::string readmit_refused_;     // the last refusal's code, noted when it changes
+  std::vector<int> readmit_queue_;  // lost in the disaster: added back after wiped_
+  int survivor_ = -1;               // its QUEEN_RAFT_FORCE_RECOVER still set
+  uint64_t recovered_from_ = 0;     // the survivor's durable log at the disaster
+  int64_t disaster_at_us_ = -1;
+  int disaster_survivor_ = -1;
   bool upgraded_ = false;
   static constexpr int64_t kMembershipTimeoutMs =
       5000;  // long outages: a stream of its own, so other faults keep their draws

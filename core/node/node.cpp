@@ -318,6 +318,10 @@ size_t Node::voters() const {
   return impl_->cluster ? impl_->cluster->raft->membership().voters.size() : 0;
 }
 
+bool Node::is_voter(uint64_t member) const {
+  return impl_->cluster && impl_->cluster->raft->membership().is_voter(NodeId(member));
+}
+
 uint64_t Node::pinned_disk(uint64_t member) const {
   if (!impl_->cluster) return 0;
   return impl_->cluster->raft->membership().disk_of(NodeId(member));

@@ -150,12 +150,16 @@ class Node {
     uint64_t commit = 0;  // known committed
     uint64_t applied = 0;
     uint64_t last_index = 0;     // of its own log
+    uint64_t durable_index = 0;  // how far its own log is durable, and that entry's term
+    uint64_t durable_term = 0;
     bool writable = false;       // a leader that applied an entry of its term: plans commands
     uint64_t applied_chain = 0;  // with NodeConfig::track_applied_chain: over applied entries
     // The configuration in use: whether this node votes in it, and whether it has committed
     // (a leader that is no voter of a committed one must have stepped down).
     bool voter = true;
     bool membership_committed = true;
+    uint64_t membership_index = 0;  // the entry the configuration in use came from
+    uint32_t cluster_version = 0;   // of the configuration in use
     // Its own disk is not the one its configuration pins (wiped or swapped): it does not vote.
     bool fenced = false;
   };
@@ -166,6 +170,7 @@ class Node {
   uint64_t pinned_disk(uint64_t member) const;
   // The number of voters of the configuration in use (0 on a single node).
   size_t voters() const;
+  bool is_voter(uint64_t member) const;  // in the configuration in use
 
  private:
   // What the event left to do: a checkpoint write (last, see io/outputs.h), the outputs.

@@ -143,9 +143,14 @@ Node::RaftView NodeImpl::raft_view() const {
   v.leader = r.leader() ? r.leader()->value : 0;
   v.commit = std::max(r.commit().value, n.commit);
   v.last_index = r.last_index().value;
+  v.durable_index = r.durable_index().value;
+  v.durable_term = r.term_of(r.durable_index()).value_or(Term(0)).value;
   v.writable = n.cluster->writable;
   v.voter = r.membership().is_voter(r.id());
   v.membership_committed = r.membership_index() <= r.commit();
+  v.membership_index = r.membership_index().value;
+  v.cluster_version =
+      n.cluster->configs.empty() ? 0 : n.cluster->configs.rbegin()->second.cluster_version;
   v.fenced = r.self_fenced();
   return v;
 }

@@ -285,6 +285,8 @@ class Raft {
   const Stats& stats() const { return stats_; }
   // The durable last index of this node's own log as Raft tracks it.
   LogIndex last_index() const;
+  // How far this node's own log is durable (reported through on_persisted).
+  LogIndex durable_index() const { return durable_; }
   // The term of the own log's entry at `index`, if it has one.
   std::optional<Term> term_of(LogIndex index) const { return runs_.term_at(index); }
 
