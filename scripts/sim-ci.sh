@@ -123,8 +123,9 @@ clusters() {
       grep -v '^seeds=' <<<"$cout" | head -80
     fi
     echo "sim-ci: $nodes nodes: $csummary"
-    # Every command path on a cluster: across the 3-node seeds (the 5-node range is shorter).
-    paths=$([[ $nodes -eq 3 ]] && echo "$required_paths" || echo "")
+    # Every command path on a cluster: across the 3-node seeds (the 5-node range is shorter),
+    # and a graceful stop's dedup rings read back by the next start (rings_loaded).
+    paths=$([[ $nodes -eq 3 ]] && echo "$required_paths rings_loaded" || echo "")
     # shellcheck disable=SC2086
     require_counters "$csummary" "$nodes-node seeds $cseeds" $cluster_faults $paths
     terms=$(counter raft_terms "$csummary")
@@ -139,13 +140,13 @@ clusters() {
     # (seed 56 is the first in 1-300); --stop-at-first ends at the first.
     [[ $m == no-foreign-lease-grace ]] && mseeds=${QUEEN_SIM_LEASE_MUTANT_SEEDS:-1-300}
     # Two changes in flight break safety only when their majorities miss each other and a
-    # partition splits them at that moment (seed 314 is the first in 1-400); a learner counted,
+    # partition splits them at that moment (seed 206 is the first in 1-400); a learner counted,
     # only when the leader fails right after (seed 17).
     [[ $m == changes-in-flight || $m == learner-in-quorum ]] &&
       mseeds=${QUEEN_SIM_MEMBERSHIP_MUTANT_SEEDS:-1-400}
     # A wiped disk counted loses data only when the leader fails with it and the voter left was
-    # behind: seed 21 is the first in 1-100.
-    [[ $m == no-fence ]] && mseeds=${QUEEN_SIM_FENCE_MUTANT_SEEDS:-1-100}
+    # behind: seed 123 is the first in 1-150.
+    [[ $m == no-fence ]] && mseeds=${QUEEN_SIM_FENCE_MUTANT_SEEDS:-1-150}
     # An ack taken by a stopping leader and failed shows only when a consumer acks during the
     # hand-over: seed 75 is the first in 1-100.
     [[ $m == transfer-before-acks-commit ]] && mseeds=${QUEEN_SIM_TRANSFER_MUTANT_SEEDS:-1-100}

@@ -92,7 +92,9 @@ class Run : public ClientSink {
   }
 
   // A graceful stop of the leader, as on SIGTERM: it hands leadership over (Node::hand_over),
-  // and its process exits once another node leads or the stop's time is up.
+  // then, once another node leads or the hand-over's time is up, writes its stop checkpoint
+  // and dedup rings (Node::checkpoint_before_stop) and its process exits once they are
+  // durable or the checkpoint's time is up.
   void graceful_stop() {
     const FaultParams& f = p_.faults;
     if (graceful_ >= 0) {
@@ -100,7 +102,13 @@ class Run : public ClientSink {
       bool over = node == nullptr || std::string_view(node->raft_view().role) != "leader" ||
                   world_.now_us() >= graceful_until_us_;
       if (!over) return;
-      if (node != nullptr) world_.crash_node(graceful_, "graceful stop: exits", true);
+      if (graceful_checkpoint_until_us_ < 0)
+        graceful_checkpoint_until_us_ = world_.now_us() + kStopCheckpointWaitUs;
+      bool written = node == nullptr || world_.checkpoint_before_stop(graceful_);
+      if (!written && world_.now_us() < graceful_checkpoint_until_us_) return;
+      graceful_checkpoint_until_us_ = -1;
+      if (world_.node(graceful_) != nullptr)
+        world_.crash_node(graceful_, "graceful stop: exits", true);
       workload_.graceful_stop_ended();
       graceful_ = -1;
       return;
@@ -526,6 +534,7 @@ class Run : public ClientSink {
       if (world_.up(graceful_)) world_.crash_node(graceful_, "graceful stop: exits", true);
       workload_.graceful_stop_ended();
       graceful_ = -1;
+      graceful_checkpoint_until_us_ = -1;
     }
     world_.set_client_faults(
         ClientNetFaults{0, p_.faults.client_delay_us_min, p_.faults.client_delay_us_max});
@@ -655,6 +664,7 @@ class Run : public ClientSink {
       s.forward_unknown += t.forward_unknown;
       s.transfers += t.transfers;
       s.row_hash_reads += t.row_hash_reads;
+      s.rings_loaded += t.rings_loaded;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -669,6 +679,7 @@ class Run : public ClientSink {
     out.counters["store_checkpoints"] = s.store_checkpoints;
     out.counters["log_files_reclaimed"] = s.log_files_reclaimed;
     out.counters["row_hash_reads"] = s.row_hash_reads;
+    out.counters["rings_loaded"] = s.rings_loaded;
     if (cluster()) {
       out.counters["snapshots_sent"] = s.snapshots_sent;
       out.counters["snapshots_installed"] = s.snapshots_installed;
@@ -711,6 +722,9 @@ class Run : public ClientSink {
   int64_t partitioned_until_us_ = 0;
   uint64_t partitions_ = 0;                              // cuts and heals so far
   int graceful_ = -1;                                    // the node stopping gracefully
+  int64_t graceful_checkpoint_until_us_ = -1;            // its checkpoint's deadline, once set
+  // How long a graceful stop waits for its checkpoint and rings to be durable.
+  static constexpr int64_t kStopCheckpointWaitUs = 5'000'000;
   int64_t graceful_until_us_ = 0;                        // and when its process exits at the latest
   std::map<uint64_t, int> leaders_;                      // term → the node that led it
   std::map<uint64_t, std::pair<uint64_t, int>> chains_;  // applied → (chain, first node)

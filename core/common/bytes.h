@@ -167,6 +167,17 @@ class ByteReader {
     pos_ += n;
     return b;
   }
+  // n raw bytes into `out`, a piece at a time (no window need hold them all); fails the reader
+  // when fewer are left.
+  void raw_into(void* out, size_t n) {
+    auto* o = static_cast<uint8_t*>(out);
+    while (n > 0 && ok_) {
+      size_t k = std::min(n, kRawPieceBytes);
+      get(o, k);
+      o += k;
+      n -= k;
+    }
+  }
   // A bounded count: fails the reader when the count could not fit in the bytes left,
   // given each element takes at least `min_elem_bytes`.
   uint32_t count(size_t min_elem_bytes) {
@@ -176,6 +187,7 @@ class ByteReader {
   }
 
  private:
+  static constexpr size_t kRawPieceBytes = size_t{1} << 16;
   const uint8_t* at() const { return p_ + (pos_ - win_at_); }
   // Whether the next n bytes are in the window (moving it when they are not); fails the
   // reader when the input holds fewer.

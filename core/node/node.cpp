@@ -68,6 +68,7 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
   RecoveryOptions opt;
   opt.replay_partial_entry = n.config.mutants.replay_partial_entry;
   if (auto st = n.load_store_checkpoint(files); !st.ok()) return st.error();
+  if (auto st = n.load_rings(files); !st.ok()) return st.error();
   opt.require_next_entry = n.require_next_entry;
   n.arm_store_checkpoints();
   if (n.config.voters.size() > 1 || n.config.join || !n.store.membership().empty()) {
@@ -79,6 +80,9 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
   RecoveryStats rs;
   n.store.set_standalone();     // its checkpoints go to no other node
   opt.skip_below_store = true;  // a single node replays only what follows its checkpoint
+  // A replayed append drops its partition's ring (loaded at the checkpoint's index).
+  opt.on_replayed = [&n](const Entry& e, const RecordLocation&,
+                         const std::vector<RecordLocation>&) { n.planner.on_applied(e); };
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
   if (!st.ok()) return st.error();
   n.stats.recovered_entries = rs.entries_replayed;
@@ -196,6 +200,11 @@ void sync_done(NodeImpl& n, uint64_t token, bool ok) {
     n.after_event();
     return;
   }
+  if (token != 0 && token == n.rings_token) {
+    n.on_rings_synced(ok);
+    n.after_event();
+    return;
+  }
   auto it = n.sync_tokens.find(token);
   QUEEN_ASSERT(it != n.sync_tokens.end(), "completion of an unknown sync (token %llu)",
                static_cast<unsigned long long>(token));
@@ -278,8 +287,11 @@ Outputs Node::checkpoint_before_stop(bool* current) {
   if (!n.stop_checkpoint_upto) n.stop_checkpoint_upto = n.store.applied();
   LogIndex upto = *n.stop_checkpoint_upto;
   auto holds = [&] { return !n.checkpoints.empty() && !(n.checkpoints.back().at < upto); };
-  if (n.checkpoint_behind() && !holds()) n.write_store_checkpoint(/*full=*/true);
-  *current = n.stopped || upto.value == 0 || holds();
+  bool started = n.checkpoint_behind() && !holds();
+  if (started) n.write_store_checkpoint(/*full=*/true);
+  if (started || holds()) n.write_stop_rings(started);
+  bool rings_settled = n.stop_rings == NodeImpl::StopRings::settled;
+  *current = n.stopped || upto.value == 0 || (holds() && rings_settled);
   return finish_event();
 }
 

@@ -1,5 +1,6 @@
 // Store checkpoints: when to write one, chains of deltas, and the log files they free.
 #include "core/node/node_impl.h"
+#include "core/planner/ring_file.h"
 
 namespace queen {
 
@@ -176,6 +177,51 @@ void NodeImpl::reclaim_log_files(LogIndex upto) {
 void NodeImpl::halt(const std::string& why) {
   stopped = true;
   out.fatal(why);
+}
+
+// -------------------------------------------------------------- dedup rings at a stop
+void NodeImpl::write_stop_rings(bool checkpoint_started) {
+  if (stop_rings != StopRings::undecided) return;
+  LogIndex at = store.applied();
+  bool same_index = checkpoint_started ? checkpoint_writing.at == at
+                                       : !checkpoints.empty() && checkpoints.back().at == at;
+  if (!same_index || planner.dedup().rings() == 0) {
+    stop_rings = StopRings::settled;
+    return;
+  }
+  stop_rings = StopRings::writing;
+  rings_token = next_token++;
+  out.write_whole_file(
+      rings_file(at), [this, at](ByteSink& sink) { write_rings(planner.dedup(), at, sink); },
+      rings_token, planner.dedup().ring_bytes() + planner.dedup().rings() * 64);
+}
+
+void NodeImpl::on_rings_synced(bool ok) {
+  rings_token = 0;
+  stop_rings = StopRings::settled;
+  if (!ok) env.log(LogLevel::warn, "the dedup rings were not written: they warm again after it");
+}
+
+Status NodeImpl::load_rings(const std::vector<FileInfo>& files) {
+  LogIndex at = store.applied();
+  for (const FileInfo& f : files) {
+    LogIndex named;
+    if (!parse_rings_file(f.name, &named)) continue;
+    if (named == at && at.value != 0) {
+      // Derived state: whatever keeps it from being read, the rings warm from the rows.
+      auto read = read_rings(env, f, at, &planner.dedup());
+      if (read.ok() && read.value()) {
+        stats.rings_loaded += planner.dedup().rings();
+      } else {
+        planner.dedup().drop_rings();
+        env.log(LogLevel::warn, f.name + " cannot be read (" +
+                                    (read.ok() ? "damaged" : read.error().message) +
+                                    "): the dedup rings warm again");
+      }
+    }
+    if (auto st = env.remove(f.name); !st.ok()) return st;
+  }
+  return ok_status();
 }
 
 }  // namespace queen

@@ -315,6 +315,11 @@ struct NodeImpl {
   };
   std::deque<CheckpointFile> checkpoints;
   uint64_t checkpoint_token = 0;  // 0: none in flight
+  // A graceful stop's dedup rings (core/planner/ring_file.h): not decided yet, written (its
+  // write in flight under rings_token), or settled (durable, failed or not written at all).
+  enum class StopRings { undecided, writing, settled };
+  StopRings stop_rings = StopRings::undecided;
+  uint64_t rings_token = 0;
   CheckpointFile checkpoint_writing;
   // (partition, base offset) of each append applied since the newest checkpoint was started:
   // the rows the next delta checkpoint writes in full. Recovery replays entries without
@@ -438,6 +443,15 @@ struct NodeImpl {
   LogIndex delta_base() const;
 
   void on_checkpoint_synced(bool ok);
+
+  // A graceful stop: writes the dedup rings once, named after the applied index, when the
+  // stop's checkpoint is (being) written at that index; settles at once otherwise.
+  void write_stop_rings(bool checkpoint_started);
+  void on_rings_synced(bool ok);
+  // At start, once the store checkpoint is loaded and before any entry is replayed: the rings
+  // file written at its index, if any, becomes the dedup rings (one that cannot be read is
+  // left: they warm from the rows). Every rings file is removed.
+  Status load_rings(const std::vector<FileInfo>& files);
 
   // Where in `checkpoints` the chain of the one at `i` starts: its full checkpoint.
   size_t chain_start(size_t i) const;

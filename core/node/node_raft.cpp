@@ -262,6 +262,7 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
                         const std::vector<RecordLocation>& messages) {
     rebase();
     runs.append(e.index, e.term);
+    planner.on_applied(e);  // a replayed append drops its partition's ring (load_rings)
     applied_term = e.term;
     if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
     entry_records.push_back(EntryRecords{at, messages});

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/bytes.h"
 #include "core/common/result.h"
 #include "core/common/types.h"
 #include "core/qlog/row_hashes.h"
@@ -65,9 +66,14 @@ class HashGeneration {
   size_t bytes() const { return slots_.size() * sizeof(Slot); }
   uint64_t base() const { return base_; }
   const std::vector<RingSlot>& slots() const { return slots_; }
+  void encode(ByteWriter& w) const;
+  // A generation as encode() wrote it; nullopt (the reader failed) when the bytes do not
+  // describe one.
+  static std::optional<HashGeneration> decode(ByteReader& r);
 
  private:
   using Slot = RingSlot;
+  HashGeneration() = default;
   static constexpr size_t kSlotsMin = 64;
   static constexpr uint64_t kBaseSlack = uint64_t{1} << 30;  // room for offsets planned again
 
@@ -76,10 +82,10 @@ class HashGeneration {
   void grow();
 
   std::vector<Slot> slots_;  // a power of two
-  int shift_;                // 32 - log2(slots_.size())
+  int shift_ = 32;           // 32 - log2(slots_.size())
   uint32_t count_ = 0;
-  uint64_t base_;
-  int64_t first_us_, newest_us_;
+  uint64_t base_ = 0;
+  int64_t first_us_ = 0, newest_us_ = 0;
 };
 
 // A generation no longer written: one 32-bit slot a hash, in key order, and per bucket (the
@@ -116,8 +122,11 @@ class SealedGeneration {
   size_t bytes() const {
     return slots_.size() * sizeof(uint32_t) + buckets_.size() * sizeof(Bucket);
   }
+  void encode(ByteWriter& w) const;
+  static std::optional<SealedGeneration> decode(ByteReader& r);
 
  private:
+  SealedGeneration() = default;
   static constexpr uint32_t kHashesPerBucket = 8;
   struct Bucket {
     uint32_t start = 0;   // bucket b's slots: [buckets_[b].start, buckets_[b + 1].start)
@@ -165,8 +174,8 @@ class SealedGeneration {
   int shift_ = 32;
   int delta_bits_ = 0;
   int tag_bits_ = 0;
-  uint64_t base_, top_;  // the lowest and the highest stored offset
-  int64_t first_us_, newest_us_;
+  uint64_t base_ = 0, top_ = 0;  // the lowest and the highest stored offset
+  int64_t first_us_ = 0, newest_us_ = 0;
 };
 
 class HashRing {
@@ -201,6 +210,8 @@ class HashRing {
   static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
   size_t generations() const { return sealed_.size() + (open_ ? 1 : 0); }
   size_t bytes() const;
+  void encode(ByteWriter& w) const;
+  static std::optional<HashRing> decode(ByteReader& r);
 
  private:
   // Seals the open generation, then merges the newest sealed ones while they are alike.
@@ -353,6 +364,13 @@ class DedupIndex {
   void reset_in_flight() { in_flight_.clear(); }
   const DedupStats& stats() const { return stats_; }
   size_t ring_bytes() const;
+  size_t rings() const { return rings_.size(); }
+  // The rings, partition by partition (core/planner/ring_file.h keeps them across a graceful
+  // restart).
+  void encode_rings(ByteWriter& w) const;
+  // Takes the rings `r` holds in place of any; false, and no ring, when they do not decode.
+  bool decode_rings(ByteReader& r);
+  void drop_rings() { rings_.clear(); }
 
  private:
   using Rows = CompactVector<AppendRow>;

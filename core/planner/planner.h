@@ -60,6 +60,7 @@ class Planner {
   // The options a queue has (or will have once in-flight entries land).
   std::optional<QueueOptions> queue_options(const std::string& name) const;
   const DedupIndex& dedup() const { return dedup_; }
+  DedupIndex& dedup() { return dedup_; }
 
  private:
   struct QueueView {

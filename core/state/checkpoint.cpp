@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "core/common/hashing_sink.h"
 #include "core/state/file_window.h"
 
 namespace queen {
@@ -47,31 +48,6 @@ bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
   *applied = LogIndex(v);
   return true;
 }
-
-namespace {
-
-// Passes pieces on, hashing them on the way.
-class HashingSink final : public ByteSink {
- public:
-  explicit HashingSink(ByteSink& next) : next_(next), state_(XXH3_createState()) {
-    QUEEN_ASSERT(state_ != nullptr, "xxh3 state allocated");
-    XXH3_64bits_reset(state_);
-  }
-  ~HashingSink() override { XXH3_freeState(state_); }
-  HashingSink(const HashingSink&) = delete;
-  HashingSink& operator=(const HashingSink&) = delete;
-  void put(const uint8_t* data, size_t size) override {
-    XXH3_64bits_update(state_, data, size);
-    next_.put(data, size);
-  }
-  uint64_t digest() const { return XXH3_64bits_digest(state_); }
-
- private:
-  ByteSink& next_;
-  XXH3_state_t* state_;
-};
-
-}  // namespace
 
 void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain, ByteSink& sink,
                       const DeltaOf* delta) {

@@ -223,6 +223,15 @@ bool SimWorld::hand_over(int n) {
   return leading;
 }
 
+bool SimWorld::checkpoint_before_stop(int n) {
+  NodeSlot& slot = *nodes_[n];
+  if (!slot.up || !slot.node) return true;
+  bool current = false;
+  perform(n, slot.node->checkpoint_before_stop(&current));
+  finish_fatal_crashes();
+  return current;
+}
+
 void SimWorld::crash_node(int node, std::string_view reason, bool restart,
                           int64_t restart_delay_us) {
   NodeSlot& slot = *nodes_[node];

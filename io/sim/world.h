@@ -131,6 +131,8 @@ class SimWorld {
   void start_node(int node);
   // A graceful stop of `node` (Node::hand_over): false when it does not lead.
   bool hand_over(int node);
+  // A graceful stop's checkpoint (Node::checkpoint_before_stop): whether it is durable.
+  bool checkpoint_before_stop(int node);
   // restart_delay_us < 0: drawn between the setup's bounds.
   void crash_node(int node, std::string_view reason, bool restart, int64_t restart_delay_us = -1);
   void pause_node(int node, int64_t duration_us);

@@ -1,0 +1,30 @@
+// The dedup rings kept across a graceful restart: store/rings.<20-digit index>, written at a
+// graceful stop beside the store checkpoint of the same index, from the rings as they stand
+// at it, and read back at the next start when the store is loaded at that index, before any
+// entry is replayed (each replayed append then drops its partition's ring, as an applied one
+// not planned here does). Node-local derived state: a missing, stale or damaged file only
+// means the rings warm from the rows again, so the file is never synced for its own sake or
+// sent to another node, and every start removes it.
+//
+// Layout: magic, format, index, DedupIndex::encode_rings, then the xxh3-64 of all before.
+#pragma once
+
+#include <string>
+
+#include "core/common/bytes.h"
+#include "core/common/result.h"
+#include "core/common/types.h"
+#include "core/planner/dedup.h"
+#include "io/env.h"
+
+namespace queen {
+
+std::string rings_file(LogIndex at);
+bool parse_rings_file(const std::string& name, LogIndex* at);
+
+void write_rings(const DedupIndex& dedup, LogIndex at, ByteSink& sink);
+// Reads file `f` into `dedup` when it holds the rings at `at`: whether it did. An error only
+// when the disk could not be read; a damaged or foreign file is a false.
+Result<bool> read_rings(Env& env, const FileInfo& f, LogIndex at, DedupIndex* dedup);
+
+}  // namespace queen
