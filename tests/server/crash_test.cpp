@@ -267,5 +267,44 @@ TEST(GracefulStop, TheNextStartReplaysNothing) {
   EXPECT_EQ(seen.size(), 30u);
 }
 
+// A graceful stop also writes the partitions' dedup rings: the next start has them before its
+// first push (no partition warms its ring from its message records), and a retried
+// transactionId is still answered as the duplicate of its original.
+TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log", {});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  std::string first_id;
+  {
+    HttpClient c(server.port());
+    std::vector<PushSpec> items;
+    for (int i = 0; i < 300; ++i) items.push_back({"rings", "p", "t" + std::to_string(i), i});
+    HttpResult r = push(c, items);
+    ASSERT_EQ(r.status, 201) << r.body;
+    first_id = r.body_json()[7]["message_id"].get<std::string>();
+    ASSERT_EQ(push(c, {{"rings", "p", "warm", 0}}).status, 201);  // the ring is built here
+  }
+  ASSERT_EQ(server.stop(), 0) << server.log_tail();
+  ASSERT_TRUE(server.start(&error)) << error;
+  HttpClient c(server.port());
+  // A series without labels, from the Prometheus text (-1 when absent).
+  auto metric = [&](const std::string& series) {
+    std::string body = c.get("/metrics/prometheus").body;
+    size_t at = body.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + series.size() + 2));
+  };
+  EXPECT_GT(metric("queen_dedup_ring_bytes"), 0) << server.log_tail();
+  HttpResult again = push(c, {{"rings", "p", "t7", 7}, {"rings", "p", "fresh", 0}});
+  ASSERT_EQ(again.status, 201) << again.body;
+  json results = again.body_json();
+  EXPECT_EQ(results[0]["status"], "duplicate");
+  EXPECT_EQ(results[0]["message_id"], first_id);
+  EXPECT_EQ(results[1]["status"], "queued");
+  double reads = metric("queen_row_hash_reads_total");
+  EXPECT_GE(reads, 0);
+  EXPECT_LE(reads, 1) << "only the original's row is read, to check the candidate the ring named";
+}
+
 }  // namespace
 }  // namespace queen::test
