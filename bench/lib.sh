@@ -23,3 +23,18 @@ until_ok() {
 wait_healthy() {
   until_ok "${2:-600}" curl -sf "http://127.0.0.1:$1/health"
 }
+
+# single_node_setup: for a script that runs one node on a folder of its own: checks that
+# queen-bench is built, makes a temp data folder ($data, removed at exit) and picks a port
+# ($port). node_start BIN then starts BIN on them ($pid, killed at exit).
+single_node_setup() {
+  [[ -x build/bench/queen-bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
+  data=$(mktemp -d)
+  port=$(free_port)
+  pid=""
+  trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data"' EXIT
+}
+node_start() {
+  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data LOG_LEVEL=warn "$1" &
+  pid=$!
+}

@@ -10,20 +10,12 @@ n=${1:?usage: bench/restart_ab.sh PARTITIONS BIN_A BIN_B [ROUNDS]}
 a=${2:?BIN_A}
 b=${3:?BIN_B}
 rounds=${4:-3}
-[[ -x build/bench/queen-bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
-data=$(mktemp -d)
-port=$(free_port)
-pid=""
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data"' EXIT
-start() {
-  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data LOG_LEVEL=warn "$1" &
-  pid=$!
-}
+single_node_setup
 stop() {
   kill "$pid"
   wait "$pid" || true
 }
-start "$a"
+node_start "$a"
 wait_healthy "$port" 20
 build/bench/queen-bench --hosts "127.0.0.1:$port" --scenario push --producers 8 --batch 100 \
   --fill 1 --partitions "$n" --duration-s 600 >/dev/null
@@ -31,7 +23,7 @@ stop
 for _ in $(seq 1 "$rounds"); do
   for bin in "$a" "$b"; do
     t0=$(date +%s%N)
-    start "$bin"
+    node_start "$bin"
     wait_healthy "$port" 600
     t1=$(date +%s%N)
     peak_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")

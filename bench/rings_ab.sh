@@ -10,15 +10,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 n=${1:-50000000}
 rounds=${2:-3}
-[[ -x build/bench/queen-bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
-data=$(mktemp -d)
-port=$(free_port)
-pid=""
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data"' EXIT
-start() {
-  PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$data LOG_LEVEL=warn build/server/queen &
-  pid=$!
-}
+single_node_setup
 stop() {
   local t0
   t0=$(date +%s%N)
@@ -31,7 +23,7 @@ push() {
   build/bench/queen-bench --hosts "127.0.0.1:$port" --scenario push --producers 16 \
     --batch 100 --messages "$1" --duration-s 7200 2>&1 >/dev/null | tail -1
 }
-start
+node_start build/server/queen
 wait_healthy "$port" 20
 echo "fill: $(push "$n")"
 echo "RSS after the fill: $(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024)) MiB"
@@ -40,7 +32,7 @@ for r in $(seq 1 "$rounds"); do
   for mode in rings none; do
     [[ $mode == none ]] && rm -f "$data"/store/rings.*
     t0=$(date +%s%N)
-    start
+    node_start build/server/queen
     wait_healthy "$port" 600
     t1=$(date +%s%N)
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")

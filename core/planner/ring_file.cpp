@@ -2,11 +2,10 @@
 
 #include <xxhash.h>
 
-#include <cstdio>
 #include <memory>
-#include <string_view>
 
 #include "core/common/hashing_sink.h"
+#include "core/state/checkpoint.h"
 #include "core/state/file_window.h"
 
 namespace queen {
@@ -39,22 +38,11 @@ Result<uint64_t> sum_of(Env& env, const std::string& name, uint64_t len) {
 }  // namespace
 
 std::string rings_file(LogIndex at) {
-  char digits[24];
-  std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(at.value));
-  return std::string(kPrefix) + digits;
+  return indexed_file(kPrefix, at);
 }
 
 bool parse_rings_file(const std::string& name, LogIndex* at) {
-  std::string_view prefix(kPrefix);
-  if (name.size() != prefix.size() + 20 || name.compare(0, prefix.size(), prefix) != 0)
-    return false;
-  uint64_t v = 0;
-  for (size_t i = prefix.size(); i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
-  }
-  *at = LogIndex(v);
-  return true;
+  return parse_indexed_file(kPrefix, name, at);
 }
 
 void write_rings(const DedupIndex& dedup, LogIndex at, ByteSink& sink) {

@@ -30,14 +30,13 @@ constexpr const char* kPrefix = "store/ckpt.";
 
 }  // namespace
 
-std::string checkpoint_file(LogIndex applied) {
+std::string indexed_file(std::string_view prefix, LogIndex at) {
   char digits[24];
-  std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(applied.value));
-  return std::string(kPrefix) + digits;
+  std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(at.value));
+  return std::string(prefix) + digits;
 }
 
-bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
-  std::string_view prefix(kPrefix);
+bool parse_indexed_file(std::string_view prefix, const std::string& name, LogIndex* at) {
   if (name.size() != prefix.size() + 20 || name.compare(0, prefix.size(), prefix) != 0)
     return false;
   uint64_t v = 0;
@@ -45,8 +44,16 @@ bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
     if (name[i] < '0' || name[i] > '9') return false;
     v = v * 10 + static_cast<uint64_t>(name[i] - '0');
   }
-  *applied = LogIndex(v);
+  *at = LogIndex(v);
   return true;
+}
+
+std::string checkpoint_file(LogIndex applied) {
+  return indexed_file(kPrefix, applied);
+}
+
+bool parse_checkpoint_file(const std::string& name, LogIndex* applied) {
+  return parse_indexed_file(kPrefix, name, applied);
 }
 
 void write_checkpoint(const Store& store, Term applied_term, uint64_t applied_chain, ByteSink& sink,

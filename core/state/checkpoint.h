@@ -18,12 +18,18 @@
 #include <string>
 #include <vector>
 
+#include <string_view>
+
 #include "core/common/result.h"
 #include "core/common/types.h"
 #include "core/state/store.h"
 #include "io/env.h"
 
 namespace queen {
+
+// A file named after an index: `prefix` and the index in 20 digits (store/ckpt.<index>).
+std::string indexed_file(std::string_view prefix, LogIndex at);
+bool parse_indexed_file(std::string_view prefix, const std::string& name, LogIndex* at);
 
 std::string checkpoint_file(LogIndex applied);
 bool parse_checkpoint_file(const std::string& name, LogIndex* applied);
