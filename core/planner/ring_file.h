@@ -3,8 +3,8 @@
 // at it, and read back at the next start when the store is loaded at that index, before any
 // entry is replayed (each replayed append then drops its partition's ring, as an applied one
 // not planned here does). Node-local derived state: a missing, stale or damaged file only
-// means the rings warm from the rows again, so the file is never synced for its own sake or
-// sent to another node, and every start removes it.
+// means the rings warm from the rows again; it is never sent to another node (a snapshot
+// install removes it), and every start removes it once read.
 //
 // Layout: magic, format, index, DedupIndex::encode_rings, then the xxh3-64 of all before.
 #pragma once
