@@ -1,12 +1,8 @@
 #include "core/planner/ring_file.h"
 
-#include <xxhash.h>
-
-#include <memory>
-
 #include "core/common/hashing_sink.h"
+#include "core/state/checked_file.h"
 #include "core/state/checkpoint.h"
-#include "core/state/file_window.h"
 
 namespace queen {
 
@@ -18,21 +14,22 @@ constexpr uint32_t kFormat = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPieceBytes = size_t{1} << 20;
 
-// The xxh3-64 of the file's first `len` bytes, read a window at a time.
-Result<uint64_t> sum_of(Env& env, const std::string& name, uint64_t len) {
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(), XXH3_freeState);
-  QUEEN_ASSERT(st != nullptr, "xxh3 state allocated");
-  XXH3_64bits_reset(st.get());
-  FileWindow w(env, name, len);
-  for (uint64_t pos = 0; pos < len;) {
-    auto got = w.from(pos, std::min<uint64_t>(FileWindow::kWindowBytes, len - pos));
-    if (!got.ok()) return got.error();
-    if (got.value().empty()) return make_error(Errc::truncated, name + " shorter than listed");
-    uint64_t take = std::min<uint64_t>(got.value().size(), len - pos);
-    XXH3_64bits_update(st.get(), got.value().data(), take);
-    pos += take;
-  }
-  return XXH3_64bits_digest(st.get());
+// The rings of file `f`, into `dedup`: whether the file holds those at `at`, whole (its
+// checksum, summed as it is decoded, so the file is read once).
+Result<bool> decode_checked(Env& env, const FileInfo& f, LogIndex at, DedupIndex* dedup) {
+  if (f.size_bytes < kHeaderBytes + 8) return false;
+  auto tail = env.read(f.name, f.size_bytes - 8, 8);
+  if (!tail.ok()) return tail.error();
+  if (tail.value().size() != 8) return false;
+  CheckedFile file(env, f.name, f.size_bytes);
+  ByteReader r(&file, f.size_bytes - 8);
+  bool decoded = r.u64() == kMagic && r.u32() == kFormat && r.u64() == at.value &&
+                 dedup->decode_rings(r) && r.left() == 0;
+  if (!file.status().ok()) return file.status().error();
+  if (!decoded) return false;
+  auto sum = file.digest();
+  if (!sum.ok()) return sum.error();
+  return ByteReader(tail.value()).u64() == sum.value();
 }
 
 }  // namespace
@@ -60,20 +57,9 @@ void write_rings(const DedupIndex& dedup, LogIndex at, ByteSink& sink) {
 }
 
 Result<bool> read_rings(Env& env, const FileInfo& f, LogIndex at, DedupIndex* dedup) {
-  if (f.size_bytes < kHeaderBytes + 8) return false;
-  uint64_t body = f.size_bytes - 8;
-  auto tail = env.read(f.name, body, 8);
-  if (!tail.ok()) return tail.error();
-  auto sum = sum_of(env, f.name, body);
-  if (!sum.ok()) return sum.error();
-  if (tail.value().size() != 8 || ByteReader(tail.value()).u64() != sum.value()) return false;
-  FileWindow w(env, f.name, body);
-  ByteReader r(&w, body);
-  if (r.u64() != kMagic || r.u32() != kFormat || r.u64() != at.value) return false;
-  bool decoded = dedup->decode_rings(r) && r.left() == 0;
-  if (!decoded) dedup->drop_rings();
-  if (!w.status().ok()) return w.status().error();
-  return decoded;
+  auto read = decode_checked(env, f, at, dedup);
+  if (!read.ok() || !read.value()) dedup->drop_rings();
+  return read;
 }
 
 }  // namespace queen

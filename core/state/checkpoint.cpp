@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/common/hashing_sink.h"
-#include "core/state/file_window.h"
+#include "core/state/checked_file.h"
 
 namespace queen {
 namespace {
@@ -188,67 +188,6 @@ Result<Checkpoint> decode_checkpoint(const uint8_t* data, size_t size, Store* ba
 
 namespace {
 
-// A checkpoint file read once, a window at a time: every byte handed out passes through the
-// checksum (the xxh3 of all but the last 8 bytes) in file order, so the body is verified as it
-// is decoded. As a ByteSource it is the body, from `body_at` on.
-class CheckedFile final : public ByteSource {
- public:
-  CheckedFile(Env& env, const ChainFile& f)
-      : w_(env, f.file, f.size_bytes),
-        sum_end_(f.size_bytes - 8),
-        st_(XXH3_createState(), XXH3_freeState) {
-    QUEEN_ASSERT(st_ != nullptr, "xxh3 state allocated");
-    XXH3_64bits_reset(st_.get());
-  }
-  void set_body_at(uint64_t at) { body_at_ = at; }
-
-  // At least `min_bytes` of the file from `pos` on (fewer where it ends), as FileWindow::from;
-  // bytes before `pos` not yet summed are read and summed first.
-  Result<std::span<const uint8_t>> from(uint64_t pos, uint64_t min_bytes) {
-    if (auto st = sum_upto(pos); !st.ok()) return st.error();
-    auto got = w_.from(pos, min_bytes);
-    if (got.ok()) add(pos, got.value());
-    return got;
-  }
-
-  std::pair<const uint8_t*, size_t> window(uint64_t pos, size_t min_bytes) override {
-    return window_or_end(from(body_at_ + pos, min_bytes), &status_);
-  }
-  const Status& status() const { return status_; }
-
-  // The checksum, once every byte it covers has been read.
-  Result<uint64_t> digest() {
-    if (auto st = sum_upto(sum_end_); !st.ok()) return st.error();
-    return XXH3_64bits_digest(st_.get());
-  }
-
- private:
-  // Sums the bytes of [pos, pos + bytes.size()) that follow those summed.
-  void add(uint64_t pos, std::span<const uint8_t> bytes) {
-    uint64_t end = std::min(sum_end_, pos + bytes.size());
-    if (pos > summed_ || end <= summed_) return;
-    XXH3_64bits_update(st_.get(), bytes.data() + (summed_ - pos), end - summed_);
-    summed_ = end;
-  }
-  Status sum_upto(uint64_t end) {
-    end = std::min(end, sum_end_);
-    while (summed_ < end) {
-      auto got = w_.from(summed_, std::min(FileWindow::kWindowBytes, end - summed_));
-      if (!got.ok()) return got.error();
-      if (got.value().empty()) return make_error(Errc::truncated, "checkpoint shorter than listed");
-      add(summed_, got.value());
-    }
-    return ok_status();
-  }
-
-  FileWindow w_;
-  uint64_t sum_end_;
-  uint64_t summed_ = 0;
-  uint64_t body_at_ = 0;
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st_;
-  Status status_ = ok_status();
-};
-
 // Reads and verifies `f` in one pass, a window at a time, so a restart holds the store it
 // decodes and one window of the file, not both. The layout is checked from the header and the
 // last 16 bytes before decoding; the checksum when the decode has read the body. A damaged body
@@ -256,7 +195,7 @@ class CheckedFile final : public ByteSource {
 // cannot read, and the checksum's error is the one reported.
 Result<Checkpoint> load_file(Env& env, const ChainFile& f, Store* base) {
   if (f.size_bytes < kHeaderBytes + 16) return make_error(Errc::corrupt, "checkpoint too short");
-  CheckedFile file(env, f);
+  CheckedFile file(env, f.file, f.size_bytes);
   size_t head_bytes = std::min(f.size_bytes, kHeadBytes);
   auto head = file.from(0, head_bytes);
   if (!head.ok()) return head.error();
