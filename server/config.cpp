@@ -253,6 +253,7 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   if (auto dir = non_empty(lookup, "QUEEN_CONSOLE_DIR")) config.console_dir = *dir;
   read_positive(lookup, "QUEEN_MAX_BODY_BYTES", &config.body_bytes_max);
   read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);
+  read_positive(lookup, "QUEEN_START_ARENA_MIN_MB", &config.start_arena_min_mb);
   read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
   read_positive(lookup, "QUEEN_STATUS_SAMPLE_MS", &config.status_sample_ms);
   config.status_sample_ms = std::clamp<int64_t>(config.status_sample_ms, 100, 60000);

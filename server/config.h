@@ -33,6 +33,9 @@ struct ServerConfig {
   SubscriptionMode subscription_mode_default =
       SubscriptionMode::new_only;      // DEFAULT_SUBSCRIPTION_MODE
   size_t commands_queued_max = 16384;  // QUEEN_RAFT_COMMAND_QUEUE_DEPTH
+  // QUEEN_START_ARENA_MIN_MB: a start loading a checkpoint at least this large faults its
+  // memory in on a helper thread (io/real/start_arena.h).
+  uint64_t start_arena_min_mb = 256;
   int http_threads = 2;                // QUEEN_HTTP_THREADS
   int64_t header_timeout_ms = 10000;   // QUEEN_HTTP_HEADER_TIMEOUT_MS
   int64_t body_timeout_ms = 30000;     // QUEEN_HTTP_BODY_TIMEOUT_MS

@@ -12,6 +12,10 @@
 #include <string_view>
 #include <thread>
 
+#ifdef QUEEN_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 #include "core/node/node.h"
 #include "io/real/driver.h"
 #include "io/real/log.h"
@@ -141,6 +145,19 @@ void log_configuration(const queen::server::ConfigReport& report) {
   }
 }
 
+// mimalloc takes a large start-up load's memory as an arena (io/real/start_arena.h); the
+// system allocator (and a sanitizer's) cannot, so the load faults its pages in itself.
+queen::real::StartArena::Adopt start_memory_adopter() {
+#ifdef QUEEN_MIMALLOC
+  return [](void* start, uint64_t bytes) {
+    return mi_manage_os_memory(start, bytes, /*is_committed=*/true, /*is_large=*/false,
+                               /*is_zero=*/true, /*numa_node=*/-1);
+  };
+#else
+  return {};
+#endif
+}
+
 }  // namespace
 
 int main() {
@@ -160,13 +177,16 @@ int main() {
     if (!pinned) return fail(pinned.error().message);
   }
   server::ReplyRouter router;
-  real::NodeDriver driver(real::DriverOptions{.data_dir = config.data_dir,
-                                              .node = config.node,
-                                              .commands_queued_max = config.commands_queued_max,
-                                              .test_push_delay_ms = config.test_push_delay_ms,
-                                              .payload_key = config.encryption_key,
-                                              .transport = transport_options(config)},
-                          router);
+  real::NodeDriver driver(
+      real::DriverOptions{.data_dir = config.data_dir,
+                          .node = config.node,
+                          .commands_queued_max = config.commands_queued_max,
+                          .test_push_delay_ms = config.test_push_delay_ms,
+                          .payload_key = config.encryption_key,
+                          .transport = transport_options(config),
+                          .adopt_start_memory = start_memory_adopter(),
+                          .start_arena = {.checkpoint_bytes_min = config.start_arena_min_mb << 20}},
+      router);
   auto forward = forward_options(config);
   if (forward) {  // members added later are reached too (a follower forwards to them)
     driver.set_members_listener(

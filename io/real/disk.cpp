@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/state/checkpoint.h"
 #include "io/real/latency.h"
 #include "io/real/log.h"
 
@@ -561,6 +562,9 @@ Status Disk::read_into(const std::string& file, uint64_t pos, uint64_t len, Byte
     }
     done += static_cast<uint64_t>(n);
   }
+  LogIndex at;
+  if (parse_checkpoint_file(file, &at))
+    checkpoint_bytes_read_.fetch_add(len, std::memory_order_relaxed);
   return ok_status();
 }
 

@@ -32,6 +32,7 @@
 // - File names are relative, '/'-separated and never contain "." or ".." segments.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -86,6 +87,10 @@ class Disk {
   Result<uint64_t> file_size(const std::string& file) const;
   Result<Bytes> read(const std::string& file, uint64_t pos, uint64_t len);
   Status read_into(const std::string& file, uint64_t pos, uint64_t len, Bytes* out);
+  // Bytes read so far from store checkpoints (the start's progress: io/real/start_arena.h).
+  uint64_t checkpoint_bytes_read() const {
+    return checkpoint_bytes_read_.load(std::memory_order_relaxed);
+  }
   Status truncate(const std::string& file, uint64_t size_bytes);
   Status remove(const std::string& file);
   // Moves `from` to `to` (replacing it, creating its folder); durable when it returns.
@@ -158,6 +163,7 @@ class Disk {
       open_;
   std::set<std::string> failed_;     // files with a failed write: every later sync fails
   std::set<std::string> new_files_;  // created, directory entries not yet fsync'd
+  std::atomic<uint64_t> checkpoint_bytes_read_{0};
 
   bool fork_whole(const std::string& file, const Env::FileProducer& produce, uint64_t token);
   void reap_finished();

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "core/common/text.h"
 #include "core/node/node.h"
+#include "core/state/checkpoint.h"
 #include "core/state/entry.h"
 #include "io/carry_out.h"
 #include "io/real/log.h"
@@ -89,6 +91,14 @@ Status NodeDriver::start() {
   work_.emplace(asio::make_work_guard(context_));
   thread_ = std::thread([this] { context_.run(); });
 
+  uint64_t checkpoint_bytes = 0;
+  for (const FileInfo& f : files.value()) {
+    LogIndex at;
+    if (parse_checkpoint_file(f.name, &at))
+      checkpoint_bytes = std::max(checkpoint_bytes, f.size_bytes);
+  }
+  StartArena arena(options_.start_arena, checkpoint_bytes, options_.adopt_start_memory,
+                   [this] { return disk_.checkpoint_bytes_read(); });
   std::promise<Status> started;
   auto result = started.get_future();
   asio::post(context_, [this, &started, &files] {
@@ -97,7 +107,14 @@ Status NodeDriver::start() {
     run(std::move(outputs.value()));
     started.set_value(ok_status());
   });
-  return result.get();
+  Status status = result.get();
+  arena.finish();
+  if (arena.active()) {
+    log_line(LogLevel::info, "start",
+             "the helper faulted in " + std::to_string(arena.populated_bytes() >> 20) + " of " +
+                 std::to_string(arena.bytes() >> 20) + " MiB for the load");
+  }
+  return status;
 }
 
 bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {

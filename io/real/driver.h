@@ -28,6 +28,7 @@
 #include "io/outputs.h"
 #include "io/real/disk.h"
 #include "io/real/real_env.h"
+#include "io/real/start_arena.h"
 #include "io/real/transport.h"
 
 namespace queen {
@@ -44,6 +45,10 @@ struct DriverOptions {
   int64_t test_push_delay_ms = 0;             // QUEEN_TEST_PUSH_DELAY_MS
   std::optional<PayloadKey> payload_key;      // QUEEN_ENCRYPTION_KEY (none: no encryption)
   std::optional<TransportOptions> transport;  // a cluster: the raft port and the peers
+  // The broker's allocator takes memory for a large start-up load (io/real/start_arena.h);
+  // none: the load faults its pages in itself.
+  StartArena::Adopt adopt_start_memory;
+  StartArenaOptions start_arena;
 };
 
 class NodeDriver {

@@ -306,5 +306,62 @@ TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
   EXPECT_LE(reads, 1) << "only the original's row is read, to check the candidate the ring named";
 }
 
+// A start whose checkpoint is large enough (QUEEN_START_ARENA_MIN_MB) faults its memory in
+// on a helper thread while it decodes into it, through the broker's own allocator: every
+// partition comes back, each retried transactionId is the duplicate of its original, and
+// the partitions still take pushes and pops.
+TEST(GracefulStop, AStartThatFaultsItsLoadInOnAHelperLosesNothing) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log",
+                       {{"QUEEN_START_ARENA_MIN_MB", "1"}, {"LOG_LEVEL", "info"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  constexpr int kPartitions = 20000;
+  auto batch = [](int first) {
+    std::vector<PushSpec> items;
+    for (int i = first; i < first + 100; ++i)
+      items.push_back({"arena", "p" + std::to_string(i), "t" + std::to_string(i), i});
+    return items;
+  };
+  std::vector<std::string> ids(kPartitions);
+  {
+    HttpClient c(server.port());
+    for (int first = 0; first < kPartitions; first += 100) {
+      HttpResult r = push(c, batch(first));
+      ASSERT_EQ(r.status, 201) << r.body;
+      json results = r.body_json();
+      for (int i = 0; i < 100; ++i) ids[first + i] = results[i]["message_id"].get<std::string>();
+    }
+  }
+  ASSERT_EQ(server.stop(), 0) << server.log_tail();
+  ASSERT_TRUE(server.start(&error)) << error;
+  EXPECT_NE(server.log_tail(100000).find("the helper faulted in"), std::string::npos)
+      << server.log_tail();
+  HttpClient c(server.port());
+  for (int first = 0; first < kPartitions; first += 100) {
+    HttpResult r = push(c, batch(first));
+    ASSERT_EQ(r.status, 201) << r.body;
+    json results = r.body_json();
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_EQ(results[i]["status"], "duplicate") << first + i;
+      ASSERT_EQ(results[i]["message_id"], ids[first + i]) << first + i;
+    }
+  }
+  for (int p : {0, 7777, kPartitions - 1}) {
+    std::string name = "p" + std::to_string(p);
+    ASSERT_EQ(push(c, {{"arena", name, "after" + name, -p}}).status, 201);
+    HttpResult r = pop(c, {.queue = "arena",
+                           .partition = name,
+                           .group = "g",
+                           .batch = 10,
+                           .subscription_mode = "all"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    json messages = r.body_json()["messages"];
+    ASSERT_EQ(messages.size(), 2u) << r.body;
+    EXPECT_EQ(messages[0]["data"], p);
+    EXPECT_EQ(messages[1]["data"], -p);
+  }
+}
+
 }  // namespace
 }  // namespace queen::test
