@@ -2,6 +2,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <bit>
+
 #include "core/common/assert.h"
 
 namespace queen {
@@ -34,6 +37,18 @@ void PartitionNames::insert(uint64_t h, PartitionId id) {
   if (slots_[i] == kErased) --erased_;
   slots_[i] = (id.value << 16) | tag_of(h);
   ++count_;
+}
+
+void PartitionNames::insert_batch(const std::vector<Add>& adds, std::vector<Add>& scratch) {
+  if (adds.empty()) return;
+  int slot_bits = std::countr_zero(slots_.size());
+  int shift = std::max(0, slot_bits - kOrderBits);
+  std::vector<uint32_t> starts((size_t{1} << (slot_bits - shift)) + 1, 0);
+  for (const Add& a : adds) ++starts[(home(a.h) >> shift) + 1];
+  for (size_t b = 1; b < starts.size(); ++b) starts[b] += starts[b - 1];
+  scratch.resize(adds.size());
+  for (const Add& a : adds) scratch[starts[home(a.h) >> shift]++] = a;
+  for (const Add& a : scratch) insert(a.h, a.id);
 }
 
 void PartitionNames::erase(uint64_t h, PartitionId id) {

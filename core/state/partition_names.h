@@ -50,22 +50,23 @@ class PartitionNames {
   // whose ids are those it held before it stopped) at most 2/3.
   enum class Fill : uint8_t { grow, start };
   // Empties the table and sizes it for `live` ids, then calls each(add) once, which calls
-  // add(h, id) for every id the table is to hold, in the order they are inserted.
+  // add(h, id) for every id the table is to hold.
   template <class Each>
   void rebuild(size_t live, Each each, Fill fill) {
     reset(live, fill);
-    // The table is far larger than the cache, so each insert's slot is a miss of its own:
-    // inserts trail the adds by kPrefetchAhead, and each add starts loading its slot.
-    std::array<std::pair<uint64_t, PartitionId>, kPrefetchAhead> ahead;
-    size_t n = 0;
+    // In a table far larger than the cache, each insert in the callers' order is a cache and
+    // TLB miss of its own. The adds are gathered kBatchAdds at a time and inserted in the
+    // order of their home slots (insert_batch), so each batch walks the table front to back.
+    std::vector<Add> batch, scratch;
+    batch.reserve(std::min(live, kBatchAdds));
     each([&](uint64_t h, PartitionId id) {
-      __builtin_prefetch(&slots_[home(h)], 1);
-      auto& next = ahead[n++ % kPrefetchAhead];
-      if (n > kPrefetchAhead) insert(next.first, next.second);
-      next = {h, id};
+      batch.push_back({h, id});
+      if (batch.size() == kBatchAdds) {
+        insert_batch(batch, scratch);
+        batch.clear();
+      }
     });
-    for (size_t i = n - std::min(n, kPrefetchAhead); i < n; ++i)
-      insert(ahead[i % kPrefetchAhead].first, ahead[i % kPrefetchAhead].second);
+    insert_batch(batch, scratch);
   }
   size_t size() const { return count_; }
   size_t slots() const { return slots_.size(); }
@@ -74,7 +75,15 @@ class PartitionNames {
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kErased = 1;  // ids start at 1: an id's slot is at least 2^16
   static constexpr uint64_t kTagMask = 0xffff;
-  static constexpr size_t kPrefetchAhead = 16;
+  // A rebuild inserts this many adds at a time, ordered by the top kOrderBits of their home
+  // slots (a counting pass): 1 MiB of adds, and slots ordered to within 1/4096 of the table.
+  static constexpr size_t kBatchAdds = size_t{1} << 16;
+  static constexpr int kOrderBits = 12;
+  struct Add {
+    uint64_t h;
+    PartitionId id;
+  };
+  void insert_batch(const std::vector<Add>& adds, std::vector<Add>& scratch);
   static uint64_t tag_of(uint64_t h) { return h >> 48; }
   size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }

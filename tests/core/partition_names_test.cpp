@@ -79,6 +79,26 @@ TEST(PartitionNames, AStartSizesTheTableToItsIdsAndAGrowthForTwiceAsMany) {
   }
 }
 
+// A rebuild inserts its adds a batch at a time in the order of their home slots: across
+// several batches, with a run of equal hashes homed at the table's last slot (it wraps to the
+// front, where later batches insert), every id is found once.
+TEST(PartitionNames, ARebuildOfSeveralBatchesFindsEveryId) {
+  constexpr size_t kLive = 200'003;
+  PartitionNames t;
+  uint64_t last_home = ~uint64_t{0};  // home() keeps the low bits: the last slot
+  auto hash_of = [&](size_t i) { return i % 2000 == 0 ? last_home : i * 0x9e3779b97f4a7c15ull; };
+  t.rebuild(
+      kLive,
+      [&](auto add) {
+        for (size_t i = 1; i <= kLive; ++i) add(hash_of(i), PartitionId(i));
+      },
+      PartitionNames::Fill::start);
+  ASSERT_EQ(t.size(), kLive);
+  for (size_t i = 1; i <= kLive; ++i)
+    ASSERT_EQ(find_exact(t, hash_of(i), PartitionId(i)), PartitionId(i)) << i;
+  EXPECT_FALSE(find_exact(t, last_home, PartitionId(kLive + 1)));
+}
+
 TEST(PartitionNames, HashesDifferByQueueAndName) {
   EXPECT_NE(PartitionNames::hash(QueueId(1), "a"), PartitionNames::hash(QueueId(2), "a"));
   EXPECT_NE(PartitionNames::hash(QueueId(1), "a"), PartitionNames::hash(QueueId(1), "b"));
