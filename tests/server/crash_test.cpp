@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <random>
@@ -335,8 +336,12 @@ TEST(GracefulStop, AStartThatFaultsItsLoadInOnAHelperLosesNothing) {
   }
   ASSERT_EQ(server.stop(), 0) << server.log_tail();
   ASSERT_TRUE(server.start(&error)) << error;
-  EXPECT_NE(server.log_tail(100000).find("the helper faulted in"), std::string::npos)
-      << server.log_tail();
+  // The broker built here links mimalloc; a sanitizer's broker (QUEEN_TEST_BINARY) keeps its
+  // own allocator, which takes no arena, and only the rest of the test applies to it.
+  if (std::getenv("QUEEN_TEST_BINARY") == nullptr) {
+    EXPECT_NE(server.log_tail(100000).find("the helper faulted in"), std::string::npos)
+        << server.log_tail();
+  }
   HttpClient c(server.port());
   for (int first = 0; first < kPartitions; first += 100) {
     HttpResult r = push(c, batch(first));
