@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# bench/rings_ab.sh [MESSAGES] [ROUNDS]: what a graceful stop's dedup rings save the next
-# start. Fills one folder with MESSAGES (50M) messages in 200 partitions, stops the node
-# (SIGTERM), then each round starts it twice on that folder: with the rings file the stop
-# wrote, and with it removed (the rings then warm from the message records at each
-# partition's first push). Prints the time to /health, RSS, how fast the first 200k pushes
-# go and the stop's time.
+# bench/rings_ab.sh [MESSAGES] [ROUNDS] [stop|kill]: what the dedup rings kept on disk save
+# the next start. Fills one folder with MESSAGES (50M) messages in 200 partitions, then ends
+# the node: `stop` (SIGTERM: the stop writes the rings beside its checkpoint) or `kill`
+# (SIGKILL: the newest rings file a store checkpoint wrote is what is left; it is kept aside
+# and put back before each start with it). Each round then starts the node twice on that
+# folder: with the rings file, and with it removed (the rings then warm from the message
+# records at each partition's first push). Prints the time to /health, RSS, how fast the
+# first 200k pushes go and the stop's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 n=${1:-50000000}
 rounds=${2:-3}
+ending=${3:-stop}
 single_node_setup
 stop() {
   local t0
   t0=$(date +%s%N)
-  kill "$pid"
+  if [[ $ending == kill ]]; then kill -9 "$pid"; else kill "$pid"; fi
   wait "$pid" || true
   echo "  stop $((($(date +%s%N) - t0) / 1000000)) ms," \
     "rings file $(find "$data/store" -name 'rings.*' -printf '%s') bytes"
@@ -28,9 +31,16 @@ wait_healthy "$port" 20
 echo "fill: $(push "$n")"
 echo "RSS after the fill: $(($(awk '/VmRSS/ {print $2}' "/proc/$pid/status") / 1024)) MiB"
 stop
+saved=$(mktemp -d)
+if [[ $ending == kill ]]; then cp "$data"/store/rings.* "$saved"/; fi
 for r in $(seq 1 "$rounds"); do
   for mode in rings none; do
-    [[ $mode == none ]] && rm -f "$data"/store/rings.*
+    if [[ $mode == none ]]; then
+      rm -f "$data"/store/rings.*
+    elif [[ $ending == kill ]]; then
+      rm -f "$data"/store/rings.*
+      cp "$saved"/rings.* "$data"/store/
+    fi
     t0=$(date +%s%N)
     node_start build/server/queen
     wait_healthy "$port" 600
@@ -41,3 +51,4 @@ for r in $(seq 1 "$rounds"); do
     stop
   done
 done
+rm -rf "$saved"

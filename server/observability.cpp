@@ -292,6 +292,9 @@ void render_dedup(const MetricsReply& m, Exposition& x) {
   x.sample("queen_dedup_exact_checks_total", {{"by", "cold_scan"}}, m.dedup_cold_scans);
   x.one("queen_dedup_ring_bytes", "gauge", "Memory of the partitions' dedup hash rings.",
         m.dedup_ring_bytes);
+  x.one("queen_dedup_ring_catch_ups_total", "counter",
+        "Dedup rings read back at a start and brought up to the rows written after them.",
+        m.dedup_ring_catch_ups);
   x.one("queen_row_hash_reads_total", "counter",
         "Message records read for their transactionId hashes (dedup checks, acks).",
         m.row_hash_reads);

@@ -156,6 +156,7 @@ struct MetricsReply {
   uint64_t dedup_ring_candidates = 0;  // offsets a partition's hash ring named, each checked
   uint64_t dedup_cold_scans = 0;       // windows of small partitions scanned whole
   uint64_t dedup_ring_bytes = 0;       // the hash rings' tables, now
+  uint64_t dedup_ring_catch_ups = 0;   // rings brought up to their rows (core/planner/dedup.h)
   // Append rows' hashes read back from their message records (core/qlog/row_hashes.h).
   uint64_t row_hash_reads = 0;
   uint64_t row_hash_cache_bytes = 0;  // now

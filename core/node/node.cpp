@@ -80,11 +80,12 @@ Result<Outputs> Node::start(const std::vector<FileInfo>& found) {
   RecoveryStats rs;
   n.store.set_standalone();     // its checkpoints go to no other node
   opt.skip_below_store = true;  // a single node replays only what follows its checkpoint
-  // A replayed append drops its partition's ring (loaded at the checkpoint's index).
+  // A replayed append leaves its partition's ring behind, to catch up from the rows.
   opt.on_replayed = [&n](const Entry& e, const RecordLocation&,
                          const std::vector<RecordLocation>&) { n.planner.on_applied(e); };
   auto st = recover(n.env, files, opt, &n.store, &n.writer, &rs);
   if (!st.ok()) return st.error();
+  n.planner.dedup().keep_stale_rings(false);
   n.stats.recovered_entries = rs.entries_replayed;
   n.stats.recovery_files_skipped = rs.files_skipped;
   n.stats.torn_tails_cut = rs.torn_tails_cut;

@@ -60,8 +60,9 @@ struct NodeStats {
   uint64_t forward_unknown = 0;
   uint64_t transfers = 0;  // graceful stops that handed leadership over
   uint64_t row_hash_reads = 0;  // message records read for their hashes (RowHashes)
-  // Partitions whose dedup ring a start read from a graceful stop's rings file.
+  // Partitions whose dedup ring a start read from a rings file.
   uint64_t rings_loaded = 0;
+  uint64_t rings_files_written = 0;  // durable, at a store checkpoint or a graceful stop
 
   // Every counter with its name, once: sums and reports go through it.
   template <class F>
@@ -89,6 +90,7 @@ struct NodeStats {
     f("transfers", transfers);
     f("row_hash_reads", row_hash_reads);
     f("rings_loaded", rings_loaded);
+    f("rings_files_written", rings_files_written);
   }
   NodeStats& operator+=(const NodeStats& other) {
     std::vector<uint64_t> add;
@@ -99,7 +101,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 23 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 24 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:

@@ -57,6 +57,7 @@ void NodeImpl::maybe_write_checkpoint() {
   if (!grown && env.now_ms() < last_checkpoint_ms + config.durable_every_ms * kCheckpointIdleFactor)
     return;
   write_store_checkpoint(/*full=*/false);
+  maybe_write_rings(checkpoint_writing.at);
 }
 
 void NodeImpl::write_store_checkpoint(bool full) {
@@ -179,37 +180,67 @@ void NodeImpl::halt(const std::string& why) {
   out.fatal(why);
 }
 
-// -------------------------------------------------------------- dedup rings at a stop
+// -------------------------------------------------------------- dedup rings
 void NodeImpl::write_stop_rings(bool checkpoint_started) {
-  if (stop_rings != StopRings::undecided) return;
+  // A rings file still being written at a checkpoint ends first (one write at a time).
+  if (stop_rings != StopRings::undecided || rings_token != 0) return;
   LogIndex at = store.applied();
   bool same_index = checkpoint_started ? checkpoint_writing.at == at
                                        : !checkpoints.empty() && checkpoints.back().at == at;
-  if (!same_index || planner.dedup().rings() == 0) {
+  if (!same_index || planner.dedup().rings() == 0 || rings_file_at == at) {
     stop_rings = StopRings::settled;
     return;
   }
   stop_rings = StopRings::writing;
+  write_rings_file(at);
+}
+
+void NodeImpl::maybe_write_rings(LogIndex at) {
+  const DedupIndex& dedup = planner.dedup();
+  if (rings_token != 0 || dedup.rings() == 0) return;
+  if (log_bytes_since_rings < kRingsLogRatio * dedup.ring_bytes()) return;
+  write_rings_file(at);
+}
+
+void NodeImpl::write_rings_file(LogIndex at) {
+  log_bytes_since_rings = 0;
   rings_token = next_token++;
+  rings_writing_at = at;
+  const DedupIndex& dedup = planner.dedup();
   out.write_whole_file(
       rings_file(at), [this, at](ByteSink& sink) { write_rings(planner.dedup(), at, sink); },
-      rings_token, planner.dedup().ring_bytes() + planner.dedup().rings() * 64);
+      rings_token, dedup.ring_bytes() + dedup.rings() * 64);
 }
 
 void NodeImpl::on_rings_synced(bool ok) {
   rings_token = 0;
-  stop_rings = StopRings::settled;
-  if (!ok) env.log(LogLevel::warn, "the dedup rings were not written: they warm again after it");
+  if (stop_rings == StopRings::writing) stop_rings = StopRings::settled;
+  if (!ok) {
+    out.remove(rings_file(rings_writing_at));
+    env.log(LogLevel::warn, "the dedup rings were not written: they warm again after a restart");
+    return;
+  }
+  if (rings_file_at.value != 0 && rings_file_at != rings_writing_at)
+    out.remove(rings_file(rings_file_at));
+  rings_file_at = rings_writing_at;
+  ++stats.rings_files_written;
 }
 
 Status NodeImpl::load_rings(const std::vector<FileInfo>& files) {
   LogIndex at = store.applied();
+  const FileInfo* newest = nullptr;
+  LogIndex newest_at;
+  for (const FileInfo& f : files) {
+    LogIndex named;
+    if (!parse_rings_file(f.name, &named) || named.value == 0 || at < named) continue;
+    if (!newest || newest_at < named) newest = &f, newest_at = named;
+  }
   for (const FileInfo& f : files) {
     LogIndex named;
     if (!parse_rings_file(f.name, &named)) continue;
-    if (named == at && at.value != 0) {
+    if (&f == newest) {
       // Derived state: whatever keeps it from being read, the rings warm from the rows.
-      auto read = read_rings(env, f, at, &planner.dedup());
+      auto read = read_rings(env, f, named, &planner.dedup());
       if (read.ok() && read.value()) {
         stats.rings_loaded += planner.dedup().rings();
       } else {
@@ -221,6 +252,7 @@ Status NodeImpl::load_rings(const std::vector<FileInfo>& files) {
     }
     if (auto st = env.remove(f.name); !st.ok()) return st;
   }
+  planner.dedup().keep_stale_rings(true);  // until the replay ends (end_replay)
   return ok_status();
 }
 

@@ -319,7 +319,15 @@ struct NodeImpl {
   // write in flight under rings_token), or settled (durable, failed or not written at all).
   enum class StopRings { undecided, writing, settled };
   StopRings stop_rings = StopRings::undecided;
+  // The rings file in flight (0: none) and its index, and the newest durable one's (0: none
+  // since the start). A store checkpoint takes a rings file beside it once the log has grown
+  // kRingsLogRatio times the rings' size since the last, so that a start after a crash finds
+  // rings that catch up from the rows written since.
   uint64_t rings_token = 0;
+  LogIndex rings_writing_at;
+  LogIndex rings_file_at;
+  uint64_t log_bytes_since_rings = 0;
+  static constexpr uint64_t kRingsLogRatio = 8;
   CheckpointFile checkpoint_writing;
   // (partition, base offset) of each append applied since the newest checkpoint was started:
   // the rows the next delta checkpoint writes in full. Recovery replays entries without
@@ -447,10 +455,14 @@ struct NodeImpl {
   // A graceful stop: writes the dedup rings once, named after the applied index, when the
   // stop's checkpoint is (being) written at that index; settles at once otherwise.
   void write_stop_rings(bool checkpoint_started);
+  // Beside the store checkpoint just started at `at`, when the rings are due one.
+  void maybe_write_rings(LogIndex at);
+  void write_rings_file(LogIndex at);
   void on_rings_synced(bool ok);
-  // At start, once the store checkpoint is loaded and before any entry is replayed: the rings
-  // file written at its index, if any, becomes the dedup rings (one that cannot be read is
-  // left: they warm from the rows). Every rings file is removed.
+  // At start, once the store checkpoint is loaded and before any entry is replayed: the
+  // newest rings file written at its index or below, if any, becomes the dedup rings (one
+  // that cannot be read is left: they warm from the rows), and they are kept through the
+  // replay to catch up from the rows. Every rings file is removed.
   Status load_rings(const std::vector<FileInfo>& files);
 
   // Where in `checkpoints` the chain of the one at `i` starts: its full checkpoint.

@@ -43,6 +43,7 @@ void NodeImpl::write_entry(Entry e) {
     });
   last_written = idx;
   log_bytes_since_checkpoint += f.written.bytes;
+  log_bytes_since_rings += f.written.bytes;
   if (cluster) {
     cluster->written = idx;
     entry_records.resize(idx - 1);

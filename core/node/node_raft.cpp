@@ -262,7 +262,7 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
                         const std::vector<RecordLocation>& messages) {
     rebase();
     runs.append(e.index, e.term);
-    planner.on_applied(e);  // a replayed append drops its partition's ring (load_rings)
+    planner.on_applied(e);  // a replayed append leaves its ring behind (load_rings)
     applied_term = e.term;
     if (config.track_applied_chain) applied_chain = chain_hash(applied_chain, e);
     entry_records.push_back(EntryRecords{at, messages});
@@ -271,6 +271,7 @@ Status NodeImpl::start_cluster(const std::vector<FileInfo>& files, RecoveryOptio
   RecoveryStats rs;
   auto st = recover(env, files, opt, &store, &writer, &rs, &recovered);
   if (!st.ok()) return st;
+  planner.dedup().keep_stale_rings(false);
   rebase();
   stats.recovered_entries = rs.entries_replayed;
   stats.torn_tails_cut = rs.torn_tails_cut;

@@ -289,8 +289,13 @@ Result<bool> DedupIndex::holds(const PartitionState& p, const Hash128& h, Offset
 Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, int64_t window_us) {
   auto rit = rings_.find(p.id);
   if (rit != rings_.end()) {
-    rit->second.drop_below(floor_us);
-    return &rit->second;
+    HashRing& ring = rit->second;
+    ring.drop_below(floor_us);
+    if (ring.covered() == p.next_offset) return &ring;
+    auto caught_up = ring.generations() == 0 ? false : catch_up(p, ring, floor_us, window_us);
+    if (!caught_up.ok()) return caught_up.error();
+    if (caught_up.value()) return &ring;
+    rings_.erase(rit);
   }
   auto first = first_in_window(p, floor_us);
   size_t hashes = 0;
@@ -303,12 +308,31 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
       [&](const Hash128& h, Offset o, const AppendRow& row) { loader.add(h, o, row.created_us); });
   if (!st.ok()) return st.error();
   loader.finish();
+  ring.set_covered(p.next_offset);
   // Hashes still in flight land in the rows later: the filter must know them already.
   int64_t newest_us = p.rows.empty() ? floor_us : p.rows.back().created_us;
   in_flight_.for_each_of(p.id, [&](const InFlightHashes::Slot& s) {
     ring.insert(s.hash, s.offset, newest_us, window_us);
   });
   return &(rings_[p.id] = std::move(ring));
+}
+
+Result<bool> DedupIndex::catch_up(const PartitionState& p, HashRing& ring, int64_t floor_us,
+                                  int64_t window_us) {
+  Offset from = ring.covered();
+  if (p.next_offset < from) return false;
+  auto first = std::lower_bound(p.rows.begin(), p.rows.end(), from,
+                                [](const AppendRow& r, Offset o) { return r.base < o; });
+  if (first != p.rows.begin() && from < std::prev(first)->end()) return false;
+  first = std::max(first, first_in_window(p, floor_us));
+  auto st = hashes_.for_each(p, first, p.rows.cend(),
+                             [&](const Hash128& h, Offset o, const AppendRow& row) {
+                               ring.insert(h, o, row.created_us, window_us);
+                             });
+  if (!st.ok()) return st.error();
+  ring.set_covered(p.next_offset);
+  ++stats_.catch_ups;
+  return true;
 }
 
 Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p, const Hash128& h,
@@ -358,9 +382,16 @@ void DedupIndex::applied(const EffAppend& a) {
   bool planned_here = a.hashes.size() == a.count;  // a follower's entry may carry them packed
   for (uint32_t i = 0; i < a.hashes.size(); ++i)
     planned_here = in_flight_.erase(a.pid, a.hashes[i], Offset(a.base.value + i)) && planned_here;
+  auto rit = rings_.find(a.pid);
+  if (rit == rings_.end()) return;
+  HashRing& ring = rit->second;
   // An append this node did not plan (another leader's, or its own planned before a leader
-  // change) is not in its ring: the ring goes, and warms again from the rows when next used.
-  if (!planned_here) rings_.erase(a.pid);
+  // change) is not in its ring: the ring goes, and warms again from the rows when next used,
+  // unless it is kept to catch up from them (a ring behind the rows stays behind).
+  if (!planned_here && !keep_stale_)
+    rings_.erase(rit);
+  else if (planned_here && ring.covered() == a.base)
+    ring.set_covered(Offset(a.base.value + a.count));
 }
 
 size_t DedupIndex::ring_bytes() const {

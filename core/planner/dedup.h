@@ -19,6 +19,11 @@
 // kSealedHashesMax, so a partition keeps a few generations per quarter of the window, not one
 // per kOpenHashesMax.
 // A generation is dropped once its newest stamp falls below the window's floor.
+//
+// A ring also knows the offset below which it holds every applied hash of its partition (its
+// covered offset): a ring read back from a rings file, or left behind while a start replays
+// appends it did not plan, catches up from the rows above that offset at its next use, rather
+// than being built again from the whole window.
 #pragma once
 
 #include <algorithm>
@@ -205,6 +210,9 @@ class HashRing {
     if (open_) open_->prefetch(h);
   }
   void drop_below(int64_t floor_us);
+  // Every applied hash of the partition below this offset, inside the window, is in the ring.
+  Offset covered() const { return covered_; }
+  void set_covered(Offset o) { covered_ = o; }
   // Adds a generation newer than every sealed one; the ring has no open one yet (RingLoader).
   void add_sealed(SealedGeneration g);
   static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
@@ -219,6 +227,7 @@ class HashRing {
 
   std::deque<SealedGeneration> sealed_;  // oldest first
   std::optional<HashGeneration> open_;   // newer than every sealed one
+  Offset covered_;
 };
 
 // Fills a new ring from a partition's hashes in offset order (its rows after a restart) a
@@ -329,6 +338,7 @@ struct DedupStats {
   uint64_t candidates = 0;  // offsets the ring named, each checked against its row
   uint64_t exact_scans = 0;
   uint64_t duplicates = 0;
+  uint64_t catch_ups = 0;  // rings brought up to their partition's rows from their covered offset
 };
 
 class DedupIndex {
@@ -359,8 +369,12 @@ class DedupIndex {
   void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id, int64_t now_us,
                int64_t window_us);
   // The store now holds `append`: its hashes are no longer in flight. An append not planned
-  // here (another leader's) drops the partition's ring, which lacks its hashes.
+  // here (another leader's) drops the partition's ring, which lacks its hashes, unless
+  // stale rings are kept.
   void applied(const EffAppend& append);
+  // While a start replays its log, an append not planned here leaves its partition's ring
+  // behind the rows instead (it catches up from them at its next use).
+  void keep_stale_rings(bool keep) { keep_stale_ = keep; }
   void reset_in_flight() { in_flight_.clear(); }
   const DedupStats& stats() const { return stats_; }
   size_t ring_bytes() const;
@@ -380,6 +394,10 @@ class DedupIndex {
   Result<bool> holds(const PartitionState& p, const Hash128& h, Offset o, int64_t floor_us);
   // The ring of `p` (null: p is small enough to scan), built from its rows on first use.
   Result<HashRing*> warm(const PartitionState& p, int64_t floor_us, int64_t window_us);
+  // Adds the hashes of p's rows from the ring's covered offset up: false when that offset
+  // is not where a row of the window starts (the ring must be built again).
+  Result<bool> catch_up(const PartitionState& p, HashRing& ring, int64_t floor_us,
+                        int64_t window_us);
   Result<std::optional<Offset>> find_committed(const PartitionState& p, const Hash128& h,
                                                int64_t floor_us, int64_t window_us);
 
@@ -388,6 +406,7 @@ class DedupIndex {
   InFlightHashes in_flight_;
   std::map<PartitionId, HashRing> rings_;
   DedupStats stats_;
+  bool keep_stale_ = false;
 };
 
 }  // namespace queen

@@ -98,6 +98,7 @@ std::optional<SealedGeneration> SealedGeneration::decode(ByteReader& r) {
 }
 
 void HashRing::encode(ByteWriter& w) const {
+  w.u64(covered_.value);
   w.u32(static_cast<uint32_t>(sealed_.size()));
   for (const SealedGeneration& g : sealed_) g.encode(w);
   w.u8(open_ ? 1 : 0);
@@ -106,6 +107,7 @@ void HashRing::encode(ByteWriter& w) const {
 
 std::optional<HashRing> HashRing::decode(ByteReader& r) {
   HashRing ring;
+  ring.covered_ = Offset(r.u64());
   // Each generation takes more than 64 bytes (its fields and table sizes).
   uint32_t sealed = r.count(64);
   for (uint32_t i = 0; i < sealed && r.ok(); ++i) {
@@ -137,7 +139,8 @@ void DedupIndex::encode_rings(ByteWriter& w) const {
 
 bool DedupIndex::decode_rings(ByteReader& r) {
   rings_.clear();
-  uint32_t n = r.count(13);  // a partition id, a generation count and the open flag at least
+  // A partition id, a covered offset, a generation count and the open flag at least.
+  uint32_t n = r.count(21);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     PartitionId pid(r.u64());
     auto ring = HashRing::decode(r);

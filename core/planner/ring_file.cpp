@@ -10,7 +10,7 @@ namespace {
 
 constexpr const char* kPrefix = "store/rings.";
 constexpr uint64_t kMagic = 0x010053474E495251ull;  // "QRINGS\0\1" read little-endian
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;                     // 1: rings without their covered offsets
 constexpr size_t kHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPieceBytes = size_t{1} << 20;
 

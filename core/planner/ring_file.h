@@ -1,10 +1,12 @@
-// The dedup rings kept across a graceful restart: store/rings.<20-digit index>, written at a
-// graceful stop beside the store checkpoint of the same index, from the rings as they stand
-// at it, and read back at the next start when the store is loaded at that index, before any
-// entry is replayed (each replayed append then drops its partition's ring, as an applied one
-// not planned here does). Node-local derived state: a missing, stale or damaged file only
-// means the rings warm from the rows again; it is never sent to another node (a snapshot
-// install removes it), and every start removes it once read.
+// The dedup rings kept across a restart: store/rings.<20-digit index>, written beside a store
+// checkpoint of the same index, from the rings as they stand at it: at a graceful stop, and
+// beside a checkpoint once the log has grown several times the rings' size since the last
+// file (core/node/node_checkpoints.cpp), so a start after a crash finds them too. The next
+// start reads the newest one at or below the index its store is loaded at, before any entry
+// is replayed; each ring then catches up from the rows above its covered offset at its next
+// use (the rows the checkpoints and the replay added since). Node-local derived state: a
+// missing, stale or damaged file only means the rings warm from the rows again; it is never
+// sent to another node (a snapshot install removes it), and every start removes it once read.
 //
 // Layout: magic, format, index, DedupIndex::encode_rings, then the xxh3-64 of all before.
 #pragma once

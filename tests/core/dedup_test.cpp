@@ -434,14 +434,17 @@ TEST(Dedup, AGracefulStopKeepsItsRingsForTheNextStart) {
 }
 
 // Entries applied after the stop's checkpoint (and replayed at the next start) are not in the
-// rings it wrote: replaying them drops their partition's ring, which warms from the rows, so
-// a retry of one of them is still a duplicate. A ring of another partition stays.
-TEST(Dedup, EntriesReplayedAfterTheStopsRingsDropTheirPartitionsRing) {
+// rings it wrote: their partition's ring is kept behind the rows and catches up from them at
+// its next use, reading only the rows the replay added, so a retry of one of them is still a
+// duplicate. A ring of another partition is untouched.
+TEST(Dedup, EntriesReplayedAfterTheStopsRingsAreCaughtUpFromTheRows) {
   Harness h;
   std::vector<std::string> txns;
   for (int i = 0; i < 600; ++i) txns.push_back("t" + std::to_string(i));
-  h.push("q", "p", txns);
-  h.push("q", "other", txns);
+  for (int i = 0; i < 600; i += 20) {  // 30 rows each
+    h.push("q", "p", std::vector<std::string>(txns.begin() + i, txns.begin() + i + 20));
+    h.push("q", "other", std::vector<std::string>(txns.begin() + i, txns.begin() + i + 20));
+  }
   h.push("q", "p", {"w"});
   h.push("q", "other", {"w"});
   const uint64_t two_rings = h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes;
@@ -452,12 +455,56 @@ TEST(Dedup, EntriesReplayedAfterTheStopsRingsDropTheirPartitionsRing) {
   h.restart();
   ASSERT_EQ(h.node().stats().recovered_entries, 1u);
   EXPECT_EQ(h.node().stats().rings_loaded, 2u);
-  // "other" kept its ring, as large as p's was (both hold 601 hashes).
-  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes * 2, two_rings);
+  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes, two_rings);
   PushReply again = h.push("q", "p", {"late", "t5"});
   EXPECT_EQ(again.results[0].status, PushStatus::duplicate);
   EXPECT_EQ(again.results[0].offset, late.results[0].offset);
   EXPECT_EQ(again.results[1].offset, Offset(5));
+  MetricsReply m = h.call<MetricsReply>(MetricsCmd{});
+  EXPECT_EQ(m.dedup_ring_catch_ups, 1u);
+  // The replayed row, then each candidate's row: not p's 31 rows again.
+  EXPECT_LE(m.row_hash_reads, 3u);
+  EXPECT_EQ(h.push("q", "other", {"t9"}).results[0].offset, Offset(9));
+}
+
+// A store checkpoint takes a rings file beside it once the log has grown kRingsLogRatio times
+// the rings' size since the last one (the older file goes), so a start after a crash has the
+// rings too: each catches up from the rows written since its file.
+TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
+  Harness h;
+  std::vector<PushReply> firsts;
+  uint64_t rows_after_file = 0;    // rows of p the newest rings file does not hold
+  for (int i = 0; i < 150; ++i) {  // 15000 hashes: a few sealed generations
+    std::vector<std::string> txns;
+    for (int k = 0; k < 100; ++k) txns.push_back("t" + std::to_string(i * 100 + k));
+    const uint64_t files = h.node().stats().rings_files_written;
+    firsts.push_back(h.push("q", "p", txns));
+    ++rows_after_file;
+    if (i % 10 == 9) h.env.advance_ms(h.config().durable_every_ms);  // a store checkpoint
+    if (h.node().stats().rings_files_written != files) rows_after_file = 0;
+  }
+  ASSERT_GE(h.node().stats().rings_files_written, 2u);
+  ASSERT_LT(rows_after_file, 100u);
+  EXPECT_EQ(rings_files(h.env), 1u);
+  const uint64_t files_before = h.node().stats().rings_files_written;
+  PushReply late = h.push("q", "p", {"late"});
+  ASSERT_EQ(h.node().stats().rings_files_written, files_before);
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(h.node().stats().rings_loaded, 1u);
+  EXPECT_EQ(rings_files(h.env), 0u);
+  PushReply again = h.push("q", "p", {"late", "t14999", "t0", "new"});
+  EXPECT_EQ(again.results[0].status, PushStatus::duplicate);
+  EXPECT_EQ(again.results[0].offset, late.results[0].offset);
+  EXPECT_EQ(again.results[1].offset, Offset(14999));
+  EXPECT_EQ(again.results[1].message_id, firsts[149].results[99].message_id);
+  EXPECT_EQ(again.results[2].offset, Offset(0));
+  EXPECT_EQ(again.results[3].status, PushStatus::queued);
+  MetricsReply m = h.call<MetricsReply>(MetricsCmd{});
+  EXPECT_EQ(m.dedup_ring_catch_ups, 1u);
+  // The rows after the file and the late one, then each candidate's row (a ring built again
+  // would read all 151 rows).
+  EXPECT_LE(m.row_hash_reads, rows_after_file + 1 + 3);
 }
 
 // A damaged rings file, or one of another index than the checkpoint loaded, is not taken (the

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -305,6 +306,63 @@ TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
   double reads = metric("queen_row_hash_reads_total");
   EXPECT_GE(reads, 0);
   EXPECT_LE(reads, 1) << "only the original's row is read, to check the candidate the ring named";
+}
+
+// A store checkpoint writes the dedup rings beside it once the log has grown enough since the
+// last rings file: a start after a kill -9 has them before its first push, catches the ring
+// up from the rows written after the file, and still answers retries as duplicates.
+TEST(Crash, ARestartAfterAKill9HasTheRingsOfACheckpoint) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  ServerProcess server(data, dir.path() + "/server.log", {{"QUEEN_RAFT_DURABLE_EVERY_MS", "50"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  auto rings_file_exists = [&] {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(data + "/store", ec))
+      if (f.path().filename().string().rfind("rings.", 0) == 0) return true;
+    return false;
+  };
+  std::string first_id, late_id;
+  {
+    HttpClient c(server.port());
+    std::vector<PushSpec> items;
+    for (int i = 0; i < 300; ++i) items.push_back({"rings", "p", "t" + std::to_string(i), i});
+    HttpResult r = push(c, items);
+    ASSERT_EQ(r.status, 201) << r.body;
+    first_id = r.body_json()[7]["message_id"].get<std::string>();
+    ASSERT_EQ(push(c, {{"rings", "p", "warm", 0}}).status, 201);  // the ring is built here
+    int batch = 0;
+    ASSERT_TRUE(eventually(std::chrono::seconds(30), [&] {
+      std::vector<PushSpec> more;
+      for (int i = 0; i < 100; ++i)
+        more.push_back({"rings", "p", "b" + std::to_string(batch) + "-" + std::to_string(i), i});
+      ++batch;
+      return push(c, more).status == 201 && rings_file_exists();
+    })) << server.log_tail();
+    HttpResult late = push(c, {{"rings", "p", "late", 0}});
+    ASSERT_EQ(late.status, 201) << late.body;
+    late_id = late.body_json()[0]["message_id"].get<std::string>();
+  }
+  server.kill9();
+  ASSERT_TRUE(server.start(&error)) << error;
+  HttpClient c(server.port());
+  auto metric = [&](const std::string& series) {
+    std::string body = c.get("/metrics/prometheus").body;
+    size_t at = body.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + series.size() + 2));
+  };
+  EXPECT_GT(metric("queen_dedup_ring_bytes"), 0) << server.log_tail();
+  HttpResult again =
+      push(c, {{"rings", "p", "t7", 7}, {"rings", "p", "late", 0}, {"rings", "p", "fresh", 0}});
+  ASSERT_EQ(again.status, 201) << again.body;
+  json results = again.body_json();
+  EXPECT_EQ(results[0]["status"], "duplicate");
+  EXPECT_EQ(results[0]["message_id"], first_id);
+  EXPECT_EQ(results[1]["status"], "duplicate");
+  EXPECT_EQ(results[1]["message_id"], late_id);
+  EXPECT_EQ(results[2]["status"], "queued");
+  EXPECT_EQ(metric("queen_dedup_ring_catch_ups_total"), 1) << server.log_tail();
 }
 
 // A start whose checkpoint is large enough (QUEEN_START_ARENA_MIN_MB) faults its memory in
