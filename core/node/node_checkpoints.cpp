@@ -252,7 +252,7 @@ Status NodeImpl::load_rings(const std::vector<FileInfo>& files) {
     }
     if (auto st = env.remove(f.name); !st.ok()) return st;
   }
-  planner.dedup().keep_stale_rings(true);  // until the replay ends (end_replay)
+  planner.dedup().keep_stale_rings(true);  // until the replay ends (Node::start)
   return ok_status();
 }
 
