@@ -145,6 +145,7 @@ void timer_fired(NodeImpl& n, TimerId id) {
   if (id == kStoreCheckpointTimer) {
     n.checkpoint_due = true;
     n.arm_store_checkpoints();
+    n.planner.dedup().sweep(n.env.now_us(), DedupIndex::kSweepRingsMax);
   }
   if (n.cluster) {
     if (id == kRaftTick) {

@@ -394,6 +394,25 @@ void DedupIndex::applied(const EffAppend& a) {
     ring.set_covered(Offset(a.base.value + a.count));
 }
 
+int64_t DedupIndex::window_us_of(PartitionId pid) const {
+  const PartitionState* p = store_.partition(pid);
+  const QueueState* q = p ? store_.queue(p->queue) : nullptr;
+  return q ? q->options.dedup_window_s * 1'000'000 : 0;
+}
+
+void DedupIndex::sweep(int64_t now_us, size_t rings_max) {
+  auto it = rings_.lower_bound(sweep_from_);
+  for (size_t looked = 0, n = std::min(rings_max, rings_.size()); looked < n; ++looked) {
+    if (rings_.empty()) break;
+    if (it == rings_.end()) it = rings_.begin();
+    int64_t window_us = window_us_of(it->first);
+    if (window_us > 0) it->second.drop_below(now_us - window_us);
+    bool empty = window_us <= 0 || it->second.generations() == 0;
+    it = empty ? rings_.erase(it) : std::next(it);
+  }
+  sweep_from_ = it == rings_.end() ? PartitionId() : it->first;
+}
+
 size_t DedupIndex::ring_bytes() const {
   size_t n = 0;
   for (const auto& [pid, ring] : rings_) n += ring.bytes();

@@ -385,6 +385,13 @@ class DedupIndex {
   // Takes the rings `r` holds in place of any; false, and no ring, when they do not decode.
   bool decode_rings(ByteReader& r);
   void drop_rings() { rings_.clear(); }
+  // Looks at up to `rings_max` rings, from where the last call ended (round the partitions in
+  // order): drops those of partitions gone or of queues without a window now, and the
+  // generations of the others below their window's floor at `now_us`, and with them a ring
+  // left empty (an idle partition's). So the rings hold the hashes of the windows, not of
+  // the backlog, whether or not their partitions are pushed to again.
+  void sweep(int64_t now_us, size_t rings_max);
+  static constexpr size_t kSweepRingsMax = 4096;  // a call's share: a few ms at most
 
  private:
   using Rows = CompactVector<AppendRow>;
@@ -401,12 +408,16 @@ class DedupIndex {
   Result<std::optional<Offset>> find_committed(const PartitionState& p, const Hash128& h,
                                                int64_t floor_us, int64_t window_us);
 
+  // The dedup window of the queue `pid` is in; 0 when it has none (or is gone).
+  int64_t window_us_of(PartitionId pid) const;
+
   const Store& store_;
   RowHashes& hashes_;
   InFlightHashes in_flight_;
   std::map<PartitionId, HashRing> rings_;
   DedupStats stats_;
   bool keep_stale_ = false;
+  PartitionId sweep_from_;  // where the next sweep starts
 };
 
 }  // namespace queen

@@ -507,6 +507,36 @@ TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
   EXPECT_LE(m.row_hash_reads, rows_after_file + 1 + 3);
 }
 
+// The rings hold the windows' hashes, not the backlog's: a ring whose queue is deleted goes at
+// the next sweep (each store checkpoint tick), and one whose partition is no longer pushed to
+// goes once its window has passed, though the messages stay.
+TEST(Dedup, RingsOfDeletedOrIdlePartitionsAreDropped) {
+  Harness h;
+  ConfigureCmd c;
+  c.queue = "q";
+  c.patch.dedup_window_s = 5;
+  h.call<ConfigureReply>(c);
+  std::vector<std::string> txns;
+  for (int i = 0; i < 600; ++i) txns.push_back("t" + std::to_string(i));
+  for (const char* queue : {"q", "gone"}) {
+    h.push(queue, "p", txns);
+    h.push(queue, "p", {"w"});  // the ring is built here
+  }
+  const uint64_t two_rings = h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes;
+  ASSERT_GT(two_rings, 0u);
+  h.call<GroupChangeReply>(QueueDeleteCmd{"gone"});
+  h.env.advance_ms(h.config().durable_every_ms);
+  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes * 2, two_rings);
+  h.env.advance_ms(2000);  // inside the window: the ring stays
+  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes * 2, two_rings);
+  h.env.advance_ms(4000);
+  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes, 0u);
+  EXPECT_EQ(h.node().store().partition("q", "p")->kept(), 601u);
+  PushReply after = h.push("q", "p", {"t5"});  // past the window: a new message
+  EXPECT_EQ(after.results[0].status, PushStatus::queued);
+  EXPECT_EQ(after.results[0].offset, Offset(601));
+}
+
 // A damaged rings file, or one of another index than the checkpoint loaded, is not taken (the
 // rings warm from the rows) and is removed; dedup stays exact either way.
 TEST(Dedup, ADamagedOrStaleRingsFileIsLeftUnread) {
