@@ -39,16 +39,17 @@ void PartitionNames::insert(uint64_t h, PartitionId id) {
   ++count_;
 }
 
-void PartitionNames::insert_batch(const std::vector<Add>& adds, std::vector<Add>& scratch) {
+void PartitionNames::insert_batch(const std::vector<Add>& adds, BatchScratch& scratch) {
   if (adds.empty()) return;
   int slot_bits = std::countr_zero(slots_.size());
   int shift = std::max(0, slot_bits - kOrderBits);
-  std::vector<uint32_t> starts((size_t{1} << (slot_bits - shift)) + 1, 0);
+  std::vector<uint32_t>& starts = scratch.starts;
+  starts.assign((size_t{1} << (slot_bits - shift)) + 1, 0);
   for (const Add& a : adds) ++starts[(home(a.h) >> shift) + 1];
   for (size_t b = 1; b < starts.size(); ++b) starts[b] += starts[b - 1];
-  scratch.resize(adds.size());
-  for (const Add& a : adds) scratch[starts[home(a.h) >> shift]++] = a;
-  for (const Add& a : scratch) insert(a.h, a.id);
+  scratch.ordered.resize(adds.size());
+  for (const Add& a : adds) scratch.ordered[starts[home(a.h) >> shift]++] = a;
+  for (const Add& a : scratch.ordered) insert(a.h, a.id);
 }
 
 void PartitionNames::erase(uint64_t h, PartitionId id) {

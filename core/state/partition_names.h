@@ -55,7 +55,8 @@ class PartitionNames {
     // In a table far larger than the cache, each insert in the callers' order is a cache and
     // TLB miss of its own. The adds are gathered kBatchAdds at a time and inserted in the
     // order of their home slots (insert_batch), so each batch walks the table front to back.
-    std::vector<Add> batch, scratch;
+    std::vector<Add> batch;
+    BatchScratch scratch;
     batch.reserve(std::min(live, kBatchAdds));
     each([&](uint64_t h, PartitionId id) {
       batch.push_back({h, id});
@@ -81,7 +82,13 @@ class PartitionNames {
     uint64_t h;
     PartitionId id;
   };
-  void insert_batch(const std::vector<Add>& adds, std::vector<Add>& scratch);
+  // What insert_batch reuses from one batch to the next: the adds in slot order and the
+  // counting pass's starts.
+  struct BatchScratch {
+    std::vector<Add> ordered;
+    std::vector<uint32_t> starts;
+  };
+  void insert_batch(const std::vector<Add>& adds, BatchScratch& scratch);
   static uint64_t tag_of(uint64_t h) { return h >> 48; }
   size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }

@@ -52,9 +52,8 @@ StartArena::StartArena(StartArenaOptions options, uint64_t checkpoint_bytes, con
   auto at = reinterpret_cast<uintptr_t>(p);
   uintptr_t aligned = (at + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
   if (aligned > at) ::munmap(p, aligned - at);
-  uintptr_t end = aligned + bytes;
-  if (at + bytes + kAlignBytes > end)
-    ::munmap(reinterpret_cast<void*>(end), at + bytes + kAlignBytes - end);
+  uintptr_t end = aligned + bytes;  // below at + bytes + kAlignBytes: the tail goes too
+  ::munmap(reinterpret_cast<void*>(end), at + bytes + kAlignBytes - end);
   if (!adopt(reinterpret_cast<void*>(aligned), bytes)) {
     ::munmap(reinterpret_cast<void*>(aligned), bytes);
     return;
