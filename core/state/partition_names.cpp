@@ -19,13 +19,17 @@ uint64_t PartitionNames::hash(QueueId queue, std::string_view name) {
   return XXH3_64bits_withSeed(name.data(), name.size(), queue.value);
 }
 
-void PartitionNames::reset(size_t live, Fill fill) {
+size_t PartitionNames::slots_for(size_t live, Fill fill) {
   // At most num/den full: 2/3 (start) or 3/8 (grow).
   size_t num = fill == Fill::start ? 2 : 3;
   size_t den = fill == Fill::start ? 3 : 8;
   size_t want = kSlotsMin;
   while (want * num < (live + 1) * den) want *= 2;
-  slots_.assign(want, kEmpty);
+  return want;
+}
+
+void PartitionNames::reset(size_t live, Fill fill) {
+  slots_.assign(slots_for(live, fill), kEmpty);
   count_ = 0;
   erased_ = 0;
 }

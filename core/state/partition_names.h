@@ -47,6 +47,10 @@ class PartitionNames {
   // doubles, in effect, before the next one; `start` (the rebuild of a store just decoded,
   // whose ids are those it held before it stopped) at most 2/3.
   enum class Fill : uint8_t { grow, start };
+  // Takes the memory of a table for `live` ids now, without touching it, for the next
+  // rebuild() of that size to fill: a start takes it before it decodes the partitions, so
+  // the table is among the first of the start's memory (io/real/start_arena.h).
+  void reserve(size_t live, Fill fill) { slots_.reserve(slots_for(live, fill)); }
   // Empties the table and sizes it for `live` ids, then calls each(add) once, which calls
   // add(h, id) for every id the table is to hold.
   template <class Each>
@@ -92,6 +96,7 @@ class PartitionNames {
   static uint64_t tag_of(uint64_t h) { return h >> 48; }
   size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   static PartitionId id_of(uint64_t slot) { return PartitionId(slot >> 16); }
+  static size_t slots_for(size_t live, Fill fill);
   void reset(size_t live, Fill fill);
 
   std::vector<uint64_t> slots_;  // a power of two, or none

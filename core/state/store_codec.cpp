@@ -169,6 +169,17 @@ void get_table(ByteReader& r, F&& read_row) {
   for (uint32_t i = 0; i < n && r.ok(); ++i) read_row();
 }
 
+// get_table, telling `before` the count first.
+template <class Before, class F>
+void get_table(ByteReader& r, Before&& before, F&& read_row) {
+  uint32_t n = r.count(1);
+  if (r.ok()) before(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) read_row();
+}
+
+// Fewer bytes than any partition takes in a body (its ids, name, offsets, times and counts).
+constexpr size_t kPartitionBytesMin = 48;
+
 bool get_dlq(ByteReader& r, QueueId* queue, DlqEntry* d) {
   *queue = QueueId(r.u64());
   d->id = r.u64();
@@ -311,7 +322,13 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     EffCreateQueue q;
     if (get_as(r, &q)) s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
   });
-  get_table(r, [&] {
+  // The name table for as many partitions (at most as many as the bytes left could hold) is
+  // taken before them: see PartitionNames::reserve.
+  auto reserve_names = [&](uint32_t n) {
+    size_t most = r.left() / kPartitionBytesMin;
+    s.partition_names_.reserve(std::min<size_t>(n, most), PartitionNames::Fill::start);
+  };
+  get_table(r, reserve_names, [&] {
     PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
     // Written in id order: each goes at the end, without a search.
     if (!(s.partitions_.last_id(PartitionId(0)) < p.id) || p.id.value >= kPartitionIdsMax)
