@@ -206,10 +206,11 @@ void NodeImpl::write_rings_file(LogIndex at) {
   log_bytes_since_rings = 0;
   rings_token = next_token++;
   rings_writing_at = at;
-  const DedupIndex& dedup = planner.dedup();
+  // Size unknown: the rings are encoded in a forked copy even when small, so that their
+  // pieces never pass through (and stay in) the node process's allocator.
   out.write_whole_file(
       rings_file(at), [this, at](ByteSink& sink) { write_rings(planner.dedup(), at, sink); },
-      rings_token, dedup.ring_bytes() + dedup.rings() * 64);
+      rings_token, UINT64_MAX);
 }
 
 void NodeImpl::on_rings_synced(bool ok) {
