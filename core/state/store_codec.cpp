@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "core/api/binary.h"
 #include "core/state/walk.h"
@@ -162,19 +163,19 @@ bool get_as(ByteReader& r, T* out) {
   return true;
 }
 
-// A table: its row count, then `read_row` once per row while the reader holds.
-template <typename F>
-void get_table(ByteReader& r, F&& read_row) {
-  uint32_t n = r.count(1);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) read_row();
-}
-
-// get_table, telling `before` the count first.
+// A table: its row count (told to `before`), then `read_row` once per row while the reader
+// holds.
 template <class Before, class F>
 void get_table(ByteReader& r, Before&& before, F&& read_row) {
   uint32_t n = r.count(1);
   if (r.ok()) before(n);
   for (uint32_t i = 0; i < n && r.ok(); ++i) read_row();
+}
+
+template <typename F>
+void get_table(ByteReader& r, F&& read_row) {
+  get_table(
+      r, [](uint32_t) {}, std::forward<F>(read_row));
 }
 
 // Fewer bytes than any partition takes in a body (its ids, name, offsets, times and counts).

@@ -357,15 +357,10 @@ TEST(Dedup, AllDuplicatePushIsStillAnswered) {
 
 TEST(Dedup, WindowZeroTurnsDedupOffAndTheWindowExpires) {
   Harness h;
-  ConfigureCmd c;
-  c.queue = "off";
-  c.patch.dedup_window_s = 0;
-  h.call<ConfigureReply>(c);
+  configure(h, "off", {.dedup_window_s = 0});
   h.push("off", "p", {"a"});
   EXPECT_EQ(h.push("off", "p", {"a"}).results[0].status, PushStatus::queued);
-  c.queue = "short";
-  c.patch.dedup_window_s = 2;
-  h.call<ConfigureReply>(c);
+  configure(h, "short", {.dedup_window_s = 2});
   h.push("short", "p", {"a"});
   EXPECT_EQ(h.push("short", "p", {"a"}).results[0].status, PushStatus::duplicate);
   h.env.advance_ms(2100);
@@ -512,10 +507,7 @@ TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
 // goes once its window has passed, though the messages stay.
 TEST(Dedup, RingsOfDeletedOrIdlePartitionsAreDropped) {
   Harness h;
-  ConfigureCmd c;
-  c.queue = "q";
-  c.patch.dedup_window_s = 5;
-  h.call<ConfigureReply>(c);
+  configure(h, "q", {.dedup_window_s = 5});
   std::vector<std::string> txns;
   for (int i = 0; i < 600; ++i) txns.push_back("t" + std::to_string(i));
   for (const char* queue : {"q", "gone"}) {
@@ -571,10 +563,7 @@ TEST(Dedup, ADamagedOrStaleRingsFileIsLeftUnread) {
 // large one fills it.
 void check_first_offset_model(int txn_space, int batch_max) {
   Harness h;
-  ConfigureCmd c;
-  c.queue = "q";
-  c.patch.dedup_window_s = 5;
-  h.call<ConfigureReply>(c);
+  configure(h, "q", {.dedup_window_s = 5});
   std::map<std::string, std::pair<uint64_t, int64_t>> model;  // txn -> (offset, pushed_at_us)
   uint64_t next = 0;
   auto steps = *rc::gen::container<std::vector<std::tuple<int, int, int>>>(rc::gen::tuple(

@@ -70,10 +70,7 @@ TEST(Transaction, CommitAcksTheInputPushesTheOutputAndWritesKv) {
 
 TEST(Transaction, ExpiredLeaseRollsBackEverything) {
   Harness h;
-  ConfigureCmd c;
-  c.queue = "in";
-  c.patch.lease_time_s = 1;
-  h.call<ConfigureReply>(c);
+  configure(h, "in", {.lease_time_s = 1});
   h.push("in", "Default", {"a"});
   PopReply in = h.pop("in", "g", 1);
   h.env.advance_ms(1100);
@@ -182,10 +179,7 @@ TEST(Transaction, CrashBetweenItsLogSyncsLeavesNothingBehind) {
 // is all or nothing, no input is acked twice, and KV versions only grow.
 RC_GTEST_PROP(TransactionProperty, AllOrNothingAcrossCrashes, ()) {
   Harness h;
-  ConfigureCmd c;
-  c.queue = "in";
-  c.patch.lease_time_s = 2;
-  h.call<ConfigureReply>(c);
+  configure(h, "in", {.lease_time_s = 2});
   int inputs = 0;
   uint64_t max_version = 0;
   std::set<std::string> answered;  // txns answered success

@@ -2,6 +2,7 @@
 // targets the way a client would, and return the decoded answer.
 #pragma once
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,15 @@ inline bool drain(HttpClient& c, const std::string& queue, const std::string& gr
   }
   *error = "still not drained after " + std::to_string(pops_max) + " pops";
   return false;
+}
+
+// The value of one series of /metrics/prometheus (its name and labels exactly); -1: absent.
+inline double metric(HttpClient& client, const std::string& series) {
+  HttpResult r = client.get("/metrics/prometheus");
+  std::istringstream in(r.body);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return -1;
 }
 
 }  // namespace queen::test

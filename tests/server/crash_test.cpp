@@ -290,20 +290,14 @@ TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
   ASSERT_EQ(server.stop(), 0) << server.log_tail();
   ASSERT_TRUE(server.start(&error)) << error;
   HttpClient c(server.port());
-  // A series without labels, from the Prometheus text (-1 when absent).
-  auto metric = [&](const std::string& series) {
-    std::string body = c.get("/metrics/prometheus").body;
-    size_t at = body.find("\n" + series + " ");
-    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + series.size() + 2));
-  };
-  EXPECT_GT(metric("queen_dedup_ring_bytes"), 0) << server.log_tail();
+  EXPECT_GT(metric(c, "queen_dedup_ring_bytes"), 0) << server.log_tail();
   HttpResult again = push(c, {{"rings", "p", "t7", 7}, {"rings", "p", "fresh", 0}});
   ASSERT_EQ(again.status, 201) << again.body;
   json results = again.body_json();
   EXPECT_EQ(results[0]["status"], "duplicate");
   EXPECT_EQ(results[0]["message_id"], first_id);
   EXPECT_EQ(results[1]["status"], "queued");
-  double reads = metric("queen_row_hash_reads_total");
+  double reads = metric(c, "queen_row_hash_reads_total");
   EXPECT_GE(reads, 0);
   EXPECT_LE(reads, 1) << "only the original's row is read, to check the candidate the ring named";
 }
@@ -347,12 +341,7 @@ TEST(Crash, ARestartAfterAKill9HasTheRingsOfACheckpoint) {
   server.kill9();
   ASSERT_TRUE(server.start(&error)) << error;
   HttpClient c(server.port());
-  auto metric = [&](const std::string& series) {
-    std::string body = c.get("/metrics/prometheus").body;
-    size_t at = body.find("\n" + series + " ");
-    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + series.size() + 2));
-  };
-  EXPECT_GT(metric("queen_dedup_ring_bytes"), 0) << server.log_tail();
+  EXPECT_GT(metric(c, "queen_dedup_ring_bytes"), 0) << server.log_tail();
   HttpResult again =
       push(c, {{"rings", "p", "t7", 7}, {"rings", "p", "late", 0}, {"rings", "p", "fresh", 0}});
   ASSERT_EQ(again.status, 201) << again.body;
@@ -362,7 +351,7 @@ TEST(Crash, ARestartAfterAKill9HasTheRingsOfACheckpoint) {
   EXPECT_EQ(results[1]["status"], "duplicate");
   EXPECT_EQ(results[1]["message_id"], late_id);
   EXPECT_EQ(results[2]["status"], "queued");
-  EXPECT_EQ(metric("queen_dedup_ring_catch_ups_total"), 1) << server.log_tail();
+  EXPECT_EQ(metric(c, "queen_dedup_ring_catch_ups_total"), 1) << server.log_tail();
 }
 
 // A start whose checkpoint is large enough (QUEEN_START_ARENA_MIN_MB) faults its memory in

@@ -112,15 +112,6 @@ json push_of_size(const std::string& queue, size_t bytes) {
 
 using Env = std::map<std::string, std::string>;
 
-// The value of one series of /metrics/prometheus (its name and labels exactly); -1: absent.
-double metric(HttpClient& client, const std::string& series) {
-  HttpResult r = client.get("/metrics/prometheus");
-  std::istringstream in(r.body);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
-
 class TestNode {
  public:
   explicit TestNode(std::map<std::string, std::string> env)
