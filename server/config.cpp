@@ -132,6 +132,21 @@ Status read_qlog_shards(const EnvLookup& lookup, NodeConfig* node) {
   return ok_status();
 }
 
+// QUEEN_RAFT_DEDUP_FRONT_MB: the dedup rings' bound in MiB, 0 for none (up to 1 TiB).
+Status read_dedup_front(const EnvLookup& lookup, NodeConfig* node) {
+  constexpr int64_t kMibMax = int64_t{1} << 20;
+  auto text = non_empty(lookup, "QUEEN_RAFT_DEDUP_FRONT_MB");
+  if (!text) return ok_status();
+  auto v = parse_i64(*text);
+  if (!v || *v < 0 || *v > kMibMax) {
+    return make_error(Errc::bad_request, "QUEEN_RAFT_DEDUP_FRONT_MB=" + *text +
+                                             " is not a number of MiB from 0 (no bound) to " +
+                                             std::to_string(kMibMax));
+  }
+  node->dedup_front_bytes_max = static_cast<uint64_t>(*v) << 20;
+  return ok_status();
+}
+
 Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_CONSUME_CHECKPOINT_MS", &node->checkpoint_ms);
   read_positive(lookup, "QUEEN_RAFT_PIPELINE", &node->pipeline_max);
@@ -142,6 +157,7 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   uint64_t row_hash_cache_mb = 0;
   read_positive(lookup, "QUEEN_ROW_HASH_CACHE_MB", &row_hash_cache_mb);
   if (row_hash_cache_mb > 0) node->row_hash_cache_bytes = row_hash_cache_mb << 20;
+  if (auto st = read_dedup_front(lookup, node); !st.ok()) return st;
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_MS", &node->durable_every_ms);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);

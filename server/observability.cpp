@@ -295,6 +295,10 @@ void render_dedup(const MetricsReply& m, Exposition& x) {
   x.one("queen_dedup_ring_catch_ups_total", "counter",
         "Dedup rings read back at a start and brought up to the rows written after them.",
         m.dedup_ring_catch_ups);
+  x.one("queen_dedup_ring_evictions_total", "counter",
+        "Dedup rings dropped, least recently used first, to keep them within "
+        "QUEEN_RAFT_DEDUP_FRONT_MB; each warms again from its rows at its next use.",
+        m.dedup_ring_evictions);
   x.one("queen_row_hash_reads_total", "counter",
         "Message records read for their transactionId hashes (dedup checks, acks).",
         m.row_hash_reads);

@@ -69,6 +69,9 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   if (rng.per_mille(500)) c.segment_bytes = static_cast<uint64_t>(rng.range(2048, 65536));
   c.durable_every_ms = c.checkpoint_ms * 25;  // no draw of its own: seeds keep their worlds
   c.qlog_shards = static_cast<uint32_t>(c.checkpoint_ms % 4);  // nor here: 0 is one log each
+  // Nor here: a third of the seeds bound the dedup rings to a few KiB, so that rings are
+  // dropped at every store checkpoint tick and warm again while the checkers watch.
+  if (c.checkpoint_ms % 3 == 0) c.dedup_front_bytes_max = 4096;
   c.mutants.answer_before_fsync = mutant == Mutant::answer_before_fsync;
   c.mutants.skip_lease_check = mutant == Mutant::skip_lease_check;
   c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;
@@ -396,7 +399,8 @@ std::string RunParams::describe() const {
       w.skip_ack_per_mille, w.bogus_ack_per_mille, (long long)w.lease_time_s,
       (long long)w.retry_limit, (long long)w.retry_delay_ms, w.workers,
       w.worker_sleep_past_lease_per_mille);
-  s += strf("durable_every_ms=%lld ", (long long)node.durable_every_ms);
+  s += strf("durable_every_ms=%lld dedup_front_bytes_max=%llu ", (long long)node.durable_every_ms,
+            (unsigned long long)node.dedup_front_bytes_max);
   s += strf(
       "checkpoint_ms=%lld pipeline_max=%u batch_cmds_max=%u segment_bytes=%llu "
       "qlog_shards=%u",

@@ -665,6 +665,7 @@ class Run : public ClientSink {
       s.transfers += t.transfers;
       s.row_hash_reads += t.row_hash_reads;
       s.rings_loaded += t.rings_loaded;
+      s.rings_evicted += t.rings_evicted;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -680,6 +681,7 @@ class Run : public ClientSink {
     out.counters["log_files_reclaimed"] = s.log_files_reclaimed;
     out.counters["row_hash_reads"] = s.row_hash_reads;
     out.counters["rings_loaded"] = s.rings_loaded;
+    out.counters["rings_evicted"] = s.rings_evicted;
     if (cluster()) {
       out.counters["snapshots_sent"] = s.snapshots_sent;
       out.counters["snapshots_installed"] = s.snapshots_installed;

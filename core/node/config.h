@@ -41,6 +41,10 @@ struct NodeConfig {
   // QUEEN_ROW_HASH_CACHE_MB: the cache of append rows' hashes read back from their records
   // (core/qlog/row_hashes.h), in bytes.
   uint64_t row_hash_cache_bytes = 64u << 20;
+  // QUEEN_RAFT_DEDUP_FRONT_MB: the most the partitions' dedup rings hold, in bytes (0: no
+  // bound); past it the least recently used go at the next store checkpoint tick
+  // (DedupIndex::evict).
+  uint64_t dedup_front_bytes_max = 512ull << 20;
   uint32_t pop_batch_max = 10000;    // largest batch one pop may lease
   int64_t pop_reply_margin_ms = 50;  // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;

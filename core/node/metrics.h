@@ -157,6 +157,7 @@ struct MetricsReply {
   uint64_t dedup_cold_scans = 0;       // windows of small partitions scanned whole
   uint64_t dedup_ring_bytes = 0;       // the hash rings' tables, now
   uint64_t dedup_ring_catch_ups = 0;   // rings brought up to their rows (core/planner/dedup.h)
+  uint64_t dedup_ring_evictions = 0;   // rings dropped to keep within dedup_front_bytes_max
   // Append rows' hashes read back from their message records (core/qlog/row_hashes.h).
   uint64_t row_hash_reads = 0;
   uint64_t row_hash_cache_bytes = 0;  // now

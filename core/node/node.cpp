@@ -146,6 +146,8 @@ void timer_fired(NodeImpl& n, TimerId id) {
     n.checkpoint_due = true;
     n.arm_store_checkpoints();
     n.planner.dedup().sweep(n.env.now_us(), DedupIndex::kSweepRingsMax);
+    n.planner.dedup().evict();
+    n.stats.rings_evicted = n.planner.dedup().stats().evictions;  // for the simulator's sums
   }
   if (n.cluster) {
     if (id == kRaftTick) {

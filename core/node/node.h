@@ -63,6 +63,9 @@ struct NodeStats {
   // Partitions whose dedup ring a start read from a rings file.
   uint64_t rings_loaded = 0;
   uint64_t rings_files_written = 0;  // durable, at a store checkpoint or a graceful stop
+  // Dedup rings dropped to keep within dedup_front_bytes_max (DedupStats::evictions, as of
+  // the last store checkpoint tick).
+  uint64_t rings_evicted = 0;
 
   // Every counter with its name, once: sums and reports go through it.
   template <class F>
@@ -91,6 +94,7 @@ struct NodeStats {
     f("row_hash_reads", row_hash_reads);
     f("rings_loaded", rings_loaded);
     f("rings_files_written", rings_files_written);
+    f("rings_evicted", rings_evicted);
   }
   NodeStats& operator+=(const NodeStats& other) {
     std::vector<uint64_t> add;
@@ -101,7 +105,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 24 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 25 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:

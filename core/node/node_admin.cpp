@@ -373,6 +373,7 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   m.dedup_cold_scans = dedup.exact_scans;
   m.dedup_ring_bytes = planner.dedup().ring_bytes();
   m.dedup_ring_catch_ups = dedup.catch_ups;
+  m.dedup_ring_evictions = dedup.evictions;
   m.row_hash_reads = hashes.stats().reads;
   m.row_hash_cache_bytes = hashes.cache_bytes();
   // A queue popped from in neither of the last two minutes is forgotten (deleted ones too).

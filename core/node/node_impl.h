@@ -236,7 +236,9 @@ struct NodeImpl {
         kv(store),
         locks(kv),
         timers(store),
-        reads(env, store, hashes) {}
+        reads(env, store, hashes) {
+    planner.dedup().set_rings_bytes_max(c.dedup_front_bytes_max);
+  }
 
   Env& env;  // asked what the node reads: the clock, randomness, durable bytes
   // The work of the event being handled, returned at its end (Node::finish_event).

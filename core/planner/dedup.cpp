@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 
 #include "core/common/assert.h"
 #include "core/common/linear_probe.h"
@@ -295,7 +296,7 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
     auto caught_up = ring.generations() == 0 ? false : catch_up(p, ring, floor_us, window_us);
     if (!caught_up.ok()) return caught_up.error();
     if (caught_up.value()) return &ring;
-    rings_.erase(rit);
+    forget(rit);
   }
   auto first = first_in_window(p, floor_us);
   size_t hashes = 0;
@@ -314,7 +315,11 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
   in_flight_.for_each_of(p.id, [&](const InFlightHashes::Slot& s) {
     ring.insert(s.hash, s.offset, newest_us, window_us);
   });
-  return &(rings_[p.id] = std::move(ring));
+  ring.set_last_use(++uses_);
+  HashRing& built = rings_[p.id] = std::move(ring);
+  count(built);
+  evict_from(p.id);
+  return &built;
 }
 
 Result<bool> DedupIndex::catch_up(const PartitionState& p, HashRing& ring, int64_t floor_us,
@@ -343,6 +348,7 @@ Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p
     ++stats_.exact_scans;
     return scan(p, h, floor_us);
   }
+  ring.value()->set_last_use(++uses_);
   std::optional<Error> failed;
   auto o = ring.value()->find(h, [&](Offset c) {
     ++stats_.candidates;
@@ -389,7 +395,7 @@ void DedupIndex::applied(const EffAppend& a) {
   // change) is not in its ring: the ring goes, and warms again from the rows when next used,
   // unless it is kept to catch up from them (a ring behind the rows stays behind).
   if (!planned_here && !keep_stale_)
-    rings_.erase(rit);
+    forget(rit);
   else if (planned_here && ring.covered() == a.base)
     ring.set_covered(Offset(a.base.value + a.count));
 }
@@ -408,9 +414,56 @@ void DedupIndex::sweep(int64_t now_us, size_t rings_max) {
     int64_t window_us = window_us_of(it->first);
     if (window_us > 0) it->second.drop_below(now_us - window_us);
     bool empty = window_us <= 0 || it->second.generations() == 0;
-    it = empty ? rings_.erase(it) : std::next(it);
+    it = empty ? forget(it) : std::next(it);
   }
   sweep_from_ = it == rings_.end() ? PartitionId() : it->first;
+}
+
+void DedupIndex::evict() {
+  if (rings_bytes_max_ == 0) return;
+  recount();
+  evict_from(PartitionId());
+}
+
+void DedupIndex::evict_from(PartitionId keep) {
+  if (rings_bytes_max_ == 0 || held_bytes_ <= rings_bytes_max_) return;
+  struct Use {
+    uint64_t last_use;
+    PartitionId pid;
+    bool operator<(const Use& o) const {
+      return std::tie(last_use, pid) < std::tie(o.last_use, o.pid);
+    }
+  };
+  std::vector<Use> uses;
+  uses.reserve(rings_.size());
+  for (const auto& [pid, ring] : rings_)
+    if (pid != keep) uses.push_back({ring.last_use(), pid});
+  std::sort(uses.begin(), uses.end());  // least recently used first (read back: never)
+  size_t keep_max = rings_bytes_max_ - rings_bytes_max_ / 8;
+  for (const Use& u : uses) {
+    if (held_bytes_ <= keep_max) break;
+    forget(rings_.find(u.pid));
+    ++stats_.evictions;
+  }
+}
+
+void DedupIndex::count(HashRing& ring) {
+  size_t now = ring.bytes();
+  held_bytes_ = held_bytes_ - std::min(held_bytes_, ring.counted_bytes()) + now;
+  ring.set_counted_bytes(now);
+}
+
+DedupIndex::Rings::iterator DedupIndex::forget(Rings::iterator it) {
+  held_bytes_ -= std::min(held_bytes_, it->second.counted_bytes());
+  return rings_.erase(it);
+}
+
+void DedupIndex::recount() {
+  held_bytes_ = 0;
+  for (auto& [pid, ring] : rings_) {
+    ring.set_counted_bytes(ring.bytes());
+    held_bytes_ += ring.counted_bytes();
+  }
 }
 
 size_t DedupIndex::ring_bytes() const {

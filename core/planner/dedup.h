@@ -218,6 +218,12 @@ class HashRing {
   static int64_t span_us_max(int64_t window_us) { return std::max(kSpanUsMin, window_us / 4); }
   size_t generations() const { return sealed_.size() + (open_ ? 1 : 0); }
   size_t bytes() const;
+  // When the ring was last looked up in, by DedupIndex's count of lookups (node-local).
+  uint64_t last_use() const { return last_use_; }
+  void set_last_use(uint64_t use) { last_use_ = use; }
+  // Its bytes as DedupIndex last counted them into its total.
+  size_t counted_bytes() const { return counted_bytes_; }
+  void set_counted_bytes(size_t bytes) { counted_bytes_ = bytes; }
   void encode(ByteWriter& w) const;
   static std::optional<HashRing> decode(ByteReader& r);
 
@@ -228,6 +234,8 @@ class HashRing {
   std::deque<SealedGeneration> sealed_;  // oldest first
   std::optional<HashGeneration> open_;   // newer than every sealed one
   Offset covered_;
+  uint64_t last_use_ = 0;
+  size_t counted_bytes_ = 0;
 };
 
 // Fills a new ring from a partition's hashes in offset order (its rows after a restart) a
@@ -339,6 +347,7 @@ struct DedupStats {
   uint64_t exact_scans = 0;
   uint64_t duplicates = 0;
   uint64_t catch_ups = 0;  // rings brought up to their partition's rows from their covered offset
+  uint64_t evictions = 0;  // rings dropped to keep within rings_bytes_max (evict)
 };
 
 class DedupIndex {
@@ -384,7 +393,10 @@ class DedupIndex {
   void encode_rings(ByteWriter& w) const;
   // Takes the rings `r` holds in place of any; false, and no ring, when they do not decode.
   bool decode_rings(ByteReader& r);
-  void drop_rings() { rings_.clear(); }
+  void drop_rings() {
+    rings_.clear();
+    held_bytes_ = 0;
+  }
   // Looks at up to `rings_max` rings, from where the last call ended (round the partitions in
   // order): drops those of partitions gone or of queues without a window now, and the
   // generations of the others below their window's floor at `now_us`, and with them a ring
@@ -392,6 +404,14 @@ class DedupIndex {
   // the backlog, whether or not their partitions are pushed to again.
   void sweep(int64_t now_us, size_t rings_max);
   static constexpr size_t kSweepRingsMax = 4096;  // a call's share: a few ms at most
+  // The most the rings may hold (0: no bound; QUEEN_RAFT_DEDUP_FRONT_MB). Past it, the least
+  // recently looked-up rings are dropped until they hold at most 7/8 of it: by evict(), and
+  // when a ring is built past it. Between evict() calls (each store checkpoint tick) the total
+  // counts each ring as of the last call or its build, not the hashes added since. A
+  // dropped ring's partition is scanned or warms from its rows at its next lookup, so dedup
+  // stays exact; a bound below the busy partitions' rings makes them warm again and again.
+  void set_rings_bytes_max(size_t bytes_max) { rings_bytes_max_ = bytes_max; }
+  void evict();
 
  private:
   using Rows = CompactVector<AppendRow>;
@@ -408,16 +428,27 @@ class DedupIndex {
   Result<std::optional<Offset>> find_committed(const PartitionState& p, const Hash128& h,
                                                int64_t floor_us, int64_t window_us);
 
+  using Rings = std::map<PartitionId, HashRing>;
+  // Drops the least recently used rings but `keep` until they hold at most 7/8 of the bound.
+  void evict_from(PartitionId keep);
+  // Counts a new ring's bytes into held_bytes_; forget() takes them out as it erases the ring;
+  // recount() counts every ring again.
+  void count(HashRing& ring);
+  Rings::iterator forget(Rings::iterator it);
+  void recount();
   // The dedup window of the queue `pid` is in; 0 when it has none (or is gone).
   int64_t window_us_of(PartitionId pid) const;
 
   const Store& store_;
   RowHashes& hashes_;
   InFlightHashes in_flight_;
-  std::map<PartitionId, HashRing> rings_;
+  Rings rings_;
   DedupStats stats_;
   bool keep_stale_ = false;
   PartitionId sweep_from_;  // where the next sweep starts
+  uint64_t uses_ = 0;       // lookups in rings so far: their last_use
+  size_t rings_bytes_max_ = 0;
+  size_t held_bytes_ = 0;  // the rings' bytes as last counted (count, recount)
 };
 
 }  // namespace queen

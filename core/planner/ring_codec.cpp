@@ -138,7 +138,7 @@ void DedupIndex::encode_rings(ByteWriter& w) const {
 }
 
 bool DedupIndex::decode_rings(ByteReader& r) {
-  rings_.clear();
+  drop_rings();
   // A partition id, a covered offset, a generation count and the open flag at least.
   uint32_t n = r.count(21);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
@@ -147,8 +147,11 @@ bool DedupIndex::decode_rings(ByteReader& r) {
     if (!ring) break;
     rings_.insert_or_assign(pid, std::move(*ring));
   }
-  if (r.ok()) return true;
-  rings_.clear();
+  if (r.ok()) {
+    recount();
+    return true;
+  }
+  drop_rings();
   return false;
 }
 

@@ -529,6 +529,66 @@ TEST(Dedup, RingsOfDeletedOrIdlePartitionsAreDropped) {
   EXPECT_EQ(after.results[0].offset, Offset(601));
 }
 
+// Three partitions' rings, built in the order a, b, c, with a store checkpoint tick (where
+// the rings' bytes are counted again) before c's.
+void fill_three_rings(Harness& h) {
+  std::vector<std::string> txns;
+  for (int i = 0; i < 600; ++i) txns.push_back("t" + std::to_string(i));
+  for (const char* p : {"a", "b", "c"}) {
+    if (p[0] == 'c') h.env.advance_ms(h.config().durable_every_ms);
+    h.push("q", p, txns);
+    h.push("q", p, {"w"});  // the ring is built here
+  }
+}
+
+// QUEEN_RAFT_DEDUP_FRONT_MB bounds the rings: a ring built past the bound, or the store
+// checkpoint tick once they have grown past it, drops the least recently used, and a partition
+// whose ring went still finds its duplicates (its ring warms again from the rows).
+TEST(Dedup, RingsPastTheirBoundAreDroppedLeastRecentlyUsedFirst) {
+  Harness unbounded;
+  fill_three_rings(unbounded);
+  unbounded.env.advance_ms(unbounded.config().durable_every_ms);
+  const MetricsReply all = unbounded.call<MetricsReply>(MetricsCmd{});
+  ASSERT_GT(all.dedup_ring_bytes, 0u);
+  EXPECT_EQ(all.dedup_ring_evictions, 0u) << "the default bound is far above three rings";
+
+  NodeConfig cfg;
+  cfg.dedup_front_bytes_max = all.dedup_ring_bytes * 5 / 6;  // room for 2.5 rings
+  Harness h(cfg);
+  auto evictions = [&] { return h.call<MetricsReply>(MetricsCmd{}).dedup_ring_evictions; };
+  auto bytes = [&] { return h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes; };
+  fill_three_rings(h);
+  EXPECT_EQ(evictions(), 1u) << "c's ring, built past the bound, dropped a's";
+  const uint64_t two = bytes();
+  EXPECT_LE(two, cfg.dedup_front_bytes_max);
+  // A lookup in a ring that is there changes nothing (a duplicate is not inserted); one in a
+  // partition whose ring went builds it again, and that drops the least recently used.
+  EXPECT_EQ(h.push("q", "c", {"t8"}).results[0].offset, Offset(8));
+  EXPECT_EQ(h.push("q", "b", {"t9"}).results[0].offset, Offset(9));
+  EXPECT_EQ(bytes(), two);
+  EXPECT_EQ(evictions(), 1u);
+  PushReply again = h.push("q", "a", {"t5", "fresh"});
+  EXPECT_EQ(again.results[0].status, PushStatus::duplicate);
+  EXPECT_EQ(again.results[0].offset, Offset(5));
+  EXPECT_EQ(again.results[1].offset, Offset(601));
+  EXPECT_EQ(evictions(), 2u);
+  EXPECT_EQ(h.push("q", "b", {"t10"}).results[0].offset, Offset(10));
+  EXPECT_EQ(evictions(), 2u) << "b's ring stayed: c's was the least recently used";
+  EXPECT_EQ(h.push("q", "c", {"t7"}).results[0].offset, Offset(7));
+  EXPECT_EQ(evictions(), 3u);
+
+  // Rings that grow past the bound by their inserts are brought under it at the next tick.
+  std::vector<std::string> more;
+  for (int i = 0; i < 3000; ++i) more.push_back("m" + std::to_string(i));
+  h.push("q", "b", more);
+  ASSERT_GT(bytes(), cfg.dedup_front_bytes_max);
+  h.env.advance_ms(cfg.durable_every_ms);
+  EXPECT_GT(evictions(), 3u);
+  EXPECT_LE(bytes(), cfg.dedup_front_bytes_max - cfg.dedup_front_bytes_max / 8);
+  EXPECT_EQ(h.push("q", "b", {"m17"}).results[0].offset, Offset(618));
+  EXPECT_EQ(h.push("q", "c", {"t3"}).results[0].offset, Offset(3));
+}
+
 // A damaged rings file, or one of another index than the checkpoint loaded, is not taken (the
 // rings warm from the rows) and is removed; dedup stays exact either way.
 TEST(Dedup, ADamagedOrStaleRingsFileIsLeftUnread) {

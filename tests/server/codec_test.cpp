@@ -330,6 +330,23 @@ TEST(Config, SharedQueueLogs) {
   }
 }
 
+TEST(Config, DedupRingsBound) {
+  auto c = load_config(lookup_from({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().node.dedup_front_bytes_max, 512ull << 20) << "the reference's default";
+  c = load_config(lookup_from({{"QUEEN_RAFT_DEDUP_FRONT_MB", "0"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().node.dedup_front_bytes_max, 0u) << "no bound";
+  c = load_config(lookup_from({{"QUEEN_RAFT_DEDUP_FRONT_MB", "64"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().node.dedup_front_bytes_max, 64ull << 20);
+  for (const char* bad : {"-1", "1048577", "lots"}) {
+    auto refused = load_config(lookup_from({{"QUEEN_RAFT_DEDUP_FRONT_MB", bad}}));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("QUEEN_RAFT_DEDUP_FRONT_MB"), std::string::npos);
+  }
+}
+
 TEST(Config, ForwardingOfACluster) {
   std::map<std::string, std::string> env{
       {"QUEEN_RAFT_NODE_ID", "2"},
