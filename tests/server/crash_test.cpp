@@ -269,6 +269,17 @@ TEST(GracefulStop, TheNextStartReplaysNothing) {
   EXPECT_EQ(seen.size(), 30u);
 }
 
+// Pushes transactionIds t0-t299 into rings/p and one more push, which builds the partition's
+// dedup ring; `t7_id` gets t7's message id.
+void push_and_build_ring(HttpClient& c, std::string* t7_id) {
+  std::vector<PushSpec> items;
+  for (int i = 0; i < 300; ++i) items.push_back({"rings", "p", "t" + std::to_string(i), i});
+  HttpResult r = push(c, items);
+  ASSERT_EQ(r.status, 201) << r.body;
+  *t7_id = r.body_json()[7]["message_id"].get<std::string>();
+  ASSERT_EQ(push(c, {{"rings", "p", "warm", 0}}).status, 201);  // the ring is built here
+}
+
 // A graceful stop also writes the partitions' dedup rings: the next start has them before its
 // first push (no partition warms its ring from its message records), and a retried
 // transactionId is still answered as the duplicate of its original.
@@ -280,12 +291,7 @@ TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
   std::string first_id;
   {
     HttpClient c(server.port());
-    std::vector<PushSpec> items;
-    for (int i = 0; i < 300; ++i) items.push_back({"rings", "p", "t" + std::to_string(i), i});
-    HttpResult r = push(c, items);
-    ASSERT_EQ(r.status, 201) << r.body;
-    first_id = r.body_json()[7]["message_id"].get<std::string>();
-    ASSERT_EQ(push(c, {{"rings", "p", "warm", 0}}).status, 201);  // the ring is built here
+    ASSERT_NO_FATAL_FAILURE(push_and_build_ring(c, &first_id));
   }
   ASSERT_EQ(server.stop(), 0) << server.log_tail();
   ASSERT_TRUE(server.start(&error)) << error;
@@ -320,12 +326,7 @@ TEST(Crash, ARestartAfterAKill9HasTheRingsOfACheckpoint) {
   std::string first_id, late_id;
   {
     HttpClient c(server.port());
-    std::vector<PushSpec> items;
-    for (int i = 0; i < 300; ++i) items.push_back({"rings", "p", "t" + std::to_string(i), i});
-    HttpResult r = push(c, items);
-    ASSERT_EQ(r.status, 201) << r.body;
-    first_id = r.body_json()[7]["message_id"].get<std::string>();
-    ASSERT_EQ(push(c, {{"rings", "p", "warm", 0}}).status, 201);  // the ring is built here
+    ASSERT_NO_FATAL_FAILURE(push_and_build_ring(c, &first_id));
     int batch = 0;
     ASSERT_TRUE(eventually(std::chrono::seconds(30), [&] {
       std::vector<PushSpec> more;
