@@ -317,7 +317,8 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
   });
   ring.set_last_use(++uses_);
   HashRing& built = rings_[p.id] = std::move(ring);
-  count(built);
+  built.set_counted_bytes(built.bytes());
+  held_bytes_ += built.counted_bytes();
   evict_from(p.id);
   return &built;
 }
@@ -445,12 +446,6 @@ void DedupIndex::evict_from(PartitionId keep) {
     forget(rings_.find(u.pid));
     ++stats_.evictions;
   }
-}
-
-void DedupIndex::count(HashRing& ring) {
-  size_t now = ring.bytes();
-  held_bytes_ = held_bytes_ - std::min(held_bytes_, ring.counted_bytes()) + now;
-  ring.set_counted_bytes(now);
 }
 
 DedupIndex::Rings::iterator DedupIndex::forget(Rings::iterator it) {

@@ -431,9 +431,8 @@ class DedupIndex {
   using Rings = std::map<PartitionId, HashRing>;
   // Drops the least recently used rings but `keep` until they hold at most 7/8 of the bound.
   void evict_from(PartitionId keep);
-  // Counts a new ring's bytes into held_bytes_; forget() takes them out as it erases the ring;
-  // recount() counts every ring again.
-  void count(HashRing& ring);
+  // A ring's bytes are counted into held_bytes_ at its build; forget() takes them out as it
+  // erases the ring; recount() counts every ring again.
   Rings::iterator forget(Rings::iterator it);
   void recount();
   // The dedup window of the queue `pid` is in; 0 when it has none (or is gone).
@@ -448,7 +447,7 @@ class DedupIndex {
   PartitionId sweep_from_;  // where the next sweep starts
   uint64_t uses_ = 0;       // lookups in rings so far: their last_use
   size_t rings_bytes_max_ = 0;
-  size_t held_bytes_ = 0;  // the rings' bytes as last counted (count, recount)
+  size_t held_bytes_ = 0;  // the rings' bytes as last counted (at a build, recount)
 };
 
 }  // namespace queen
