@@ -44,7 +44,8 @@ run() {  # name, command...
   shift
   echo "sanitize: $name"
   if ! "$@" >"$reports/$name.out" 2>&1; then
-    fail "$name (the tail of its output follows)"
+    fail "$name (its test failures, then the tail of its output, follow)"
+    grep -A8 -E ': Failure$' "$reports/$name.out" | cut -c1-300 | head -n 80
     tail -n 40 "$reports/$name.out"
   fi
 }
