@@ -391,7 +391,8 @@ class DedupIndex {
   // The rings, partition by partition (core/planner/ring_file.h keeps them across a graceful
   // restart).
   void encode_rings(ByteWriter& w) const;
-  // Takes the rings `r` holds in place of any; false, and no ring, when they do not decode.
+  // Takes the rings `r` holds in place of any, at most the bound's worth (the most recently
+  // used); false, and no ring, when they do not decode.
   bool decode_rings(ByteReader& r);
   void drop_rings() {
     rings_.clear();
@@ -431,6 +432,8 @@ class DedupIndex {
   using Rings = std::map<PartitionId, HashRing>;
   // Drops the least recently used rings but `keep` until they hold at most 7/8 of the bound.
   void evict_from(PartitionId keep);
+  // Takes a ring read from a rings file, and keeps the rings under the bound as they are read.
+  void load(PartitionId pid, HashRing ring, uint64_t last_use);
   // A ring's bytes are counted into held_bytes_ at its build; forget() takes them out as it
   // erases the ring; recount() counts every ring again.
   Rings::iterator forget(Rings::iterator it);

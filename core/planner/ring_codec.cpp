@@ -132,6 +132,7 @@ void DedupIndex::encode_rings(ByteWriter& w) const {
   w.u32(static_cast<uint32_t>(rings_.size()));
   for (const auto& [pid, ring] : rings_) {  // in partition order: the same state, the same bytes
     w.u64(pid.value);
+    w.u64(ring.last_use());
     ring.encode(w);
     w.boundary();
   }
@@ -139,13 +140,14 @@ void DedupIndex::encode_rings(ByteWriter& w) const {
 
 bool DedupIndex::decode_rings(ByteReader& r) {
   drop_rings();
-  // A partition id, a covered offset, a generation count and the open flag at least.
-  uint32_t n = r.count(21);
+  // A partition id, its last use, a covered offset, a generation count and the open flag.
+  uint32_t n = r.count(29);
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     PartitionId pid(r.u64());
+    uint64_t last_use = r.u64();
     auto ring = HashRing::decode(r);
     if (!ring) break;
-    rings_.insert_or_assign(pid, std::move(*ring));
+    load(pid, std::move(*ring), last_use);
   }
   if (r.ok()) {
     recount();
@@ -153,6 +155,19 @@ bool DedupIndex::decode_rings(ByteReader& r) {
   }
   drop_rings();
   return false;
+}
+
+// Keeps a ring read from a file under the bound as it is read, so a start never holds more
+// than the bound (a file written under a higher one, or grown since its last tick): past it,
+// the least recently used rings read so far go, this one included.
+void DedupIndex::load(PartitionId pid, HashRing ring, uint64_t last_use) {
+  if (auto it = rings_.find(pid); it != rings_.end()) forget(it);
+  ring.set_last_use(last_use);
+  uses_ = std::max(uses_, last_use);
+  ring.set_counted_bytes(ring.bytes());
+  held_bytes_ += ring.counted_bytes();
+  rings_.emplace(pid, std::move(ring));
+  evict_from(PartitionId());
 }
 
 }  // namespace queen

@@ -10,7 +10,9 @@ namespace {
 
 constexpr const char* kPrefix = "store/rings.";
 constexpr uint64_t kMagic = 0x010053474E495251ull;  // "QRINGS\0\1" read little-endian
-constexpr uint32_t kFormat = 2;                     // 1: rings without their covered offsets
+// An earlier format is left unread (the rings warm from the rows): 2 held no last use, 1 no
+// covered offsets.
+constexpr uint32_t kFormat = 3;
 constexpr size_t kHeaderBytes = 8 + 4 + 8;
 constexpr size_t kPieceBytes = size_t{1} << 20;
 

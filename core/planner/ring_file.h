@@ -8,7 +8,11 @@
 // missing, stale or damaged file only means the rings warm from the rows again; it is never
 // sent to another node (a snapshot install removes it), and every start removes it once read.
 //
-// Layout: magic, format, index, DedupIndex::encode_rings, then the xxh3-64 of all before.
+// A start takes at most QUEEN_RAFT_DEDUP_FRONT_MB of rings from the file, the most recently
+// used (DedupIndex::decode_rings), so lowering the bound across a restart holds at once.
+//
+// Layout: magic, format, index, DedupIndex::encode_rings (each ring with its partition and
+// its last use), then the xxh3-64 of all before.
 #pragma once
 
 #include <string>

@@ -589,6 +589,33 @@ TEST(Dedup, RingsPastTheirBoundAreDroppedLeastRecentlyUsedFirst) {
   EXPECT_EQ(h.push("q", "c", {"t3"}).results[0].offset, Offset(3));
 }
 
+// A start takes at most the bound's worth of the rings file, the most recently used: a bound
+// lowered across a restart holds before the first push, and the partition whose ring was left
+// out still finds its duplicates, from its rows.
+TEST(Dedup, AStartTakesTheMostRecentlyUsedRingsUpToTheBound) {
+  Harness h;
+  fill_three_rings(h);
+  for (const char* p : {"c", "a", "b"}) h.push("q", p, {"t1"});  // c is the least recent now
+  const uint64_t three = h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes;
+  stop_gracefully(h);
+  h.config().dedup_front_bytes_max = three * 5 / 6;  // room for 2.5 rings: 2 are kept
+  h.restart();
+  const MetricsReply m = h.call<MetricsReply>(MetricsCmd{});
+  EXPECT_EQ(h.node().stats().rings_loaded, 2u);
+  EXPECT_EQ(m.dedup_ring_evictions, 1u);
+  EXPECT_LE(m.dedup_ring_bytes, h.config().dedup_front_bytes_max);
+  // Rows read for a retry: its candidate's alone from a loaded ring, all of the window's
+  // records from one warmed again.
+  auto rows_read_for = [&](const char* p, const char* txn, uint64_t offset) {
+    const uint64_t before = h.node().stats().row_hash_reads;
+    EXPECT_EQ(h.push("q", p, {txn}).results[0].offset, Offset(offset)) << p;
+    return h.node().stats().row_hash_reads - before;
+  };
+  EXPECT_EQ(rows_read_for("a", "t5", 5), 1u) << "a's ring was loaded";
+  EXPECT_EQ(rows_read_for("b", "t6", 6), 1u) << "b's ring was loaded";
+  EXPECT_GT(rows_read_for("c", "t7", 7), 1u) << "c's ring was left out: it warmed from its rows";
+}
+
 // A damaged rings file, or one of another index than the checkpoint loaded, is not taken (the
 // rings warm from the rows) and is removed; dedup stays exact either way.
 TEST(Dedup, ADamagedOrStaleRingsFileIsLeftUnread) {
