@@ -42,8 +42,7 @@ struct NodeConfig {
   // (core/qlog/row_hashes.h), in bytes.
   uint64_t row_hash_cache_bytes = 64u << 20;
   // QUEEN_RAFT_DEDUP_FRONT_MB: the most the partitions' dedup rings hold, in bytes (0: no
-  // bound); past it the least recently used go at the next store checkpoint tick
-  // (DedupIndex::evict).
+  // bound); past it the least recently used go (DedupIndex::set_rings_bytes_max says when).
   uint64_t dedup_front_bytes_max = 512ull << 20;
   uint32_t pop_batch_max = 10000;    // largest batch one pop may lease
   int64_t pop_reply_margin_ms = 50;  // QUEEN_RAFT_POP_REPLY_MARGIN_MS

@@ -407,10 +407,10 @@ class DedupIndex {
   static constexpr size_t kSweepRingsMax = 4096;  // a call's share: a few ms at most
   // The most the rings may hold (0: no bound; QUEEN_RAFT_DEDUP_FRONT_MB). Past it, the least
   // recently looked-up rings are dropped until they hold at most 7/8 of it: by evict(), and
-  // when a ring is built past it. Between evict() calls (each store checkpoint tick) the total
-  // counts each ring as of the last call or its build, not the hashes added since. A
-  // dropped ring's partition is scanned or warms from its rows at its next lookup, so dedup
-  // stays exact; a bound below the busy partitions' rings makes them warm again and again.
+  // when a ring is built or read from a rings file past it. Between evict() calls (each store
+  // checkpoint tick) the total counts each ring as of the last call or its build, not the hashes
+  // added since. A dropped ring's partition is scanned or warms from its rows at its next lookup,
+  // so dedup stays exact; a bound below the busy partitions' rings makes them warm again and again.
   void set_rings_bytes_max(size_t bytes_max) { rings_bytes_max_ = bytes_max; }
   void evict();
 

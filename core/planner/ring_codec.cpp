@@ -149,10 +149,7 @@ bool DedupIndex::decode_rings(ByteReader& r) {
     if (!ring) break;
     load(pid, std::move(*ring), last_use);
   }
-  if (r.ok()) {
-    recount();
-    return true;
-  }
+  if (r.ok()) return true;  // load() counted each ring's bytes as it took it
   drop_rings();
   return false;
 }
