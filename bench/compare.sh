@@ -21,6 +21,7 @@ scenario=${1:?usage: bench/compare.sh push|hot|inout|inout-16x8|open [ROUNDS]}
 rounds=${2:-5}
 seconds=${COMPARE_SECONDS:-10}
 bin=${QUEEN_BIN:-build/server/queen}
+unset QUEEN_BIN  # read; the broker would warn of it as a setting it does not know
 bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: scripts/run.sh --no-start"; exit 2; }
 if ! command -v redis-server >/dev/null; then

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 n=${1:-40000}
 bin=${QUEEN_BIN:-build/server/queen}
+unset QUEEN_BIN  # read; the broker would warn of it as a setting it does not know
 [[ -x $bin && -x build/bench/queen-bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 data=$(mktemp -d)
 port=$(free_port)

@@ -35,6 +35,7 @@ fi
 scenario=${1:?usage: bench/run.sh [--cluster] SCENARIO [options]}
 shift || true
 bin=${QUEEN_BIN:-build/server/queen}  # QUEEN_BIN: another build to compare
+unset QUEEN_BIN  # read; the broker would warn of it as a setting it does not know
 bench=build/bench/queen-bench
 [[ -x $bin && -x $bench ]] || { echo "build first: cmake --build build -j2"; exit 2; }
 if [[ $scenario == queues-shared ]]; then export QUEEN_QLOG_SHARDS=${QUEEN_QLOG_SHARDS:-4}; fi
