@@ -132,19 +132,31 @@ Status read_qlog_shards(const EnvLookup& lookup, NodeConfig* node) {
   return ok_status();
 }
 
-// QUEEN_RAFT_DEDUP_FRONT_MB: the dedup rings' bound in MiB, 0 for none (up to 1 TiB).
-Status read_dedup_front(const EnvLookup& lookup, NodeConfig* node) {
-  constexpr int64_t kMibMax = int64_t{1} << 20;
-  auto text = non_empty(lookup, "QUEEN_RAFT_DEDUP_FRONT_MB");
+// A number of MiB from 0 (meaning `zero_means`) to `mib_max`, as bytes; an error that names the
+// variable otherwise.
+Status read_mib(const EnvLookup& lookup, const std::string& name, int64_t mib_max,
+                const std::string& zero_means, uint64_t* bytes) {
+  auto text = non_empty(lookup, name);
   if (!text) return ok_status();
   auto v = parse_i64(*text);
-  if (!v || *v < 0 || *v > kMibMax) {
-    return make_error(Errc::bad_request, "QUEEN_RAFT_DEDUP_FRONT_MB=" + *text +
-                                             " is not a number of MiB from 0 (no bound) to " +
-                                             std::to_string(kMibMax));
+  if (!v || *v < 0 || *v > mib_max) {
+    return make_error(Errc::bad_request, name + "=" + *text + " is not a number of MiB from 0 (" +
+                                             zero_means + ") to " + std::to_string(mib_max));
   }
-  node->dedup_front_bytes_max = static_cast<uint64_t>(*v) << 20;
+  *bytes = static_cast<uint64_t>(*v) << 20;
   return ok_status();
+}
+
+// QUEEN_RAFT_DEDUP_FRONT_MB: the dedup rings' bound, 0 for none; QUEEN_RAFT_RINGS_FILE_MIN_MB:
+// the rings a store checkpoint writes a rings file for (up to 1 TiB each).
+Status read_dedup_rings(const EnvLookup& lookup, NodeConfig* node) {
+  constexpr int64_t kMibMax = int64_t{1} << 20;
+  if (auto st = read_mib(lookup, "QUEEN_RAFT_DEDUP_FRONT_MB", kMibMax, "no bound",
+                         &node->dedup_front_bytes_max);
+      !st.ok())
+    return st;
+  return read_mib(lookup, "QUEEN_RAFT_RINGS_FILE_MIN_MB", kMibMax, "any size",
+                  &node->rings_file_bytes_min);
 }
 
 Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
@@ -157,7 +169,7 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   uint64_t row_hash_cache_mb = 0;
   read_positive(lookup, "QUEEN_ROW_HASH_CACHE_MB", &row_hash_cache_mb);
   if (row_hash_cache_mb > 0) node->row_hash_cache_bytes = row_hash_cache_mb << 20;
-  if (auto st = read_dedup_front(lookup, node); !st.ok()) return st;
+  if (auto st = read_dedup_rings(lookup, node); !st.ok()) return st;
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_MS", &node->durable_every_ms);
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);

@@ -72,6 +72,9 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   // Nor here: a third of the seeds bound the dedup rings to a few KiB, so that rings are
   // dropped at every store checkpoint tick and warm again while the checkers watch.
   if (c.checkpoint_ms % 3 == 0) c.dedup_front_bytes_max = 4096;
+  // The simulated rings are a few KiB: they take rings files as a large node's do, so that
+  // crashes meet rings read back and caught up.
+  c.rings_file_bytes_min = 0;
   c.mutants.answer_before_fsync = mutant == Mutant::answer_before_fsync;
   c.mutants.skip_lease_check = mutant == Mutant::skip_lease_check;
   c.mutants.replay_partial_entry = mutant == Mutant::replay_partial_entry;

@@ -44,6 +44,11 @@ struct NodeConfig {
   // QUEEN_RAFT_DEDUP_FRONT_MB: the most the partitions' dedup rings hold, in bytes (0: no
   // bound); past it the least recently used go (DedupIndex::set_rings_bytes_max says when).
   uint64_t dedup_front_bytes_max = 512ull << 20;
+  // QUEEN_RAFT_RINGS_FILE_MIN_MB: a store checkpoint takes a rings file beside it only while
+  // the rings hold at least this many bytes (0: whatever they hold). Each such file costs a
+  // fork, whose stall grows with the process, not with the rings; smaller rings warm from
+  // their rows after a crash at about the cost of the catch-up a file would save.
+  uint64_t rings_file_bytes_min = 64ull << 20;
   uint32_t pop_batch_max = 10000;    // largest batch one pop may lease
   int64_t pop_reply_margin_ms = 50;  // QUEEN_RAFT_POP_REPLY_MARGIN_MS
   uint32_t long_poll_waiters_max = 100000;

@@ -198,6 +198,7 @@ void NodeImpl::write_stop_rings(bool checkpoint_started) {
 void NodeImpl::maybe_write_rings(LogIndex at) {
   const DedupIndex& dedup = planner.dedup();
   if (rings_token != 0 || dedup.rings() == 0) return;
+  if (dedup.ring_bytes() < config.rings_file_bytes_min) return;
   if (log_bytes_since_rings < kRingsLogRatio * dedup.ring_bytes()) return;
   write_rings_file(at);
 }

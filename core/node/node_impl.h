@@ -323,8 +323,9 @@ struct NodeImpl {
   StopRings stop_rings = StopRings::undecided;
   // The rings file in flight (0: none) and its index, and the newest durable one's (0: none
   // since the start). A store checkpoint takes a rings file beside it once the log has grown
-  // kRingsLogRatio times the rings' size since the last, so that a start after a crash finds
-  // rings that catch up from the rows written since.
+  // kRingsLogRatio times the rings' size since the last (and the rings hold at least
+  // NodeConfig::rings_file_bytes_min), so that a start after a crash finds rings that catch up
+  // from the rows written since.
   uint64_t rings_token = 0;
   LogIndex rings_writing_at;
   LogIndex rings_file_at;

@@ -1,7 +1,8 @@
 // The dedup rings kept across a restart: store/rings.<20-digit index>, written beside a store
 // checkpoint of the same index, from the rings as they stand at it: at a graceful stop, and
 // beside a checkpoint once the log has grown several times the rings' size since the last
-// file (core/node/node_checkpoints.cpp), so a start after a crash finds them too. The next
+// file and the rings are large enough to be worth a fork (core/node/node_checkpoints.cpp), so
+// a start after a crash finds them too. The next
 // start reads the newest one at or below the index its store is loaded at, before any entry
 // is replayed; each ring then catches up from the rows above its covered offset at its next
 // use (the rows the checkpoints and the replay added since). Node-local derived state: a

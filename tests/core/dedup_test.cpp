@@ -462,22 +462,36 @@ TEST(Dedup, EntriesReplayedAfterTheStopsRingsAreCaughtUpFromTheRows) {
   EXPECT_EQ(h.push("q", "other", {"t9"}).results[0].offset, Offset(9));
 }
 
+// Pushes 150 rows of 100 transactionIds t0-t14999 into q/p (a few sealed generations), with a
+// store checkpoint after every tenth; `firsts` gets the answers, `rows_after_file` the rows the
+// newest rings file does not hold (all of them when no file was written).
+void push_with_checkpoints(Harness& h, std::vector<PushReply>* firsts, uint64_t* rows_after_file) {
+  *rows_after_file = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::vector<std::string> txns;
+    for (int k = 0; k < 100; ++k) txns.push_back("t" + std::to_string(i * 100 + k));
+    const uint64_t files = h.node().stats().rings_files_written;
+    firsts->push_back(h.push("q", "p", txns));
+    ++*rows_after_file;
+    if (i % 10 == 9) h.env.advance_ms(h.config().durable_every_ms);  // a store checkpoint
+    if (h.node().stats().rings_files_written != files) *rows_after_file = 0;
+  }
+}
+
+NodeConfig rings_files_for_any_size() {
+  NodeConfig c;
+  c.rings_file_bytes_min = 0;
+  return c;
+}
+
 // A store checkpoint takes a rings file beside it once the log has grown kRingsLogRatio times
 // the rings' size since the last one (the older file goes), so a start after a crash has the
 // rings too: each catches up from the rows written since its file.
 TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
-  Harness h;
+  Harness h(rings_files_for_any_size());
   std::vector<PushReply> firsts;
-  uint64_t rows_after_file = 0;    // rows of p the newest rings file does not hold
-  for (int i = 0; i < 150; ++i) {  // 15000 hashes: a few sealed generations
-    std::vector<std::string> txns;
-    for (int k = 0; k < 100; ++k) txns.push_back("t" + std::to_string(i * 100 + k));
-    const uint64_t files = h.node().stats().rings_files_written;
-    firsts.push_back(h.push("q", "p", txns));
-    ++rows_after_file;
-    if (i % 10 == 9) h.env.advance_ms(h.config().durable_every_ms);  // a store checkpoint
-    if (h.node().stats().rings_files_written != files) rows_after_file = 0;
-  }
+  uint64_t rows_after_file = 0;
+  push_with_checkpoints(h, &firsts, &rows_after_file);
   ASSERT_GE(h.node().stats().rings_files_written, 2u);
   ASSERT_LT(rows_after_file, 100u);
   EXPECT_EQ(rings_files(h.env), 1u);
@@ -500,6 +514,29 @@ TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
   // The rows after the file and the late one, then each candidate's row (a ring built again
   // would read all 151 rows).
   EXPECT_LE(m.row_hash_reads, rows_after_file + 1 + 3);
+}
+
+// Rings smaller than rings_file_bytes_min take no rings file at a store checkpoint (each file
+// costs a fork): a start after a crash warms them from the rows, and dedup stays exact.
+TEST(Dedup, RingsBelowTheirFileMinimumAreWarmedFromTheRowsAfterACrash) {
+  NodeConfig c;
+  c.rings_file_bytes_min = 1u << 20;  // above the 15000 hashes' rings
+  Harness h(c);
+  std::vector<PushReply> firsts;
+  uint64_t rows_after_file = 0;
+  push_with_checkpoints(h, &firsts, &rows_after_file);
+  ASSERT_GT(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_bytes, 0u);
+  EXPECT_EQ(h.node().stats().rings_files_written, 0u);
+  EXPECT_EQ(rings_files(h.env), 0u);
+  h.env.crash();
+  h.restart();
+  EXPECT_EQ(h.node().stats().rings_loaded, 0u);
+  PushReply again = h.push("q", "p", {"t14999", "t0", "new"});
+  EXPECT_EQ(again.results[0].offset, Offset(14999));
+  EXPECT_EQ(again.results[0].message_id, firsts[149].results[99].message_id);
+  EXPECT_EQ(again.results[1].offset, Offset(0));
+  EXPECT_EQ(again.results[2].status, PushStatus::queued);
+  EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_catch_ups, 0u) << "built from the rows";
 }
 
 // The rings hold the windows' hashes, not the backlog's: a ring whose queue is deleted goes at

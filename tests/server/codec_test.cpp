@@ -347,6 +347,20 @@ TEST(Config, DedupRingsBound) {
   }
 }
 
+TEST(Config, RingsFileMinimum) {
+  auto c = load_config(lookup_from({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().node.rings_file_bytes_min, 64ull << 20);
+  c = load_config(lookup_from({{"QUEEN_RAFT_RINGS_FILE_MIN_MB", "0"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c.value().node.rings_file_bytes_min, 0u) << "rings of any size";
+  for (const char* bad : {"-1", "1048577", "big"}) {
+    auto refused = load_config(lookup_from({{"QUEEN_RAFT_RINGS_FILE_MIN_MB", bad}}));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("QUEEN_RAFT_RINGS_FILE_MIN_MB"), std::string::npos);
+  }
+}
+
 TEST(Config, ForwardingOfACluster) {
   std::map<std::string, std::string> env{
       {"QUEEN_RAFT_NODE_ID", "2"},

@@ -314,7 +314,10 @@ TEST(GracefulStop, TheNextStartHasTheDedupRingsAtOnce) {
 TEST(Crash, ARestartAfterAKill9HasTheRingsOfACheckpoint) {
   TempDir dir;
   const std::string data = dir.path() + "/data";
-  ServerProcess server(data, dir.path() + "/server.log", {{"QUEEN_RAFT_DURABLE_EVERY_MS", "50"}});
+  // Rings files for rings of any size: these are a few KiB.
+  ServerProcess server(
+      data, dir.path() + "/server.log",
+      {{"QUEEN_RAFT_DURABLE_EVERY_MS", "50"}, {"QUEEN_RAFT_RINGS_FILE_MIN_MB", "0"}});
   std::string error;
   ASSERT_TRUE(server.start(&error)) << error;
   auto rings_file_exists = [&] {
