@@ -198,8 +198,9 @@ void NodeImpl::write_stop_rings(bool checkpoint_started) {
 void NodeImpl::maybe_write_rings(LogIndex at) {
   const DedupIndex& dedup = planner.dedup();
   if (rings_token != 0 || dedup.rings() == 0) return;
-  if (dedup.ring_bytes() < config.rings_file_bytes_min) return;
-  if (log_bytes_since_rings < kRingsLogRatio * dedup.ring_bytes()) return;
+  const uint64_t ring_bytes = dedup.ring_bytes();  // a walk of the rings
+  if (ring_bytes < config.rings_file_bytes_min) return;
+  if (log_bytes_since_rings < kRingsLogRatio * ring_bytes) return;
   write_rings_file(at);
 }
 

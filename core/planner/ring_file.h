@@ -2,12 +2,12 @@
 // checkpoint of the same index, from the rings as they stand at it: at a graceful stop, and
 // beside a checkpoint once the log has grown several times the rings' size since the last
 // file and the rings are large enough to be worth a fork (core/node/node_checkpoints.cpp), so
-// a start after a crash finds them too. The next
-// start reads the newest one at or below the index its store is loaded at, before any entry
-// is replayed; each ring then catches up from the rows above its covered offset at its next
-// use (the rows the checkpoints and the replay added since). Node-local derived state: a
-// missing, stale or damaged file only means the rings warm from the rows again; it is never
-// sent to another node (a snapshot install removes it), and every start removes it once read.
+// a start after a crash finds them too. The next start reads the newest one at or below the
+// index its store is loaded at, before any entry is replayed; each ring then catches up from
+// the rows above its covered offset at its next use (the rows the checkpoints and the replay
+// added since). Node-local derived state: a missing, stale or damaged file only means the
+// rings warm from the rows again; it is never sent to another node (a snapshot install
+// removes it), and every start removes it once read.
 //
 // A start takes at most QUEEN_RAFT_DEDUP_FRONT_MB of rings from the file, the most recently
 // used (DedupIndex::decode_rings), so lowering the bound across a restart holds at once.
