@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include "io/real/thread_name.h"
 #include "server/http_session.h"
 #include "server/status_history.h"
 
@@ -172,6 +173,7 @@ void HttpServer::run() {
   std::vector<std::thread> threads;
   for (auto& c : more_contexts_)
     threads.emplace_back([ctx = c.get()] {
+      real::name_this_thread("queen-http");
       auto work = asio::make_work_guard(*ctx);
       ctx->run();
     });

@@ -11,6 +11,7 @@
 
 #include "io/real/base64.h"
 #include "io/real/log.h"
+#include "io/real/thread_name.h"
 
 namespace queen::server {
 
@@ -103,7 +104,10 @@ JwksCache::~JwksCache() {
 Status JwksCache::start() {
   Status first = refresh();
   if (!first.ok()) return first;
-  refresher_ = std::thread([this] { run(); });
+  refresher_ = std::thread([this] {
+    real::name_this_thread("queen-jwks");
+    run();
+  });
   return ok_status();
 }
 

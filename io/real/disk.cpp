@@ -18,6 +18,7 @@
 #include "core/state/checkpoint.h"
 #include "io/real/latency.h"
 #include "io/real/log.h"
+#include "io/real/thread_name.h"
 
 namespace queen::real {
 
@@ -163,8 +164,15 @@ Status Disk::open() {
   }
   fs::path root = fs::absolute(options_.root, ec);
   if (!ec && root.has_parent_path()) fsync_dir(root.parent_path().string());
-  writer_ = std::thread([this] { writer_loop(); });
-  for (size_t i = 0; i < kSyncHelpers; ++i) helpers_.emplace_back([this] { helper_loop(); });
+  writer_ = std::thread([this] {
+    name_this_thread("queen-disk");
+    writer_loop();
+  });
+  for (size_t i = 0; i < kSyncHelpers; ++i)
+    helpers_.emplace_back([this] {
+      name_this_thread("queen-sync");
+      helper_loop();
+    });
   return ok_status();
 }
 
@@ -285,6 +293,7 @@ bool Disk::fork_whole(const std::string& file, const Env::FileProducer& produce,
   f->pid = pid;
   f->path = path;
   f->waiter = std::thread([this, f, file, token, folders = std::move(folders)] {
+    name_this_thread("queen-fork-wait");
     siginfo_t info{};
     while (::waitid(P_PID, static_cast<id_t>(f->pid), &info, WEXITED | WNOWAIT) != 0 &&
            errno == EINTR) {

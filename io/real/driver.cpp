@@ -16,6 +16,7 @@
 #include "core/state/entry.h"
 #include "io/carry_out.h"
 #include "io/real/log.h"
+#include "io/real/thread_name.h"
 
 namespace queen::real {
 
@@ -89,7 +90,10 @@ Status NodeDriver::start() {
     if (command_forwarder_) env_->set_command_forwarder(command_forwarder_);
   }
   work_.emplace(asio::make_work_guard(context_));
-  thread_ = std::thread([this] { context_.run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("queen-node");
+    context_.run();
+  });
 
   uint64_t checkpoint_bytes = 0;
   for (const FileInfo& f : files.value()) {

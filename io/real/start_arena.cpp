@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "io/real/log.h"
+#include "io/real/thread_name.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
@@ -62,7 +63,10 @@ StartArena::StartArena(StartArenaOptions options, uint64_t checkpoint_bytes, con
   bytes_ = bytes;
   log_line(LogLevel::info, "start",
            "faulting in " + std::to_string(bytes >> 20) + " MiB for the load on a helper thread");
-  helper_ = std::thread([this] { run(); });
+  helper_ = std::thread([this] {
+    name_this_thread("queen-start");
+    run();
+  });
 }
 
 StartArena::~StartArena() {

@@ -27,6 +27,7 @@
 #include "io/real/body_room.h"
 #include "io/real/connect.h"
 #include "io/real/log.h"
+#include "io/real/thread_name.h"
 
 namespace queen::real {
 
@@ -444,7 +445,10 @@ Status Transport::start() {
   t.bound_port = t.acceptor.local_endpoint().port();
   t.work.emplace(asio::make_work_guard(t.context));
   asio::co_spawn(t.context, t.accept_loop(), asio::detached);
-  t.thread = std::thread([&t] { t.context.run(); });
+  t.thread = std::thread([&t] {
+    name_this_thread("queen-raft-net");
+    t.context.run();
+  });
   return ok_status();
 }
 

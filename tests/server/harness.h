@@ -86,6 +86,7 @@ class ServerProcess {
   // 128 + the signal that ended it; -1 while none has been seen to exit.
   int exit_code() const { return exit_code_; }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string log_tail(size_t bytes = 4000) const;
 
  private:

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
@@ -174,6 +176,20 @@ TEST_F(ObservabilityTest, RequestAndFsyncLatenciesAreHistograms) {
   }
   EXPECT_GT(after.value(series("queen_request_duration_seconds_sum", R"(kind="push")")).value_or(0),
             0);
+}
+
+// The broker's threads carry names (top -H, ps -L, perf tell them apart).
+TEST_F(ObservabilityTest, TheBrokersThreadsAreNamed) {
+  std::multiset<std::string> names;
+  std::string tasks = "/proc/" + std::to_string(server_->pid()) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string n;
+    std::getline(comm, n);
+    names.insert(n);
+  }
+  for (const char* expected : {"queen-node", "queen-disk", "queen-sync", "queen-http"})
+    EXPECT_GE(names.count(expected), 1u) << expected;
 }
 
 TEST_F(ObservabilityTest, MetricsJsonHasTheReferenceShapeAndCountsPushes) {
