@@ -9,17 +9,18 @@ void Session::start() {
 }
 
 void Session::on_reply(ReplyHandle handle, Reply reply) {
-  asio::post(stream_.get_executor(),
-             [self = shared_from_this(), handle, reply = std::move(reply)]() mutable {
-               if (self->held_ != handle) return;
-               self->held_.reset();
-               self->deadline_timer_.cancel();
-               if (self->try_forward(reply)) return;
-               if (self->fetch_again(reply)) return;
-               self->forwarding_.reset();
-               self->write_answer(render_reply(reply, self->held_render_, self->held_view_),
-                                  "application/json");
-             });
+  asio::post(stream_.get_executor(), [self = shared_from_this(), handle, reply = std::move(reply),
+                                      since = real::HandoffClock::now()]() mutable {
+    real::record_handoff(real::Handoff::reply, since);
+    if (self->held_ != handle) return;
+    self->held_.reset();
+    self->deadline_timer_.cancel();
+    if (self->try_forward(reply)) return;
+    if (self->fetch_again(reply)) return;
+    self->forwarding_.reset();
+    self->write_answer(render_reply(reply, self->held_render_, self->held_view_),
+                       "application/json");
+  });
 }
 
 void Session::read_next() {

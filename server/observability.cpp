@@ -138,6 +138,14 @@ void render_latencies(Exposition& x) {
   }
   x.family("queen_fsync_duration_seconds", "histogram", "Time of each fdatasync of a log file.");
   histogram(x, "queen_fsync_duration_seconds", "", "", l.fsync.snapshot());
+  x.family("queen_handoff_wait_seconds", "histogram",
+           "Time work handed from one thread to the next waited for that thread, by stage: "
+           "command (edge to node), disk (node to disk writer), sync (fsync done to node), "
+           "reply (node to edge).");
+  for (size_t k = 0; k < real::kHandoffs; ++k) {
+    histogram(x, "queen_handoff_wait_seconds", "stage",
+              real::handoff_name(static_cast<real::Handoff>(k)), l.handoffs[k].snapshot());
+  }
 }
 
 // The node's commit latency in the edge's histogram form (the bounds are the same).

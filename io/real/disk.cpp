@@ -201,7 +201,8 @@ void Disk::append(const std::string& file, Bytes data) {
 }
 
 void Disk::sync(const std::string& file, uint64_t token) {
-  enqueue(Op{Op::Kind::sync, file, {}, token});
+  enqueue(
+      Op{.kind = Op::Kind::sync, .file = file, .token = token, .queued_at = HandoffClock::now()});
 }
 
 class Disk::PieceSink final : public ByteSink {
@@ -393,6 +394,7 @@ void Disk::run_batch(std::vector<Op>& batch) {
       if (op.spare) give_back(std::move(op.data));
       continue;
     }
+    record_handoff(Handoff::disk, op.queued_at);
     auto it =
         std::find_if(syncs.begin(), syncs.end(), [&](const auto& s) { return s.first == op.file; });
     if (it == syncs.end()) it = syncs.insert(syncs.end(), {std::move(op.file), {}});

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -112,6 +113,7 @@ class Disk {
     uint64_t token = 0;
     bool first_piece = false;  // of a whole file: empties the file before it is written
     bool spare = false;        // a whole file's piece: its buffer goes back to spare_pieces_
+    std::chrono::steady_clock::time_point queued_at{};  // a sync's: its hand-off's start
   };
 
   void enqueue(Op op);

@@ -15,6 +15,7 @@
 #include "core/state/checkpoint.h"
 #include "core/state/entry.h"
 #include "io/carry_out.h"
+#include "io/real/latency.h"
 #include "io/real/log.h"
 #include "io/real/thread_name.h"
 
@@ -52,7 +53,10 @@ NodeDriver::NodeDriver(DriverOptions options, ReplySink& sink)
       sink_(sink),
       disk_(DiskOptions{.root = options_.data_dir, .open_files_max = options_.open_files_max},
             [this](uint64_t token, bool ok) {
-              asio::post(context_, [this, token, ok] { run(node_->on_sync_done(token, ok)); });
+              asio::post(context_, [this, token, ok, since = HandoffClock::now()] {
+                record_handoff(Handoff::sync, since);
+                run(node_->on_sync_done(token, ok));
+              });
             }) {}
 
 NodeDriver::~NodeDriver() {
@@ -128,8 +132,10 @@ bool NodeDriver::submit(ReplyHandle handle, CommandEnvelope command) {
   }
   bool delayed =
       options_.test_push_delay_ms > 0 && std::holds_alternative<PushCmd>(command.command);
-  auto hand_over = [this, handle, command = std::move(command)]() mutable {
+  auto hand_over = [this, handle, command = std::move(command),
+                    since = HandoffClock::now()]() mutable {
     commands_queued_.fetch_sub(1);
+    record_handoff(Handoff::command, since);
     run(node_->on_command(handle, std::move(command)));
   };
   if (delayed) {

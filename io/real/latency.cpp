@@ -22,6 +22,25 @@ LatencyHistogram::Snapshot LatencyHistogram::snapshot() const {
   return s;
 }
 
+const char* handoff_name(Handoff stage) {
+  switch (stage) {
+    case Handoff::command:
+      return "command";
+    case Handoff::disk:
+      return "disk";
+    case Handoff::sync:
+      return "sync";
+    case Handoff::reply:
+      return "reply";
+  }
+  return "command";
+}
+
+void record_handoff(Handoff stage, HandoffClock::time_point since) {
+  auto waited = std::chrono::duration_cast<std::chrono::microseconds>(HandoffClock::now() - since);
+  process_latencies().handoffs[static_cast<size_t>(stage)].record_us(waited.count());
+}
+
 const char* request_kind_name(RequestKind kind) {
   switch (kind) {
     case RequestKind::push:

@@ -178,6 +178,26 @@ TEST_F(ObservabilityTest, RequestAndFsyncLatenciesAreHistograms) {
             0);
 }
 
+// A push crosses every hand-off between threads once: edge to node, node to disk writer,
+// fsync done to node, node to edge; each stage's histogram counts it.
+TEST_F(ObservabilityTest, HandoffWaitsBetweenThreadsAreHistograms) {
+  auto count_of = [](const Scrape& s, const char* stage) {
+    return s.value(
+        series("queen_handoff_wait_seconds_count", std::string("stage=\"") + stage + "\""));
+  };
+  Scrape before = scrape();
+  ASSERT_EQ(push(*client_, {{name(), "", "", 1}}).status, 201);
+  Scrape after = scrape();
+  EXPECT_EQ(after.types["queen_handoff_wait_seconds"], "histogram");
+  for (const char* stage : {"command", "disk", "sync", "reply"}) {
+    ASSERT_TRUE(count_of(after, stage).has_value()) << stage;
+    EXPECT_GE(*count_of(after, stage) - count_of(before, stage).value_or(0), 1) << stage;
+    auto inf = after.value(series("queen_handoff_wait_seconds_bucket",
+                                  std::string("stage=\"") + stage + "\",le=\"+Inf\""));
+    EXPECT_EQ(inf, count_of(after, stage)) << stage;
+  }
+}
+
 // The broker's threads carry names (top -H, ps -L, perf tell them apart).
 TEST_F(ObservabilityTest, TheBrokersThreadsAreNamed) {
   std::multiset<std::string> names;
