@@ -198,6 +198,26 @@ TEST_F(ObservabilityTest, HandoffWaitsBetweenThreadsAreHistograms) {
   }
 }
 
+// Every series the example dashboard and alert rules query is one the node exports: a
+// renamed metric cannot leave them blank.
+TEST_F(ObservabilityTest, TheDashboardAndAlertsQueryExportedMetrics) {
+  Scrape s = scrape();
+  std::regex metric("queen_[a-z0-9_]+");
+  std::regex suffix("_(bucket|sum|count)$");
+  for (const char* doc : {"/docs/grafana-dashboard.json", "/docs/alerts.yml"}) {
+    std::ifstream in(std::string(QUEEN_SOURCE_DIR) + doc);
+    ASSERT_TRUE(in) << doc;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t found = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), metric), end; it != end; ++it) {
+      std::string family = std::regex_replace(it->str(), suffix, "");
+      EXPECT_TRUE(s.types.count(family)) << doc << ": " << it->str();
+      ++found;
+    }
+    EXPECT_GT(found, 0u) << doc;
+  }
+}
+
 // The broker's threads carry names (top -H, ps -L, perf tell them apart).
 TEST_F(ObservabilityTest, TheBrokersThreadsAreNamed) {
   std::multiset<std::string> names;
