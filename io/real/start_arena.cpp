@@ -61,6 +61,10 @@ StartArena::StartArena(StartArenaOptions options, uint64_t checkpoint_bytes, con
   }
   base_ = reinterpret_cast<char*>(aligned);
   bytes_ = bytes;
+  // Huge pages where the system allows them (transparent_hugepage "madvise" or "always"):
+  // one fault maps 2 MiB, and the decoder's writes miss the TLB far less. Refused (THP off),
+  // the arena stays in 4 KiB pages.
+  ::madvise(base_, bytes_, MADV_HUGEPAGE);
   log_line(LogLevel::info, "start",
            "faulting in " + std::to_string(bytes >> 20) + " MiB for the load on a helper thread");
   helper_ = std::thread([this] {

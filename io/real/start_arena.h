@@ -8,7 +8,8 @@
 //   bytes_per_checkpoint_byte times the largest checkpoint file's size (address space, not
 //   memory), aligned to 64 MiB, is handed to the allocator by `adopt` (the broker's mimalloc:
 //   mi_manage_os_memory) as committed and zeroed. Without an adopter, or when it refuses,
-//   nothing else happens.
+//   nothing else happens. The arena is advised for transparent huge pages (MADV_HUGEPAGE),
+//   which the system may refuse.
 // - A helper thread faults the arena in from its start, a step at a time, never further than
 //   target_bytes(): lead_bytes past bytes_per_checkpoint_byte times the checkpoint bytes
 //   read so far (`progress`). Each step is populated (MADV_POPULATE_WRITE, which maps only
