@@ -79,9 +79,13 @@ class PartitionNames {
   static constexpr uint64_t kErased = 1;  // ids start at 1: an id's slot is at least 2^16
   static constexpr uint64_t kTagMask = 0xffff;
   // A rebuild inserts this many adds at a time, ordered by the top kOrderBits of their home
-  // slots (a counting pass): 1 MiB of adds, and slots ordered to within 1/4096 of the table.
-  static constexpr size_t kBatchAdds = size_t{1} << 16;
-  static constexpr int kOrderBits = 12;
+  // slots (a counting pass): 16 MiB of adds, and slots ordered to within 1/65536 of the table.
+  // A batch this large puts neighbouring adds of a 16M-slot table (10M ids) within a few
+  // cache lines of each other, so a batch streams through the table; at 64K adds they were
+  // 2 KiB apart and each insert was a cache miss of its own (the start at 10M partitions:
+  // docs/BENCHMARKS.md "Restart at 10M partitions under 3 s").
+  static constexpr size_t kBatchAdds = size_t{1} << 20;
+  static constexpr int kOrderBits = 16;
   struct Add {
     uint64_t h;
     PartitionId id;

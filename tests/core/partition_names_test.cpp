@@ -83,7 +83,7 @@ TEST(PartitionNames, AStartSizesTheTableToItsIdsAndAGrowthForTwiceAsMany) {
 // several batches, with a run of equal hashes homed at the table's last slot (it wraps to the
 // front, where later batches insert), every id is found once.
 TEST(PartitionNames, ARebuildOfSeveralBatchesFindsEveryId) {
-  constexpr size_t kLive = 200'003;
+  constexpr size_t kLive = 2'200'003;  // three batches
   PartitionNames t;
   uint64_t last_home = ~uint64_t{0};  // home() keeps the low bits: the last slot
   auto hash_of = [&](size_t i) { return i % 2000 == 0 ? last_home : i * 0x9e3779b97f4a7c15ull; };
