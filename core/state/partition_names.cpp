@@ -56,6 +56,16 @@ void PartitionNames::insert_batch(const std::vector<Add>& adds, BatchScratch& sc
   for (const Add& a : scratch.ordered) insert(a.h, a.id);
 }
 
+PartitionNames::Refill::Refill(PartitionNames& table, size_t live, Fill fill) : table_(table) {
+  table_.reset(live, fill);
+  batch_.reserve(std::min(live, kBatchAdds));
+}
+
+void PartitionNames::Refill::flush() {
+  table_.insert_batch(batch_, scratch_);
+  batch_.clear();
+}
+
 void PartitionNames::erase(uint64_t h, PartitionId id) {
   if (count_ == 0) return;
   size_t i = probe::walk(

@@ -47,30 +47,16 @@ class PartitionNames {
   // doubles, in effect, before the next one; `start` (the rebuild of a store just decoded,
   // whose ids are those it held before it stopped) at most 2/3.
   enum class Fill : uint8_t { grow, start };
-  // Takes the memory of a table for `live` ids now, without touching it, for the next
-  // rebuild() of that size to fill: a start takes it before it decodes the partitions, so
-  // the table is among the first of the start's memory (io/real/start_arena.h).
-  void reserve(size_t live, Fill fill) { slots_.reserve(slots_for(live, fill)); }
+  // Empties the table and sizes it for `live` ids, then takes them one add at a time: a
+  // start adds each partition as it decodes it, while the partition is in the cache. In a
+  // table far larger than the cache, each insert in the callers' order is a cache and TLB
+  // miss of its own, so the adds are gathered kBatchAdds at a time and inserted in the order
+  // of their home slots (insert_batch): each batch walks the table front to back.
+  class Refill;
   // Empties the table and sizes it for `live` ids, then calls each(add) once, which calls
   // add(h, id) for every id the table is to hold.
   template <class Each>
-  void rebuild(size_t live, Each each, Fill fill) {
-    reset(live, fill);
-    // In a table far larger than the cache, each insert in the callers' order is a cache and
-    // TLB miss of its own. The adds are gathered kBatchAdds at a time and inserted in the
-    // order of their home slots (insert_batch), so each batch walks the table front to back.
-    std::vector<Add> batch;
-    BatchScratch scratch;
-    batch.reserve(std::min(live, kBatchAdds));
-    each([&](uint64_t h, PartitionId id) {
-      batch.push_back({h, id});
-      if (batch.size() == kBatchAdds) {
-        insert_batch(batch, scratch);
-        batch.clear();
-      }
-    });
-    insert_batch(batch, scratch);
-  }
+  void rebuild(size_t live, Each each, Fill fill);
   size_t size() const { return count_; }
   size_t slots() const { return slots_.size(); }
 
@@ -107,5 +93,30 @@ class PartitionNames {
   size_t count_ = 0;
   size_t erased_ = 0;
 };
+
+class PartitionNames::Refill {
+ public:
+  Refill(PartitionNames& table, size_t live, Fill fill);
+  // At most `live` adds in all (the caller checked that each name is new to its queue).
+  void add(uint64_t h, PartitionId id) {
+    batch_.push_back({h, id});
+    if (batch_.size() == kBatchAdds) flush();
+  }
+  // Inserts the adds still gathered; the table is complete.
+  void finish() { flush(); }
+
+ private:
+  void flush();
+  PartitionNames& table_;
+  std::vector<Add> batch_;
+  BatchScratch scratch_;
+};
+
+template <class Each>
+void PartitionNames::rebuild(size_t live, Each each, Fill fill) {
+  Refill refill(*this, live, fill);
+  each([&](uint64_t h, PartitionId id) { refill.add(h, id); });
+  refill.finish();
+}
 
 }  // namespace queen

@@ -234,12 +234,12 @@ class Store {
   void name_partition(const PartitionState& p);
   void rebuild_names(PartitionNames::Fill fill);
   void ref_file(const RecordLocation& where, int delta);
-  // What a decoded checkpoint leaves out: the name indexes; in one pass over partitions_, each
-  // queue's partition list and the log files' references; the KV, timer and outcome orders.
+  // A checkpoint's partitions, each filed under its name, in its queue's list and in the log
+  // files' references as it is decoded (those are not encoded).
+  void decode_partitions(ByteReader& r, Store* base, uint32_t format);
+  // What else a decoded checkpoint leaves out: the queue names; the KV, timer and outcome
+  // orders.
   void rebuild_indexes();
-  // Reserves each queue's partition list to its size (at 10M partitions, a list grown by
-  // doubling copied and faulted in twice its size).
-  void reserve_queue_partitions();
   void encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base) const;
   void encode_outcomes(ByteWriter& w, LogIndex base) const;
   static Result<Store> decode_with(ByteReader& r, Store* base, bool outcomes_by_id);

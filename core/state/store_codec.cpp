@@ -323,19 +323,7 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
     EffCreateQueue q;
     if (get_as(r, &q)) s.queues_[q.id] = QueueState{q.id, q.name, q.options, r.i64(), {}};
   });
-  // The name table for as many partitions (at most as many as the bytes left could hold) is
-  // taken before them: see PartitionNames::reserve.
-  auto reserve_names = [&](uint32_t n) {
-    size_t most = r.left() / kPartitionBytesMin;
-    s.partition_names_.reserve(std::min<size_t>(n, most), PartitionNames::Fill::start);
-  };
-  get_table(r, reserve_names, [&] {
-    PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
-    // Written in id order: each goes at the end, without a search.
-    if (!(s.partitions_.last_id(PartitionId(0)) < p.id) || p.id.value >= kPartitionIdsMax)
-      r.invalidate();
-    if (r.ok()) s.partitions_.push_back(std::move(p));
-  });
+  s.decode_partitions(r, base, format);
   get_table(r, [&] {
     EffCursor c;
     if (get_as(r, &c)) s.cursors_[CursorKey{c.group, c.pid}] = std::move(c.row);
@@ -390,15 +378,28 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   return s;
 }
 
-void Store::rebuild_indexes() {
-  for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
-  rebuild_names(PartitionNames::Fill::start);
-  reserve_queue_partitions();
+// Each partition is indexed as it is decoded, while it is in the cache (at 10M partitions a
+// pass over them afterwards reads a gigabyte again): its name, its queue's partition list
+// (in id order, so each list stays sorted) and its rows' references to log files.
+void Store::decode_partitions(ByteReader& r, Store* base, uint32_t format) {
+  // The name table for as many partitions (at most as many as the bytes left could hold) is
+  // taken before them, so it is among the first of a start's memory (io/real/start_arena.h).
+  std::optional<PartitionNames::Refill> names;
+  auto size_names = [&](uint32_t n) {
+    size_t most = r.left() / kPartitionBytesMin;
+    names.emplace(partition_names_, std::min<size_t>(n, most), PartitionNames::Fill::start);
+  };
   // Neighbouring partitions mostly share a queue, and rows mostly point into the file of the
   // row before: each map is looked up once per run.
   std::pair<QueueId, std::vector<PartitionId>*> list{};
   std::pair<LogFileKey, uint64_t*> refs{};
-  for (const PartitionState& p : partitions_) {  // by id: each list stays sorted
+  get_table(r, size_names, [&] {
+    PartitionState p = get_partition(r, base ? &base->partitions_ : nullptr, format);
+    // Written in id order: each goes at the end, without a search.
+    if (!(partitions_.last_id(PartitionId(0)) < p.id) || p.id.value >= kPartitionIdsMax)
+      r.invalidate();
+    if (!r.ok()) return;
+    names->add(PartitionNames::hash(p.queue, p.name), p.id);
     if (!list.second || list.first != p.queue) {
       auto q = queues_.find(p.queue);
       list = {p.queue, q == queues_.end() ? nullptr : &q->second.partitions};
@@ -410,7 +411,13 @@ void Store::rebuild_indexes() {
       if (!refs.second || refs.first != key) refs = {key, &file_refs_[key]};
       ++*refs.second;
     }
-  }
+    partitions_.push_back(std::move(p));
+  });
+  if (names) names->finish();
+}
+
+void Store::rebuild_indexes() {
+  for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
   for (const auto& [key, row] : kv_)
     if (row.expires_us != 0) kv_expiries_.insert({row.expires_us, key});
   for (const auto& [key, row] : timers_) timers_due_.insert({row.deliver_at_us, key});
@@ -418,17 +425,6 @@ void Store::rebuild_indexes() {
     outcome_expiry_.insert({o.keep_until_us, id});
     outcome_bytes_ += o.reply.size();
   }
-}
-
-void Store::reserve_queue_partitions() {
-  std::map<QueueId, size_t> counts;
-  std::pair<QueueId, size_t*> run{};
-  for (const PartitionState& p : partitions_) {
-    if (!run.second || run.first != p.queue) run = {p.queue, &counts[p.queue]};
-    ++*run.second;
-  }
-  for (const auto& [id, n] : counts)
-    if (auto q = queues_.find(id); q != queues_.end()) q->second.partitions.reserve(n);
 }
 
 bool Store::operator==(const Store& o) const {

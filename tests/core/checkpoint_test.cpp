@@ -76,6 +76,36 @@ TEST(StoreCheckpoint, EveryTableRoundTrips) {
   EXPECT_EQ(encode_checkpoint(s, Term(3), 0, b.size() * 4), b);
 }
 
+// A start files each partition under its name and in its queue's list as it decodes it:
+// with two queues' partitions made in turn, every one is found by its name afterwards, and
+// each queue lists its own in id order.
+TEST(StoreCheckpoint, ADecodedStoreFindsEveryPartitionByItsName) {
+  Harness h;
+  constexpr int kEach = 40;
+  for (int i = 0; i < kEach; ++i) {
+    h.push("a", "p" + std::to_string(i), {"a" + std::to_string(i)});
+    h.push("b", "p" + std::to_string(i), {"b" + std::to_string(i)});
+  }
+  const Store& s = h.node().store();
+  Bytes b = encode_checkpoint(s, Term(1));
+  auto c = decode_checkpoint(b.data(), b.size());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const Store& d = c.value().store;
+  for (const char* queue : {"a", "b"}) {
+    for (int i = 0; i < kEach; ++i) {
+      std::string name = "p" + std::to_string(i);
+      const PartitionState* was = s.partition(queue, name);
+      const PartitionState* is = d.partition(queue, name);
+      ASSERT_TRUE(was && is) << queue << "/" << name;
+      EXPECT_EQ(is->id, was->id);
+    }
+    EXPECT_EQ(d.partition(queue, "p" + std::to_string(kEach)), nullptr);
+    const std::vector<PartitionId>& ids = d.queue(std::string(queue))->partitions;
+    EXPECT_EQ(ids.size(), size_t{kEach});
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  }
+}
+
 TEST(StoreCheckpoint, AnyChangedByteIsRefused) {
   Harness h;
   fill(h);
