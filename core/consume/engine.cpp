@@ -11,7 +11,7 @@
 namespace queen {
 namespace {
 
-constexpr const char* kQueueMode = "__QUEUE_MODE__";
+constexpr const char* kQueueMode = kQueueModeGroup;
 constexpr int64_t kUsPerS = 1'000'000;
 
 }  // namespace

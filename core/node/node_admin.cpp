@@ -502,13 +502,20 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
     listed[id] = reply.queues.size();
     reply.queues.push_back(std::move(v));
   }
-  // Every queue's sums in one pass over the partitions, in the order they are stored, rather
-  // than a lookup of each partition by id.
+  // Every queue's sums as the store keeps them; only partitions with a queue-mode lease can
+  // have messages in processing.
   if (only.empty()) {
-    for (const PartitionState& p : store.partitions()) {
-      if (auto it = listed.find(p.queue); it != listed.end())
-        add_counts(&reply.queues[it->second], reads.partition_counts(p));
-      if (deleted && !p.deleted.empty()) (*deleted)[p.queue] += p.deleted.size();
+    for (auto& [id, at] : listed) {
+      QueueCounts c = store.queue_counts(id);
+      reply.queues[at].messages = c.kept;
+      reply.queues[at].pending = c.unconsumed;
+      if (deleted && c.deleted > 0) (*deleted)[id] = c.deleted;
+    }
+    for (PartitionId pid : store.queue_mode_leased()) {
+      const PartitionState* p = store.partition(pid);
+      auto it = p ? listed.find(p->queue) : listed.end();
+      if (it != listed.end())
+        reply.queues[it->second].processing += reads.partition_counts(*p).processing;
     }
   }
   return reply;

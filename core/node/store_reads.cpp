@@ -8,7 +8,7 @@
 namespace queen {
 namespace {
 
-constexpr const char* kQueueMode = "__QUEUE_MODE__";
+constexpr const char* kQueueMode = kQueueModeGroup;
 // A change feed visits at most this many partitions per page, matching or not.
 constexpr uint32_t kChangedVisitMax = 100000;
 

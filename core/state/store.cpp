@@ -97,7 +97,9 @@ void Store::delete_message(const EffMessageDelete& e) {
   if (!(e.offset < p.next_offset)) return;
   auto at = std::lower_bound(p.deleted.begin(), p.deleted.end(), e.offset);
   if (at != p.deleted.end() && *at == e.offset) return;
+  count(p, -1);
   p.deleted.insert(at, e.offset);
+  count(p, +1);
   if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
     std::erase_if(dit->second, [&](const DlqEntry& d) {
       return !d.timer && d.pid == e.pid && d.offset == e.offset;
@@ -117,12 +119,65 @@ void Store::ref_file(const RecordLocation& where, int delta) {
   if (--it->second == 0) file_refs_.erase(it);
 }
 
+const CursorRow* Store::queue_mode_cursor(PartitionId pid) const {
+  static const std::string group(kQueueModeGroup);
+  return cursor(group, pid);
+}
+
+void Store::count_unconsumed(const PartitionState& p, Offset cursor, int sign) {
+  QueueCounts& c = queue_counts_[p.queue];
+  uint64_t n = p.unconsumed(cursor);
+  QUEEN_ASSERT(sign > 0 || c.unconsumed >= n, "unconsumed counts are added before taken");
+  c.unconsumed = sign > 0 ? c.unconsumed + n : c.unconsumed - n;
+  if (c == QueueCounts{}) queue_counts_.erase(p.queue);
+}
+
+void Store::count(const PartitionState& p, int sign) {
+  if (p.kept() == 0 && p.deleted.empty()) return;  // nothing to add (and none unconsumed)
+  QueueCounts& c = queue_counts_[p.queue];
+  if (sign > 0) {
+    c.kept += p.kept();
+    c.deleted += p.deleted.size();
+  } else {
+    QUEEN_ASSERT(c.kept >= p.kept() && c.deleted >= p.deleted.size(),
+                 "a partition's share is taken from its queue's counts only after it was added");
+    c.kept -= p.kept();
+    c.deleted -= p.deleted.size();
+  }
+  const CursorRow* row = queue_mode_cursor(p.id);
+  count_unconsumed(p, row ? row->next : Offset(0), sign);
+}
+
+void Store::set_cursor(const std::string& group, PartitionId pid, std::optional<CursorRow> row) {
+  const PartitionState* p = group == kQueueModeGroup ? partitions_.find(pid) : nullptr;
+  if (p) count(*p, -1);
+  if (row) {
+    cursors_[CursorKey{group, pid}] = std::move(*row);
+  } else {
+    cursors_.erase(CursorKey{group, pid});
+  }
+  if (!p) return;
+  count(*p, +1);
+  const CursorRow* now = queue_mode_cursor(pid);
+  if (now && now->lease_expires_us != 0) {
+    leased_.insert(pid);
+  } else {
+    leased_.erase(pid);
+  }
+}
+
+QueueCounts Store::queue_counts(QueueId q) const {
+  auto it = queue_counts_.find(q);
+  return it == queue_counts_.end() ? QueueCounts{} : it->second;
+}
+
 void Store::apply_retention(const EffRetention& e) {
   PartitionState* found = partitions_.find(e.pid);
   if (!found) return;  // its queue went first
   PartitionState& p = *found;
   Offset log_start = std::min(std::max(p.log_start, e.log_start), p.next_offset);
   Offset rows_start = std::min(e.rows_start, log_start);
+  count(p, -1);
   p.log_start = log_start;
   for (AppendRow& row : p.rows) {
     if (!(row.end() <= log_start)) break;
@@ -137,6 +192,7 @@ void Store::apply_retention(const EffRetention& e) {
   p.deleted.erase(p.deleted.begin(),
                   std::lower_bound(p.deleted.begin(), p.deleted.end(), log_start));
   if (p.deleted.empty()) p.deleted.release();
+  count(p, +1);
   if (auto dit = dlq_.find(p.queue); dit != dlq_.end()) {
     std::erase_if(dit->second, [&](const DlqEntry& d) {
       return !d.timer && d.pid == e.pid && d.offset < log_start;
@@ -172,6 +228,8 @@ void Store::erase_partition(PartitionId pid) {
 void Store::delete_partition(const EffPartitionDelete& e) {
   const PartitionState* p = partition(e.pid);
   if (!p) return;
+  count(*p, -1);
+  leased_.erase(e.pid);
   if (auto qit = queues_.find(p->queue); qit != queues_.end()) {
     std::vector<PartitionId>& ids = qit->second.partitions;
     auto at = std::lower_bound(ids.begin(), ids.end(), e.pid);
@@ -202,7 +260,11 @@ void Store::delete_queue(QueueId id) {
   std::erase_if(cursors_, [&](const auto& kv) {
     return std::binary_search(ids.begin(), ids.end(), kv.first.pid);
   });
-  for (PartitionId pid : ids) erase_partition(pid);
+  for (PartitionId pid : ids) {
+    leased_.erase(pid);
+    erase_partition(pid);
+  }
+  queue_counts_.erase(id);
   std::erase_if(groups_, [&](const auto& kv) { return kv.first.queue == id; });
   dlq_.erase(id);
   queue_names_.erase(qit->second.name);
@@ -299,12 +361,14 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       }
       ++append_no;
       ref_file(row.where, +1);
+      count(p, -1);
       p.next_offset = row.end();
       p.last_append_us = entry.now_us;
       p.rows.push_back(std::move(row));
+      count(p, +1);
     } else if (auto* e = std::get_if<EffCursor>(&eff)) {
       // A checkpoint logged before its partition's deletion applied keeps no orphan row.
-      if (partitions_.contains(e->pid)) cursors_[CursorKey{e->group, e->pid}] = e->row;
+      if (partitions_.contains(e->pid)) set_cursor(e->group, e->pid, e->row);
     } else if (auto* e = std::get_if<EffGroupMeta>(&eff)) {
       groups_[GroupKey{e->group, e->queue}] = e->meta;
     } else if (auto* e = std::get_if<EffDlq>(&eff)) {
@@ -341,7 +405,7 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       if (it != dlq_.end())
         std::erase_if(it->second, [&](const DlqEntry& d) { return d.id == e->id; });
     } else if (auto* e = std::get_if<EffCursorDelete>(&eff)) {
-      cursors_.erase(CursorKey{e->group, e->pid});
+      set_cursor(e->group, e->pid, std::nullopt);
     } else if (auto* e = std::get_if<EffGroupMetaDelete>(&eff)) {
       groups_.erase(GroupKey{e->group, e->queue});
     } else if (auto* e = std::get_if<EffDeleteQueue>(&eff)) {

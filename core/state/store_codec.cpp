@@ -411,6 +411,7 @@ void Store::decode_partitions(ByteReader& r, Store* base, uint32_t format) {
       if (!refs.second || refs.first != key) refs = {key, &file_refs_[key]};
       ++*refs.second;
     }
+    count(p, +1);  // as if unconsumed from its start: rebuild_indexes() applies the cursors
     partitions_.push_back(std::move(p));
   });
   if (names) names->finish();
@@ -418,6 +419,17 @@ void Store::decode_partitions(ByteReader& r, Store* base, uint32_t format) {
 
 void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
+  // The queue-mode group's cursors move their partitions' unconsumed counts, and a lease
+  // files its partition as leased.
+  const std::string group(kQueueModeGroup);
+  for (auto it = cursors_.lower_bound(CursorKey{group, PartitionId(0)});
+       it != cursors_.end() && it->first.group == group; ++it) {
+    const PartitionState* p = partitions_.find(it->first.pid);
+    if (!p) continue;
+    count_unconsumed(*p, Offset(0), -1);
+    count_unconsumed(*p, it->second.next, +1);
+    if (it->second.lease_expires_us != 0) leased_.insert(p->id);
+  }
   for (const auto& [key, row] : kv_)
     if (row.expires_us != 0) kv_expiries_.insert({row.expires_us, key});
   for (const auto& [key, row] : timers_) timers_due_.insert({row.deliver_at_us, key});
@@ -436,6 +448,7 @@ bool Store::operator==(const Store& o) const {
          timers_due_ == o.timers_due_ && outcomes_ == o.outcomes_ &&
          outcome_expiry_ == o.outcome_expiry_ && outcome_bytes_ == o.outcome_bytes_ &&
          traces_ == o.traces_ && file_refs_ == o.file_refs_ && configuration_ == o.configuration_ &&
+         queue_counts_ == o.queue_counts_ && leased_ == o.leased_ &&
          membership_index_ == o.membership_index_;
 }
 

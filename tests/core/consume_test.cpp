@@ -2,6 +2,7 @@
 // extension, seeks, group deletion, DLQ replay, queue deletion, message reads.
 #include <gtest/gtest.h>
 
+#include "core/state/checkpoint.h"
 #include "tests/core/mem_env.h"
 
 namespace queen::testing {
@@ -263,6 +264,63 @@ TEST(Consume, MessageGetBrowseAndQueueListing) {
   EXPECT_EQ(qs.queues[0].messages, 3u);
   EXPECT_EQ(qs.queues[0].pending, 3u);
   EXPECT_EQ(qs.queues[0].partition_count, 2u);
+}
+
+// The store keeps each queue's counts as messages come, are consumed in queue mode and go;
+// a queue list reads them rather than walking the partitions, and a checkpoint's decode
+// arrives at the same ones.
+TEST(Consume, QueueCountsFollowPushesPopsAcksAndDeletes) {
+  const std::string qm = "__QUEUE_MODE__";
+  Harness h;
+  PartitionId p1 = h.push("q", "p1", {"a", "b", "c", "d", "e"}).results[0].partition_id;
+  PartitionId p2 = h.push("q", "p2", {"f", "g", "h"}).results[0].partition_id;
+  h.push("r", "x", {"i", "j"});
+  auto q_view = [&] {
+    QueuesReply qs = h.call<QueuesReply>(QueueListCmd{});
+    for (const QueueView& v : qs.queues)
+      if (v.name == "q") return v;
+    ADD_FAILURE() << "queue q is not listed";
+    return QueueView{};
+  };
+  QueueView q = q_view();
+  EXPECT_EQ(q.messages, 8u);
+  EXPECT_EQ(q.pending, 8u);
+  EXPECT_EQ(q.processing, 0u);
+
+  PopReply r = h.pop("q", qm, 2, "p1");
+  ASSERT_EQ(r.messages.size(), 2u);
+  h.env.advance_ms(10);  // the lease's checkpoint commits
+  q = q_view();
+  EXPECT_EQ(q.pending, 8u);  // pending counts what is in processing too
+  EXPECT_EQ(q.processing, 2u);
+  EXPECT_TRUE(h.ack(r.messages[0], qm, AckStatus::completed, r.lease_id).success);
+  EXPECT_TRUE(h.ack(r.messages[1], qm, AckStatus::completed, r.lease_id).success);
+  h.env.advance_ms(10);
+  q = q_view();
+  EXPECT_EQ(q.messages, 8u);
+  EXPECT_EQ(q.pending, 6u);
+  EXPECT_EQ(q.processing, 0u);
+
+  EXPECT_TRUE(h.call<MessageDeleteReply>(MessageDeleteCmd{p1, "e", hash_of("e")}).deleted);
+  h.env.advance_ms(10);
+  q = q_view();
+  EXPECT_EQ(q.messages, 7u);  // c, d and p2's three
+  EXPECT_EQ(q.pending, 5u);
+  // r's counts go with it.
+  QueueId r_id = h.node().store().queue(std::string("r"))->id;
+  EXPECT_EQ(h.node().store().queue_counts(r_id).kept, 2u);
+  h.call<GroupChangeReply>(QueueDeleteCmd{"r"});
+  h.env.advance_ms(10);
+  EXPECT_EQ(h.node().store().queue_counts(r_id), QueueCounts{});
+  EXPECT_EQ(h.node().store().partition(p2)->kept(), 3u);
+
+  const Store& s = h.node().store();
+  Bytes b = encode_checkpoint(s, Term(1));
+  auto c = decode_checkpoint(b.data(), b.size());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  QueueId id = s.queue(std::string("q"))->id;
+  EXPECT_EQ(c.value().store.queue_counts(id), s.queue_counts(id));
+  EXPECT_EQ(s.queue_counts(id).unconsumed, 5u);
 }
 
 }  // namespace
