@@ -20,6 +20,9 @@ void Engine::reset() {
   rows_.clear();
   metas_.clear();
   ready_.clear();
+  lag_walks_.clear();
+  lag_shown_.clear();
+  lag_at_ = GroupKey{};
   groups_of_queue_.clear();
   expiries_.clear();
   deferred_.clear();
@@ -84,17 +87,26 @@ Engine::ReadySet& Engine::ready_set(const std::string& group, const QueueState& 
   ReadySet& rs = ready_[GroupKey{group, q.id}];
   if (rs.initialized) return rs;
   rs.initialized = true;
+  rs.scan_from = q.partitions.empty() ? PartitionId{} : q.partitions.front();
+  rs.scan_end = q.partitions.empty() ? PartitionId{} : q.partitions.back().next();
+  return rs;
+}
+
+const PartitionState* Engine::scan_next(const std::string& group, const QueueState& q,
+                                        ReadySet& rs) {
   const GroupMeta& meta = metas_.at(GroupKey{group, q.id});
-  for (PartitionId pid : q.partitions) {
-    const PartitionState* p = store_.partition(pid);
-    auto rit = rows_.find(CursorKey{group, pid});
+  auto it = std::lower_bound(q.partitions.begin(), q.partitions.end(), rs.scan_from);
+  for (; it != q.partitions.end() && *it < rs.scan_end; ++it) {
+    const PartitionState* p = store_.partition(*it);
+    auto rit = rows_.find(CursorKey{group, *it});
     Offset next = rit != rows_.end() ? rit->second.next : start_offset(meta, *p);
-    if (next < p->next_offset && !rs.seq_of.contains(pid)) {
-      rs.seq_of[pid] = ++ready_seq_;
-      rs.order.insert({ready_seq_, pid});
+    if (next < p->next_offset) {
+      rs.scan_from = it->next();
+      return p;
     }
   }
-  return rs;
+  rs.scan_from = rs.scan_end;
+  return nullptr;
 }
 
 void Engine::make_ready(const std::string& group, const PartitionState& p) {
@@ -102,7 +114,7 @@ void Engine::make_ready(const std::string& group, const PartitionState& p) {
   auto it = ready_.find(GroupKey{group, p.queue});
   if (it == ready_.end() || !it->second.initialized) return;
   ReadySet& rs = it->second;
-  if (rs.seq_of.contains(p.id)) return;
+  if (rs.scanning(p.id) || rs.seq_of.contains(p.id)) return;  // a pop will come to it
   rs.seq_of[p.id] = ++ready_seq_;
   rs.order.insert({ready_seq_, p.id});
 }
@@ -173,12 +185,18 @@ Engine::PopResult Engine::pop_queue(const PopCmd& cmd, int64_t now_us) {
   }
   uint32_t claims_max = std::clamp<uint32_t>(cmd.partitions, 1, kPopPartitionsMax);
   ReadySet& rs = ready_set(cmd.group, *q);
-  while (!rs.order.empty() && budget > 0 && res.reply.partitions_claimed < claims_max &&
+  while (budget > 0 && res.reply.partitions_claimed < claims_max &&
          res.outcome != PopOutcome::error) {
-    auto [seq, pid] = *rs.order.begin();
-    rs.order.erase(rs.order.begin());
-    rs.seq_of.erase(pid);
-    const PartitionState& p = *store_.partition(pid);
+    const PartitionState* scanned =
+        rs.scan_from < rs.scan_end ? scan_next(cmd.group, *q, rs) : nullptr;
+    if (!scanned && rs.order.empty()) break;
+    if (!scanned) {
+      PartitionId pid = rs.order.begin()->second;
+      rs.order.erase(rs.order.begin());
+      rs.seq_of.erase(pid);
+      scanned = store_.partition(pid);
+    }
+    const PartitionState& p = *scanned;
     CursorRow& row = ensure_row(cmd.group, p);
     if (row.lease_live(now_us) || row.next >= p.next_offset) continue;  // re-added on release
     if (defer_until_visible(cmd.group, p, row, now_us)) continue;
@@ -448,43 +466,66 @@ GroupChangeReply Engine::update_subscription(const SubscriptionCmd& cmd) {
   return reply;
 }
 
-GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool details,
-                          int64_t now_us) const {
-  GroupView v;
+GroupView Engine::view_header(const GroupKey& key, const GroupMeta& meta) const {
   const QueueState* q = store_.queue(key.queue);
+  GroupView v;
   v.group = key.group;
   v.queue = q ? q->name : "";
   v.mode = meta.mode;
   v.subscription_us = meta.from_us;
+  return v;
+}
+
+void Engine::tally(const GroupMeta& meta, const PartitionState& p, const CursorRow* row,
+                   int64_t now_us, GroupView* v, GroupPartitionView* pv) const {
+  Offset cursor = row ? row->next : start_offset(meta, p);
+  if (row) ++v->members;
+  cursor = std::max(cursor, p.log_start);
+  uint64_t lag = p.unconsumed(cursor);
+  int64_t oldest_us = 0, time_lag_s = 0;
+  if (lag > 0) {
+    if (const AppendRow* r = p.row_of(cursor)) {
+      time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);
+      oldest_us = r->created_us;
+    }
+    ++v->partitions_with_lag;
+    v->total_lag += lag;
+    v->max_time_lag_s = std::max(v->max_time_lag_s, time_lag_s);
+  }
+  if (!pv) return;
+  pv->queue = v->queue;
+  pv->partition = p.name;
+  pv->partition_id = p.id;
+  pv->cursor = cursor;
+  pv->offset_lag = lag;
+  pv->time_lag_s = time_lag_s;
+  pv->oldest_unconsumed_us = oldest_us;
+  if (!row) return;
+  pv->lease_active = row->lease_live(now_us);
+  pv->lease_id = row->lease_id;
+  pv->total_consumed = row->consumed_total;
+  pv->last_consumed_us = row->last_consumed_us;
+}
+
+const CursorRow* Engine::row_in_walk(const std::string& group, PartitionId pid, RowIt* it) const {
+  while (*it != rows_.end() && (*it)->first.pid < pid && (*it)->first.group == group) ++*it;
+  if (*it == rows_.end() || (*it)->first.pid != pid || (*it)->first.group != group) return nullptr;
+  return &(*it)->second;
+}
+
+GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool details,
+                          int64_t now_us) const {
+  GroupView v = view_header(key, meta);
+  const QueueState* q = store_.queue(key.queue);
   if (!q) return v;
+  RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
   for (PartitionId pid : q->partitions) {
-    const PartitionState& p = *store_.partition(pid);
-    auto rit = rows_.find(CursorKey{key.group, pid});
-    GroupPartitionView pv;
-    pv.queue = q->name;
-    pv.partition = p.name;
-    pv.partition_id = pid;
-    pv.cursor = start_offset(meta, p);
-    if (rit != rows_.end()) {
-      ++v.members;
-      pv.cursor = rit->second.next;
-      pv.lease_active = rit->second.lease_live(now_us);
-      pv.lease_id = rit->second.lease_id;
-      pv.total_consumed = rit->second.consumed_total;
-      pv.last_consumed_us = rit->second.last_consumed_us;
+    const CursorRow* row = row_in_walk(key.group, pid, &rit);
+    if (!details) {
+      tally(meta, *store_.partition(pid), row, now_us, &v, nullptr);
+      continue;
     }
-    pv.cursor = std::max(pv.cursor, p.log_start);
-    pv.offset_lag = p.unconsumed(pv.cursor);
-    if (pv.offset_lag > 0) {
-      if (const AppendRow* r = p.row_of(pv.cursor)) {
-        pv.time_lag_s = std::max<int64_t>(0, (now_us - r->created_us) / kUsPerS);
-        pv.oldest_unconsumed_us = r->created_us;
-      }
-      ++v.partitions_with_lag;
-      v.total_lag += pv.offset_lag;
-      v.max_time_lag_s = std::max(v.max_time_lag_s, pv.time_lag_s);
-    }
-    if (details) v.partitions.push_back(std::move(pv));
+    tally(meta, *store_.partition(pid), row, now_us, &v, &v.partitions.emplace_back());
   }
   std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
             [](const GroupPartitionView& a, const GroupPartitionView& b) {
@@ -500,6 +541,63 @@ GroupsReply Engine::groups(const std::string& group, int64_t now_us, bool detail
     reply.groups.push_back(view_of(key, meta, details || !group.empty(), now_us));
   }
   return reply;
+}
+
+bool Engine::walked_lag(const GroupKey& key) const {
+  const QueueState* q = store_.queue(key.queue);
+  return q && q->partitions.size() > kLagWalkSlicePartitions;
+}
+
+GroupsReply Engine::lag_summary(int64_t now_us, bool walk_unknown) {
+  GroupsReply reply;
+  for (const auto& [key, meta] : metas_) {
+    if (!walked_lag(key)) {
+      reply.groups.push_back(view_of(key, meta, false, now_us));
+      continue;
+    }
+    auto it = lag_shown_.find(key);
+    if (it == lag_shown_.end() && !walk_unknown) continue;
+    if (it == lag_shown_.end())
+      it = lag_shown_.emplace(key, view_of(key, meta, false, now_us)).first;
+    GroupView v = it->second;
+    v.subscription_us = meta.from_us;  // what a walk cannot have seen change
+    v.mode = meta.mode;
+    reply.groups.push_back(std::move(v));
+  }
+  return reply;
+}
+
+void Engine::lag_step(int64_t now_us) {
+  std::erase_if(lag_shown_, [&](const auto& kv) { return !metas_.contains(kv.first); });
+  std::erase_if(lag_walks_, [&](const auto& kv) { return !metas_.contains(kv.first); });
+  size_t budget = kLagWalkSlicePartitions;
+  for (size_t groups = metas_.size(); budget > 0 && groups > 0; --groups) {
+    auto it = metas_.lower_bound(lag_at_);
+    if (it == metas_.end()) it = metas_.begin();
+    auto next = std::next(it);
+    const QueueState* q = store_.queue(it->first.queue);
+    if (q && walked_lag(it->first) && !walk_slice(it->first, it->second, *q, now_us, &budget))
+      return;  // the budget ran out inside this group's walk: it goes on from there
+    lag_at_ = next == metas_.end() ? GroupKey{} : next->first;
+  }
+}
+
+bool Engine::walk_slice(const GroupKey& key, const GroupMeta& meta, const QueueState& q,
+                        int64_t now_us, size_t* budget) {
+  auto [wit, fresh] = lag_walks_.try_emplace(key);
+  LagWalk& w = wit->second;
+  if (fresh) w.sum = view_header(key, meta);
+  auto it = std::lower_bound(q.partitions.begin(), q.partitions.end(), w.from);
+  RowIt rit = rows_.lower_bound(CursorKey{key.group, w.from});
+  for (; it != q.partitions.end() && *budget > 0; ++it, --*budget)
+    tally(meta, *store_.partition(*it), row_in_walk(key.group, *it, &rit), now_us, &w.sum, nullptr);
+  if (it != q.partitions.end()) {
+    w.from = *it;
+    return false;
+  }
+  lag_shown_[key] = std::move(w.sum);
+  lag_walks_.erase(wit);
+  return true;
 }
 
 void Engine::drop_queue(QueueId queue) {

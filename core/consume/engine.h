@@ -97,8 +97,22 @@ class Engine {
   GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
   // The partitions on which some group holds a live lease (every row is visited).
   std::set<PartitionId> leased_partitions(int64_t now_us) const;
-  // Groups with their lag; with `group` set, that group's partitions in detail.
+  // Groups with their lag; with `group` set, that group's partitions in detail. Visits every
+  // partition of each group's queue.
   GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
+
+  // Each group's lag without its partitions, for metrics and the group list. A group on a
+  // queue of at most kLagWalkSlicePartitions partitions is counted at the call. A larger one
+  // shows the figures of its last complete walk by lag_step(), which goes over at most that
+  // many partitions a call, so no call holds the node for a walk of millions of partitions;
+  // before its first walk it is counted at the call if `walk_unknown`, else left out.
+  static constexpr size_t kLagWalkSlicePartitions = size_t{1} << 15;
+  // How often the node calls lag_step() while lag_walks_due().
+  static constexpr int64_t kLagStepEveryMs = 100;
+  GroupsReply lag_summary(int64_t now_us, bool walk_unknown);
+  void lag_step(int64_t now_us);
+  // Whether some group's lag is walked (lag_step() has work).
+  bool lag_walks_due() const { return !lag_walks_.empty() || !lag_shown_.empty(); }
 
   TxnConsumePlan plan_txn(const TxnCmd& cmd, int64_t now_us);
   // Makes the plan live and returns the effects that carry it, for the transaction's entry.
@@ -126,10 +140,18 @@ class Engine {
   const EngineStats& stats() const { return stats_; }
 
  private:
+  // A group's claim order on one queue. The partitions the queue had when the set was made
+  // are not listed up front: [scan_from, scan_end) is the part of them a pop has not looked
+  // at yet, in id order, and comes before `order` (partitions made claimable since, or passed
+  // over by the scan). So a group's first pop on a queue of millions of partitions looks only
+  // as far as it needs, and the set holds only what became claimable after the scan.
   struct ReadySet {
     bool initialized = false;
+    PartitionId scan_from;
+    PartitionId scan_end;
     std::set<std::pair<uint64_t, PartitionId>> order;
     std::map<PartitionId, uint64_t> seq_of;
+    bool scanning(PartitionId pid) const { return pid >= scan_from && pid < scan_end; }
   };
 
   const GroupMeta& ensure_group(const std::string& group, const QueueState& q, const PopCmd& cmd,
@@ -138,6 +160,9 @@ class Engine {
   CursorRow& ensure_row(const std::string& group, const PartitionState& p);
   void make_ready(const std::string& group, const PartitionState& p);
   ReadySet& ready_set(const std::string& group, const QueueState& q);
+  // The next partition of the set's scan that has something for the group, or none once the
+  // scan reached its end. Moves the scan past what it looked at.
+  const PartitionState* scan_next(const std::string& group, const QueueState& q, ReadySet& rs);
   PopResult pop_queue(const PopCmd& cmd, int64_t now_us);
   // Leases the deliverable messages of `p` (at most *budget) into `res`, under res's lease id.
   void claim(const std::string& group, const PartitionState& p, const PopCmd& cmd, int64_t now_us,
@@ -180,6 +205,21 @@ class Engine {
   void drop_queue(QueueId queue);
   void drop_partition(const EffPartitionDelete& e);
   GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details, int64_t now_us) const;
+  GroupView view_header(const GroupKey& key, const GroupMeta& meta) const;
+  // Adds partition `p`'s lag for the group (whose cursor row on it is `row`, if any) to `v`,
+  // and fills `pv` with the partition's detail when given.
+  void tally(const GroupMeta& meta, const PartitionState& p, const CursorRow* row, int64_t now_us,
+             GroupView* v, GroupPartitionView* pv) const;
+  using RowIt = std::map<CursorKey, CursorRow>::const_iterator;
+  // The group's row on `pid`, found by moving `it` forward over the rows in key order: a walk
+  // over a queue's partitions in id order reads each row once, without a lookup.
+  const CursorRow* row_in_walk(const std::string& group, PartitionId pid, RowIt* it) const;
+  // Whether the group's lag is walked a slice at a time (its queue is larger than a slice).
+  bool walked_lag(const GroupKey& key) const;
+  // Goes on with the group's walk for at most *budget partitions (taken from it); true when
+  // the walk finished and its figures are shown.
+  bool walk_slice(const GroupKey& key, const GroupMeta& meta, const QueueState& q, int64_t now_us,
+                  size_t* budget);
 
   Env& env_;
   const Store& store_;
@@ -201,6 +241,13 @@ class Engine {
   std::vector<EffDlq> dlq_;
   std::set<QueueId> woken_;
   uint64_t ready_seq_ = 0;
+  struct LagWalk {
+    PartitionId from;  // the next partition to count
+    GroupView sum;     // what the walk counted so far
+  };
+  std::map<GroupKey, LagWalk> lag_walks_;
+  std::map<GroupKey, GroupView> lag_shown_;  // each walked group's last complete walk
+  GroupKey lag_at_;                          // the group lag_step() goes on with
   EngineStats stats_;
 };
 

@@ -147,6 +147,7 @@ void timer_fired(NodeImpl& n, TimerId id) {
     n.arm_store_checkpoints();
     n.planner.dedup().sweep(n.env.now_us(), DedupIndex::kSweepRingsMax);
     n.planner.dedup().evict();
+    n.engine.lag_step(n.env.now_us());
     n.stats.rings_evicted = n.planner.dedup().stats().evictions;  // for the simulator's sums
   }
   if (n.cluster) {
@@ -174,6 +175,10 @@ void timer_fired(NodeImpl& n, TimerId id) {
   if (id == kTimerTick) n.fire_timers();
   if (id == kSweepTimer) n.sweep_kv();
   if (id == kRetentionTimer) n.run_retention();
+  if (id == kLagWalkTimer) {
+    n.lag_walk_armed = false;
+    n.engine.lag_step(n.env.now_us());
+  }
   n.after_event();
 }
 

@@ -12,7 +12,8 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, LeaseExtendCmd& x) {
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupListCmd& x) {
   int64_t now_us = env.now_us();
-  if (!x.lagging_min_s) return send(Parked{h, Reply{engine.groups("", now_us)}});
+  if (!x.lagging_min_s)
+    return send(Parked{h, Reply{engine.lag_summary(now_us, /*walk_unknown=*/true)}});
   GroupsReply r = engine.groups("", now_us, /*details=*/true);
   for (GroupView& g : r.groups)
     std::erase_if(g.partitions, [&](const GroupPartitionView& p) {
@@ -408,7 +409,7 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
             [](const QueueMetrics& a, const QueueMetrics& b) { return a.queue < b.queue; });
   m.groups_known = v.writable;
   if (m.groups_known) {
-    for (const GroupView& g : engine.groups("", now_us).groups)
+    for (const GroupView& g : engine.lag_summary(now_us, /*walk_unknown=*/false).groups)
       m.groups.push_back(
           GroupLagMetrics{g.queue, g.group, g.total_lag, g.max_time_lag_s, g.partitions_with_lag});
     std::sort(m.groups.begin(), m.groups.end(), [](const auto& a, const auto& b) {

@@ -48,6 +48,7 @@ constexpr TimerId kStoreCheckpointTimer = 8;
 constexpr TimerId kRetentionTimer = 9;
 constexpr TimerId kForwardTimer = 10;
 constexpr TimerId kHandOverTimer = 11;
+constexpr TimerId kLagWalkTimer = 12;
 // A follower forwards one command at most this many times (a retry, a new leader).
 constexpr uint32_t kForwardAttemptsMax = 300;
 // A forwarded command's deadline at the leader ends this long before the follower's, so its
@@ -376,6 +377,7 @@ struct NodeImpl {
   bool timer_tick_armed = false;
   bool sweep_armed = false;
   bool retention_armed = false;
+  bool lag_walk_armed = false;
   RetentionScanner retention;
   int64_t wake_at_ms = INT64_MAX;
 

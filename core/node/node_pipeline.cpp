@@ -264,6 +264,10 @@ void NodeImpl::after_event() {
     retention_armed = true;
     out.set_timer(kRetentionTimer, config.retention_interval_ms);
   }
+  if (!lag_walk_armed && engine.lag_walks_due()) {
+    lag_walk_armed = true;
+    out.set_timer(kLagWalkTimer, Engine::kLagStepEveryMs);
+  }
   int64_t wake = engine.next_expiry_us();
   wake = wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000;
   if (!poll_deadlines.empty()) wake = std::min(wake, poll_deadlines.begin()->first);

@@ -162,6 +162,7 @@ void NodeImpl::become_writable() {
   open.entry.index = LogIndex(last_sealed + 1);
   // Timers that fired while this node did not lead found nothing to do: arm them afresh.
   flush_armed = checkpoint_armed = timer_tick_armed = sweep_armed = retention_armed = false;
+  lag_walk_armed = false;
   wake_at_ms = INT64_MAX;
   c.consume_from_ms = env.now_ms() + config.checkpoint_ms + config.max_clock_skew_ms;
   env.log(LogLevel::info, "leading in term " + std::to_string(c.lead_term) + " from entry " +

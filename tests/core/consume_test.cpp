@@ -2,6 +2,7 @@
 // extension, seeks, group deletion, DLQ replay, queue deletion, message reads.
 #include <gtest/gtest.h>
 
+#include "core/consume/engine.h"
 #include "core/state/checkpoint.h"
 #include "tests/core/mem_env.h"
 
@@ -321,6 +322,64 @@ TEST(Consume, QueueCountsFollowPushesPopsAcksAndDeletes) {
   QueueId id = s.queue(std::string("q"))->id;
   EXPECT_EQ(c.value().store.queue_counts(id), s.queue_counts(id));
   EXPECT_EQ(s.queue_counts(id).unconsumed, 5u);
+}
+
+}  // namespace
+}  // namespace queen::testing
+
+namespace queen::testing {
+namespace {
+
+std::string numbered(size_t i) {
+  std::string s = std::to_string(i);
+  return "p" + std::string(6 - s.size(), '0') + s;
+}
+
+std::optional<GroupLagMetrics> metrics_lag(Harness& h, const std::string& group) {
+  for (const GroupLagMetrics& g : h.call<MetricsReply>(MetricsCmd{}).groups)
+    if (g.group == group) return g;
+  return std::nullopt;
+}
+
+// A group on a queue of more partitions than a lag walk's slice: its first pop looks at the
+// partitions only as far as it needs, and its lag is counted a slice at a time between
+// requests, so no metrics answer waits for a walk over every partition.
+TEST(Consume, AGroupOnAQueueLargerThanASliceIsCountedASliceAtATime) {
+  Harness h;
+  const size_t n = Engine::kLagWalkSlicePartitions + 100;
+  for (size_t i = 0; i < n; i += 1000) {
+    PushCmd c;
+    for (size_t j = i; j < std::min(n, i + 1000); ++j)
+      c.items.push_back(h.push_cmd("q", numbered(j), {"m" + std::to_string(j)}).items.at(0));
+    ASSERT_EQ(h.call<PushReply>(c).results.size(), std::min(n, i + 1000) - i);
+  }
+  PopReply first = h.pop("q", "g", 1);
+  ASSERT_EQ(first.messages.size(), 1u);
+  EXPECT_EQ(first.messages[0].partition, numbered(0));  // the oldest partition first
+
+  EXPECT_FALSE(metrics_lag(h, "g").has_value()) << "not walked yet: left out, not zero";
+  GroupsReply listed = h.call<GroupsReply>(GroupListCmd{});  // counts it at the request
+  ASSERT_EQ(listed.groups.size(), 1u);
+  EXPECT_EQ(listed.groups[0].total_lag, n);  // the leased message is not consumed yet
+  EXPECT_EQ(listed.groups[0].partitions_with_lag, n);
+  EXPECT_EQ(listed.groups[0].members, 1u);
+
+  h.ack(first.messages[0], "g", AckStatus::completed, first.lease_id);
+  PopReply second = h.pop("q", "g", 1);
+  ASSERT_EQ(second.messages.size(), 1u);
+  EXPECT_EQ(second.messages[0].partition, numbered(1));
+  h.ack(second.messages[0], "g", AckStatus::completed, second.lease_id);
+  // Two walks of n / slice + 1 slices each at most, and the figures show the acks.
+  size_t steps_max = 2 * (n / Engine::kLagWalkSlicePartitions + 2);
+  std::optional<GroupLagMetrics> lag;
+  for (size_t step = 0; step < steps_max; ++step) {
+    lag = metrics_lag(h, "g");
+    if (lag && lag->lag_messages == n - 2) break;
+    h.env.advance_ms(Engine::kLagStepEveryMs);
+  }
+  ASSERT_TRUE(lag.has_value());
+  EXPECT_EQ(lag->lag_messages, n - 2);
+  EXPECT_EQ(lag->partitions_with_lag, n - 2);
 }
 
 }  // namespace
