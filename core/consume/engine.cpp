@@ -11,7 +11,6 @@
 namespace queen {
 namespace {
 
-constexpr const char* kQueueMode = kQueueModeGroup;
 constexpr int64_t kUsPerS = 1'000'000;
 
 }  // namespace
@@ -55,7 +54,7 @@ const GroupMeta& Engine::ensure_group(const std::string& group, const QueueState
   auto it = metas_.find(key);
   if (it != metas_.end()) return it->second;
   GroupMeta meta;
-  if (group != kQueueMode) {
+  if (group != kQueueModeGroup) {
     meta.mode = cmd.subscription_mode;
     meta.from_us = cmd.subscription_mode == SubscriptionMode::from_time  ? cmd.subscription_from_us
                    : cmd.subscription_mode == SubscriptionMode::new_only ? now_us

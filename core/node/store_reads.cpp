@@ -8,7 +8,6 @@
 namespace queen {
 namespace {
 
-constexpr const char* kQueueMode = kQueueModeGroup;
 // A change feed visits at most this many partitions per page, matching or not.
 constexpr uint32_t kChangedVisitMax = 100000;
 
@@ -146,14 +145,15 @@ MessageStateView StoreReads::state_of(const PartitionState& p, Offset o) const {
     bool in_batch = o >= row->batch_start && o < row->batch_end;
     if (!g.consumed && in_batch && row->lease_live(now_us))
       g.lease_expires_us = row->lease_expires_us;
-    if (key.group == kQueueMode) {
+    if (key.group == kQueueModeGroup) {
       v.status = g.consumed ? "completed" : g.lease_expires_us ? "processing" : "pending";
       v.lease_expires_us = g.lease_expires_us;
     }
     v.groups.push_back(std::move(g));
   }
-  bool queue_mode = std::any_of(v.groups.begin(), v.groups.end(),
-                                [](const MessageGroupView& g) { return g.group == kQueueMode; });
+  bool queue_mode = std::any_of(v.groups.begin(), v.groups.end(), [](const MessageGroupView& g) {
+    return g.group == kQueueModeGroup;
+  });
   bool all_passed = std::all_of(v.groups.begin(), v.groups.end(),
                                 [](const MessageGroupView& g) { return g.consumed; });
   if (!queue_mode && !v.groups.empty() && all_passed) v.status = "completed";
@@ -162,7 +162,7 @@ MessageStateView StoreReads::state_of(const PartitionState& p, Offset o) const {
   v.task = qo.task;
   if (auto dit = store_.dlq().find(p.queue); dit != store_.dlq().end()) {
     for (const DlqEntry& d : dit->second) {
-      if (d.timer || d.pid != p.id || d.offset != o || d.group != kQueueMode) continue;
+      if (d.timer || d.pid != p.id || d.offset != o || d.group != kQueueModeGroup) continue;
       v.status = "dead_letter";
       v.error = d.error;
       v.retry_count = d.retry_count;
@@ -311,7 +311,7 @@ PartitionsChangedReply StoreReads::partitions_changed(const PartitionsChangedCmd
 PartitionStatsView StoreReads::partition_counts(const PartitionState& p) const {
   PartitionStatsView s;
   s.total = p.kept();
-  const CursorRow* row = store_.cursor(kQueueMode, p.id);
+  const CursorRow* row = store_.cursor(kQueueModeGroup, p.id);
   uint64_t unconsumed = p.unconsumed(row ? row->next : Offset(0));
   if (row && row->lease_live(env_.now_us())) {
     for (Offset o = std::max(row->next, row->batch_start); o < row->batch_end; o = o.next())
@@ -330,7 +330,7 @@ PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
   s.created_us = p.created_us;
   if (auto it = store_.dlq().find(p.queue); it != store_.dlq().end()) {
     for (const DlqEntry& d : it->second)
-      if (!d.timer && d.pid == p.id && d.group == kQueueMode) ++s.dead_letter;
+      if (!d.timer && d.pid == p.id && d.group == kQueueModeGroup) ++s.dead_letter;
   }
   for (const AppendRow& r : p.rows) {
     if (r.end() <= p.log_start) continue;

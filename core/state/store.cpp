@@ -133,15 +133,16 @@ void Store::count_unconsumed(const PartitionState& p, Offset cursor, int sign) {
 }
 
 void Store::count(const PartitionState& p, int sign) {
-  if (p.kept() == 0 && p.deleted.empty()) return;  // nothing to add (and none unconsumed)
+  uint64_t kept = p.kept();
+  if (kept == 0 && p.deleted.empty()) return;  // nothing to add (and none unconsumed)
   QueueCounts& c = queue_counts_[p.queue];
   if (sign > 0) {
-    c.kept += p.kept();
+    c.kept += kept;
     c.deleted += p.deleted.size();
   } else {
-    QUEEN_ASSERT(c.kept >= p.kept() && c.deleted >= p.deleted.size(),
+    QUEEN_ASSERT(c.kept >= kept && c.deleted >= p.deleted.size(),
                  "a partition's share is taken from its queue's counts only after it was added");
-    c.kept -= p.kept();
+    c.kept -= kept;
     c.deleted -= p.deleted.size();
   }
   const CursorRow* row = queue_mode_cursor(p.id);
