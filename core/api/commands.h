@@ -240,6 +240,12 @@ struct QueueListCmd {
 
 struct QueueGetCmd {
   std::string queue;
+  // With `limit`, a page of the partitions by name (the status view): those whose name
+  // contains `search`, from the `offset`-th, at most `limit`; the queue's counts are then the
+  // store's sums, as in a queue list. Without: every partition, and their counts summed.
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+  std::string search;
 };
 
 struct QueueDeleteCmd {

@@ -322,7 +322,8 @@ struct QueueView {
   uint64_t pending = 0;     // not consumed by queue mode
   uint64_t processing = 0;  // of those, in a live queue-mode lease
   uint64_t dlq = 0;
-  std::vector<PartitionStatsView> partitions;  // a get only
+  std::vector<PartitionStatsView> partitions;  // a get only (a paged get: the page)
+  uint64_t partitions_matched = 0;             // a paged get: the partitions its search matched
 };
 
 struct QueuesReply {

@@ -163,7 +163,7 @@ void walk(C& c, QueueListCmd& x) {
 }
 template <class C>
 void walk(C& c, QueueGetCmd& x) {
-  c(x.queue);
+  c(x.queue, x.offset, x.limit, x.search);
 }
 template <class C>
 void walk(C& c, QueueDeleteCmd& x) {
@@ -360,7 +360,7 @@ void walk(C& c, PartitionStatsView& x) {
 template <class C>
 void walk(C& c, QueueView& x) {
   c(x.name, x.id, x.options, x.created_us, x.partition_count, x.messages, x.pending, x.processing,
-    x.dlq, x.partitions);
+    x.dlq, x.partitions, x.partitions_matched);
 }
 template <class C>
 void walk(C& c, QueuesReply& x) {

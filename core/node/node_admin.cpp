@@ -46,11 +46,11 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, DlqReplayCmd& x) {
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueListCmd& x) {
-  send(Parked{h, Reply{queues(x, "")}});
+  send(Parked{h, Reply{queues(x, nullptr)}});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueGetCmd& x) {
-  QueuesReply r = queues(QueueListCmd{}, x.queue);
+  QueuesReply r = queues(QueueListCmd{}, &x);
   if (r.queues.empty())
     return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x.queue)});
   send(Parked{h, Reply{std::move(r)}});
@@ -385,7 +385,7 @@ MetricsReply NodeImpl::metrics(const Node::RaftView& v, int64_t now_us) {
   }
   m.traffic = traffic;
   std::map<QueueId, uint64_t> deleted;
-  for (const QueueView& q : queues(QueueListCmd{}, "", &deleted).queues) {
+  for (const QueueView& q : queues(QueueListCmd{}, nullptr, &deleted).queues) {
     QueueMetrics qm;
     qm.queue = q.name;
     qm.ns = q.options.ns;
@@ -473,14 +473,41 @@ void add_counts(QueueView* v, const PartitionStatsView& ps) {
   v->processing += ps.processing;
 }
 
+// The page of `q`'s partitions by name that `get` asks for; *matched counts those its search
+// matched. Only the first offset + limit names met so far are kept (a heap), so a page near
+// the start looks once at each partition and sorts none but the page.
+std::vector<const PartitionState*> partition_page(const Store& store, const QueueState& q,
+                                                  const QueueGetCmd& get, uint64_t* matched) {
+  auto by_name = [](const PartitionState* a, const PartitionState* b) { return a->name < b->name; };
+  uint64_t keep = get.offset > UINT64_MAX - get.limit ? UINT64_MAX : get.offset + get.limit;
+  std::vector<const PartitionState*> heap;  // the smallest names so far, the largest on top
+  for (PartitionId pid : q.partitions) {
+    const PartitionState* p = store.partition(pid);
+    if (!get.search.empty() && p->name.find(get.search) == std::string::npos) continue;
+    ++*matched;
+    if (heap.size() < keep) {
+      heap.push_back(p);
+      std::push_heap(heap.begin(), heap.end(), by_name);
+    } else if (by_name(p, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), by_name);
+      heap.back() = p;
+      std::push_heap(heap.begin(), heap.end(), by_name);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), by_name);
+  if (heap.size() <= get.offset) return {};
+  return {heap.begin() + static_cast<ptrdiff_t>(get.offset), heap.end()};
+}
+
 }  // namespace
 
-QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only,
+QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
                              std::map<QueueId, uint64_t>* deleted) {
   QueuesReply reply;
   std::map<QueueId, size_t> listed;  // index in reply.queues
+  bool paged = get && get->limit > 0;
   for (const auto& [id, q] : store.queues()) {
-    if (!only.empty() && q.name != only) continue;
+    if (get && q.name != get->queue) continue;
     if (!filter.ns.empty() && q.options.ns != filter.ns) continue;
     if (!filter.task.empty() && q.options.task != filter.task) continue;
     QueueView v;
@@ -489,7 +516,10 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
     v.options = q.options;
     v.created_us = q.created_us;
     v.partition_count = static_cast<uint32_t>(q.partitions.size());
-    if (!only.empty()) {
+    if (paged) {
+      for (const PartitionState* p : partition_page(store, q, *get, &v.partitions_matched))
+        v.partitions.push_back(reads.partition_stats(*p));
+    } else if (get) {
       for (PartitionId pid : q.partitions) {
         PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
         add_counts(&v, ps);
@@ -505,7 +535,7 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const std::string& only
   }
   // Every queue's sums as the store keeps them; only partitions with a queue-mode lease can
   // have messages in processing.
-  if (only.empty()) {
+  if (!get || paged) {
     for (auto& [id, at] : listed) {
       QueueCounts c = store.queue_counts(id);
       reply.queues[at].messages = c.kept;

@@ -713,7 +713,8 @@ struct NodeImpl {
 
   // The queues `filter` and `only` (a name, or "" for all) select. With all of them listed,
   // `deleted` (when given) gets each queue's count of deleted messages from the same pass.
-  QueuesReply queues(const QueueListCmd& filter, const std::string& only,
+  // The queues `filter` lists, or the one `get` names with its partitions (or a page of them).
+  QueuesReply queues(const QueueListCmd& filter, const QueueGetCmd* get,
                      std::map<QueueId, uint64_t>* deleted = nullptr);
 
   // -------------------------------------------------------------- reads

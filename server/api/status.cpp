@@ -94,15 +94,27 @@ struct Totals {
   uint64_t partitions = 0;
 };
 
-// pending counts only what no lease holds; completed is kept and consumed by queue mode.
+// A queue's six counters from its sums: pending counts only what no lease holds; completed is
+// kept and consumed by queue mode.
+PartitionStatsView counts_of(const QueueView& q) {
+  PartitionStatsView c;
+  c.total = q.messages;
+  c.pending = q.pending - std::min(q.pending, q.processing);
+  c.processing = q.processing;
+  c.completed = q.messages - std::min(q.messages, q.pending);
+  c.dead_letter = q.dlq;
+  return c;
+}
+
 Totals totals_of(const QueuesReply& reply) {
   Totals t;
   for (const QueueView& q : reply.queues) {
-    t.counts.total += q.messages;
-    t.counts.pending += q.pending - std::min(q.pending, q.processing);
-    t.counts.processing += q.processing;
-    t.counts.completed += q.messages - std::min(q.messages, q.pending);
-    t.counts.dead_letter += q.dlq;
+    PartitionStatsView c = counts_of(q);
+    t.counts.total += c.total;
+    t.counts.pending += c.pending;
+    t.counts.processing += c.processing;
+    t.counts.completed += c.completed;
+    t.counts.dead_letter += c.dead_letter;
     t.partitions += q.partition_count;
   }
   return t;
@@ -169,22 +181,19 @@ void render_partition(const PartitionStatsView& p, JsonWriter& w) {
   w.end_object();
 }
 
+// The node answered the page the view asks for (QueueGetCmd's offset, limit and search).
 HttpAnswer render_queue_detail(const QueuesReply& reply, const ViewArgs& v) {
   if (reply.queues.empty()) return error_answer(404, "queue_not_found", "Queue not found");
   const QueueView& q = reply.queues.front();
-  std::vector<const PartitionStatsView*> parts;
-  for (const PartitionStatsView& p : q.partitions)
-    if (matches(p.name, v.search)) parts.push_back(&p);
   JsonWriter w;
   w.begin_object();
   render_queue_config(q, w);
   w.key("partitions").begin_array();
-  for (size_t i = v.offset; i < parts.size() && i < v.offset + v.limit; ++i)
-    render_partition(*parts[i], w);
+  for (const PartitionStatsView& p : q.partitions) render_partition(p, w);
   w.end_array();
   w.key("totals");
-  render_six_counts(sum_of(q.partitions), w);
-  render_pagination(v, parts.size(), w);
+  render_six_counts(counts_of(q), w);
+  render_pagination(v, q.partitions_matched, w);
   w.end_object();
   return HttpAnswer{200, w.take(), 0};
 }
@@ -647,7 +656,8 @@ Parsed parse_status(std::string_view route, const std::string& queue, const Quer
   if (route == "status/queues" || route == "status/queue") {
     if (auto error = read_page(q, &v)) return bad_request(*error);
     if (route == "status/queue")
-      return with_view(to_node(ids, t, QueueGetCmd{queue}), RenderAs::status_queue, v);
+      return with_view(to_node(ids, t, QueueGetCmd{queue, v.offset, v.limit, v.search}),
+                       RenderAs::status_queue, v);
     QueueListCmd cmd;
     if (const std::string* ns = query_text(q, "namespace")) cmd.ns = *ns;
     if (const std::string* task = query_text(q, "task")) cmd.task = *task;

@@ -190,6 +190,41 @@ TEST(Consume, DetailsListPartitionsByNameAndNamesSurviveARestart) {
   EXPECT_EQ(h.node().store().queue("q")->partitions.size(), 3u);
 }
 
+// A page of a queue's partitions is taken by name from partitions made in any order, its
+// search counts what it matched, and the page carries the queue's sums rather than the page's.
+TEST(Consume, AQueuePageIsTakenByNameAndCarriesTheQueuesSums) {
+  Harness h;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back("p" + std::to_string((i * 17) % 40));
+  for (const std::string& name : names) h.push("q", name, {"m-" + name});
+  h.push("q", "p7", {"m-p7-again"});
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  auto page = [&](uint64_t offset, uint64_t limit, const std::string& search) {
+    QueuesReply r = h.call<QueuesReply>(QueueGetCmd{"q", offset, limit, search});
+    return r.queues.at(0);
+  };
+  std::vector<std::string> seen;
+  for (uint64_t offset = 0; offset < 40; offset += 15) {
+    QueueView v = page(offset, 15, "");
+    EXPECT_EQ(v.partitions_matched, 40u);
+    EXPECT_EQ(v.messages, 41u) << "the queue's sums, not the page's";
+    EXPECT_EQ(v.pending, 41u);
+    for (const PartitionStatsView& p : v.partitions) seen.push_back(p.name);
+  }
+  EXPECT_EQ(seen, sorted);
+  QueueView p7 = page(0, 15, "p7");
+  ASSERT_EQ(p7.partitions.size(), 1u);
+  EXPECT_EQ(p7.partitions_matched, 1u);
+  EXPECT_EQ(p7.partitions[0].total, 2u);
+  QueueView ones = page(1, 3, "1");  // p1, p10..p19, p21, p31: 13 match, from the second
+  EXPECT_EQ(ones.partitions_matched, 13u);
+  ASSERT_EQ(ones.partitions.size(), 3u);
+  EXPECT_EQ(ones.partitions[0].name, "p10");
+  EXPECT_EQ(ones.partitions[2].name, "p12");
+  EXPECT_TRUE(page(40, 15, "").partitions.empty());
+}
+
 TEST(Consume, DlqReplayPushesTheMessageAgainOnce) {
   Harness h;
   QueueOptionsPatch p;
