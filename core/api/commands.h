@@ -203,6 +203,13 @@ struct GroupListCmd {
 
 struct GroupDetailsCmd {
   std::string group;
+  // With `limit`, each queue's partitions a page at a time by name (those whose name contains
+  // `search`, from the `offset`-th, at most `limit`), and only queue `queue` when named; the
+  // lag still counts every partition. Without: every partition of every queue of the group.
+  std::string queue;
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+  std::string search;
 };
 
 struct GroupDeleteCmd {

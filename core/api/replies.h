@@ -273,7 +273,8 @@ struct GroupView {
   uint32_t partitions_with_lag = 0;
   uint64_t total_lag = 0;
   int64_t max_time_lag_s = 0;
-  std::vector<GroupPartitionView> partitions;  // details only
+  std::vector<GroupPartitionView> partitions;  // details only (a paged answer: the page)
+  uint64_t partitions_matched = 0;             // a paged answer: the partitions its search matched
 };
 
 struct GroupsReply {

@@ -139,7 +139,7 @@ void walk(C& c, GroupListCmd& x) {
 }
 template <class C>
 void walk(C& c, GroupDetailsCmd& x) {
-  c(x.group);
+  c(x.group, x.queue, x.offset, x.limit, x.search);
 }
 template <class C>
 void walk(C& c, GroupDeleteCmd& x) {
@@ -337,7 +337,7 @@ void walk(C& c, GroupPartitionView& x) {
 template <class C>
 void walk(C& c, GroupView& x) {
   c(x.group, x.queue, x.mode, x.subscription_us, x.members, x.partitions_with_lag, x.total_lag,
-    x.max_time_lag_s, x.partitions);
+    x.max_time_lag_s, x.partitions, x.partitions_matched);
 }
 template <class C>
 void walk(C& c, GroupsReply& x) {

@@ -7,6 +7,7 @@
 #include "core/kv/maintenance.h"
 #include "core/qlog/log.h"
 #include "core/seal/seal.h"
+#include "core/state/partition_page.h"
 
 namespace queen {
 namespace {
@@ -538,6 +539,34 @@ GroupsReply Engine::groups(const std::string& group, int64_t now_us, bool detail
   for (const auto& [key, meta] : metas_) {
     if (!group.empty() && key.group != group) continue;
     reply.groups.push_back(view_of(key, meta, details || !group.empty(), now_us));
+  }
+  return reply;
+}
+
+GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const {
+  GroupsReply reply;
+  for (const auto& [key, meta] : metas_) {
+    if (key.group != cmd.group) continue;
+    const QueueState* q = store_.queue(key.queue);
+    if (!cmd.queue.empty() && (!q || q->name != cmd.queue)) continue;
+    GroupView v = view_header(key, meta);
+    if (!q) {
+      reply.groups.push_back(std::move(v));
+      continue;
+    }
+    RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
+    auto count = [&](const PartitionState& p) {
+      tally(meta, p, row_in_walk(key.group, p.id, &rit), now_us, &v, nullptr);
+    };
+    PartitionPageArgs args{cmd.offset, cmd.limit, cmd.search};
+    for (const PartitionState* p : partition_page(store_, *q, args, &v.partitions_matched, count)) {
+      auto row = rows_.find(CursorKey{key.group, p->id});
+      GroupView scratch;  // the page's details, already counted in v
+      scratch.queue = v.queue;
+      tally(meta, *p, row == rows_.end() ? nullptr : &row->second, now_us, &scratch,
+            &v.partitions.emplace_back());
+    }
+    reply.groups.push_back(std::move(v));
   }
   return reply;
 }

@@ -106,6 +106,10 @@ class Engine {
   // shows the figures of its last complete walk by lag_step(), which goes over at most that
   // many partitions a call, so no call holds the node for a walk of millions of partitions;
   // before its first walk it is counted at the call if `walk_unknown`, else left out.
+  // One group's details a page of partitions at a time (GroupDetailsCmd with a limit): every
+  // partition's lag counted, only the page's partitions listed.
+  GroupsReply group_page(const GroupDetailsCmd& cmd, int64_t now_us) const;
+
   static constexpr size_t kLagWalkSlicePartitions = size_t{1} << 15;
   // How often the node calls lag_step() while lag_walks_due().
   static constexpr int64_t kLagStepEveryMs = 100;

@@ -1,5 +1,6 @@
 // Administration, maintenance, traces, metrics, DLQ replay, queue listings and reads.
 #include "core/node/node_impl.h"
+#include "core/state/partition_page.h"
 
 namespace queen {
 
@@ -24,6 +25,7 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupListCmd& x) {
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDetailsCmd& x) {
+  if (x.limit > 0) return send(Parked{h, Reply{engine.group_page(x, env.now_us())}});
   send(Parked{h, Reply{engine.groups(x.group, env.now_us())}});
 }
 
@@ -473,32 +475,6 @@ void add_counts(QueueView* v, const PartitionStatsView& ps) {
   v->processing += ps.processing;
 }
 
-// The page of `q`'s partitions by name that `get` asks for; *matched counts those its search
-// matched. Only the first offset + limit names met so far are kept (a heap), so a page near
-// the start looks once at each partition and sorts none but the page.
-std::vector<const PartitionState*> partition_page(const Store& store, const QueueState& q,
-                                                  const QueueGetCmd& get, uint64_t* matched) {
-  auto by_name = [](const PartitionState* a, const PartitionState* b) { return a->name < b->name; };
-  uint64_t keep = get.offset > UINT64_MAX - get.limit ? UINT64_MAX : get.offset + get.limit;
-  std::vector<const PartitionState*> heap;  // the smallest names so far, the largest on top
-  for (PartitionId pid : q.partitions) {
-    const PartitionState* p = store.partition(pid);
-    if (!get.search.empty() && p->name.find(get.search) == std::string::npos) continue;
-    ++*matched;
-    if (heap.size() < keep) {
-      heap.push_back(p);
-      std::push_heap(heap.begin(), heap.end(), by_name);
-    } else if (by_name(p, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), by_name);
-      heap.back() = p;
-      std::push_heap(heap.begin(), heap.end(), by_name);
-    }
-  }
-  std::sort_heap(heap.begin(), heap.end(), by_name);
-  if (heap.size() <= get.offset) return {};
-  return {heap.begin() + static_cast<ptrdiff_t>(get.offset), heap.end()};
-}
-
 }  // namespace
 
 QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
@@ -517,7 +493,8 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
     v.created_us = q.created_us;
     v.partition_count = static_cast<uint32_t>(q.partitions.size());
     if (paged) {
-      for (const PartitionState* p : partition_page(store, q, *get, &v.partitions_matched))
+      PartitionPageArgs args{get->offset, get->limit, get->search};
+      for (const PartitionState* p : partition_page(store, q, args, &v.partitions_matched))
         v.partitions.push_back(reads.partition_stats(*p));
     } else if (get) {
       for (PartitionId pid : q.partitions) {

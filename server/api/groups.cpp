@@ -66,24 +66,20 @@ HttpAnswer render_group_details(const GroupsReply& reply) {
 
 }  // namespace
 
+// The node answered the page the view asks for (GroupDetailsCmd's queue, offset, limit, search).
 HttpAnswer render_group_page(const GroupsReply& reply, const ViewArgs& v) {
   JsonWriter w;
   w.begin_object();
   for (const GroupView& g : reply.groups) {
-    if (!v.queue.empty() && g.queue != v.queue) continue;
-    std::vector<const GroupPartitionView*> parts;
-    for (const GroupPartitionView& p : g.partitions)
-      if (v.search.empty() || p.partition.find(v.search) != std::string::npos) parts.push_back(&p);
     w.key(g.queue).begin_object();
     w.key("partitions").begin_array();
-    for (size_t i = v.offset; i < parts.size() && i < v.offset + v.limit; ++i)
-      render_group_partition(*parts[i], w);
+    for (const GroupPartitionView& p : g.partitions) render_group_partition(p, w);
     w.end_array();
     w.key("totalLag").number(g.total_lag);
     w.key("subscriptionMode").string(mode_name(g.mode));
     w.key("pagination").begin_object();
     w.key("limit").number(v.limit).key("offset").number(v.offset);
-    w.key("total").number(parts.size());
+    w.key("total").number(g.partitions_matched);
     w.end_object();
     w.end_object();
   }
@@ -224,15 +220,23 @@ Parsed parse_group_lagging(const RouteCall& c) {
 // With `limit` (or `offset`, `search`, `queue`), each queue's partitions come a page at a
 // time with their `pagination`; without, the reference's whole answer.
 Parsed parse_group_details(const RouteCall& c) {
-  Parsed p = to_node(c.ids, c.settings.stmt_timeout_ms, GroupDetailsCmd{c.params.at(0)});
-  p.render = RenderAs::group_details;
+  GroupDetailsCmd cmd{c.params.at(0)};
+  ViewArgs view;
+  bool paged = false;
   for (const char* key : {"limit", "offset", "search", "queue"}) {
     if (c.query.count(key) == 0) continue;
-    if (auto error = read_page(c.query, &p.view)) return bad_request(*error);
-    if (const std::string* q = query_text(c.query, "queue")) p.view.queue = *q;
-    p.render = RenderAs::group_page;
+    if (auto error = read_page(c.query, &view)) return bad_request(*error);
+    if (const std::string* q = query_text(c.query, "queue")) view.queue = *q;
+    cmd.queue = view.queue;
+    cmd.offset = view.offset;
+    cmd.limit = view.limit;
+    cmd.search = view.search;
+    paged = true;
     break;
   }
+  Parsed p = to_node(c.ids, c.settings.stmt_timeout_ms, std::move(cmd));
+  p.render = paged ? RenderAs::group_page : RenderAs::group_details;
+  p.view = view;
   return p;
 }
 

@@ -225,6 +225,40 @@ TEST(Consume, AQueuePageIsTakenByNameAndCarriesTheQueuesSums) {
   EXPECT_TRUE(page(40, 15, "").partitions.empty());
 }
 
+// A group's details a page at a time: by name from partitions made in any order, its search
+// counted, and its lag over every partition of the queue, not the page's.
+TEST(Consume, AGroupPageIsTakenByNameAndItsLagCountsEveryPartition) {
+  Harness h;
+  std::vector<std::string> names;
+  for (int i = 0; i < 30; ++i) names.push_back("p" + std::to_string((i * 7) % 30));
+  for (const std::string& name : names) h.push("q", name, {"m-" + name});
+  h.push("other", "x", {"m-x"});
+  h.call<PopReply>(pop_cmd("q", "g", 1));
+  h.call<PopReply>(pop_cmd("other", "g", 1));
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  auto page = [&](uint64_t offset, uint64_t limit, const std::string& search) {
+    GroupsReply r = h.call<GroupsReply>(GroupDetailsCmd{"g", "q", offset, limit, search});
+    EXPECT_EQ(r.groups.size(), 1u) << "only the queue named";
+    return r.groups.at(0);
+  };
+  std::vector<std::string> seen;
+  for (uint64_t offset = 0; offset < 30; offset += 12) {
+    GroupView v = page(offset, 12, "");
+    EXPECT_EQ(v.partitions_matched, 30u);
+    EXPECT_EQ(v.total_lag, 30u) << "every partition's lag, the leased message's included";
+    EXPECT_EQ(v.members, 1u);
+    for (const GroupPartitionView& p : v.partitions) seen.push_back(p.partition);
+  }
+  EXPECT_EQ(seen, sorted);
+  GroupView twos = page(0, 5, "2");  // p2, p12, p20..p29: 12 match
+  EXPECT_EQ(twos.partitions_matched, 12u);
+  ASSERT_EQ(twos.partitions.size(), 5u);
+  EXPECT_EQ(twos.partitions[0].partition, "p12");
+  EXPECT_EQ(twos.partitions[1].partition, "p2");
+  EXPECT_EQ(h.call<GroupsReply>(GroupDetailsCmd{"g", "", 0, 100, ""}).groups.size(), 2u);
+}
+
 TEST(Consume, DlqReplayPushesTheMessageAgainOnce) {
   Harness h;
   QueueOptionsPatch p;
