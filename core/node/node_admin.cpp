@@ -494,11 +494,13 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
     v.partition_count = static_cast<uint32_t>(q.partitions.size());
     if (paged) {
       PartitionPageArgs args{get->offset, get->limit, get->search};
+      StoreReads::DeadLetterCounts dead = reads.dead_letters(id);
       for (const PartitionState* p : partition_page(store, q, args, &v.partitions_matched))
-        v.partitions.push_back(reads.partition_stats(*p));
+        v.partitions.push_back(reads.partition_stats(*p, dead));
     } else if (get) {
+      StoreReads::DeadLetterCounts dead = reads.dead_letters(id);
       for (PartitionId pid : q.partitions) {
-        PartitionStatsView ps = reads.partition_stats(*store.partition(pid));
+        PartitionStatsView ps = reads.partition_stats(*store.partition(pid), dead);
         add_counts(&v, ps);
         v.partitions.push_back(std::move(ps));
       }

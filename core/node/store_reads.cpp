@@ -323,15 +323,22 @@ PartitionStatsView StoreReads::partition_counts(const PartitionState& p) const {
   return s;
 }
 
-PartitionStatsView StoreReads::partition_stats(const PartitionState& p) const {
+StoreReads::DeadLetterCounts StoreReads::dead_letters(QueueId q) const {
+  DeadLetterCounts counts;
+  if (auto it = store_.dlq().find(q); it != store_.dlq().end()) {
+    for (const DlqEntry& d : it->second)
+      if (!d.timer && d.group == kQueueModeGroup) ++counts[d.pid];
+  }
+  return counts;
+}
+
+PartitionStatsView StoreReads::partition_stats(const PartitionState& p,
+                                               const DeadLetterCounts& dead) const {
   PartitionStatsView s = partition_counts(p);
   s.name = p.name;
   s.id = p.id;
   s.created_us = p.created_us;
-  if (auto it = store_.dlq().find(p.queue); it != store_.dlq().end()) {
-    for (const DlqEntry& d : it->second)
-      if (!d.timer && d.pid == p.id && d.group == kQueueModeGroup) ++s.dead_letter;
-  }
+  if (auto it = dead.find(p.id); it != dead.end()) s.dead_letter = it->second;
   for (const AppendRow& r : p.rows) {
     if (r.end() <= p.log_start) continue;
     if (s.oldest_us == 0) s.oldest_us = r.created_us;

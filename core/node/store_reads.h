@@ -4,6 +4,7 @@
 // answers from what it applied (a stale read), the leader from what it committed.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -41,8 +42,12 @@ class StoreReads {
   std::optional<uint64_t> dlq_id_at(PartitionId pid, const Hash128& txn_hash) const;
   // The id of the dead letter whose message has this id, if any.
   std::optional<uint64_t> dlq_id_of(const Uuid& message_id) const;
-  // A partition's counts as the queue-mode group sees them.
-  PartitionStatsView partition_stats(const PartitionState& p) const;
+  // The queue-mode group's dead letters of each partition of queue `q` that has any, counted
+  // in one pass over the queue's dead letters.
+  using DeadLetterCounts = std::map<PartitionId, uint64_t>;
+  DeadLetterCounts dead_letters(QueueId q) const;
+  // A partition's counts as the queue-mode group sees them; its dead letters from `dead`.
+  PartitionStatsView partition_stats(const PartitionState& p, const DeadLetterCounts& dead) const;
   // Only the counts a queue sums (total, pending, processing): no dead letters, no times.
   PartitionStatsView partition_counts(const PartitionState& p) const;
   // Messages stored at or after `since_us` (push maintenance holds them back).

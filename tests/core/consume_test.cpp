@@ -2,6 +2,8 @@
 // extension, seeks, group deletion, DLQ replay, queue deletion, message reads.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/consume/engine.h"
 #include "core/state/checkpoint.h"
 #include "tests/core/mem_env.h"
@@ -223,6 +225,36 @@ TEST(Consume, AQueuePageIsTakenByNameAndCarriesTheQueuesSums) {
   EXPECT_EQ(ones.partitions[0].name, "p10");
   EXPECT_EQ(ones.partitions[2].name, "p12");
   EXPECT_TRUE(page(40, 15, "").partitions.empty());
+}
+
+// A queue's partitions each count their own dead letters (the queue-mode group's), in the
+// whole queue detail and a page of it alike.
+TEST(Consume, EachPartitionOfAQueueDetailCountsItsOwnDeadLetters) {
+  Harness h;
+  QueueOptionsPatch o;
+  o.retry_limit = 0;
+  configure(h, "q", o);
+  h.push("q", "a", {"a1"});
+  h.push("q", "b", {"b1", "b2", "b3"});
+  h.push("q", "c", {"c1"});
+  for (int i = 0; i < 2; ++i) {
+    PopReply r = h.pop("q", kQueueModeGroup, 1, "b");
+    ASSERT_EQ(r.messages.size(), 1u);
+    EXPECT_TRUE(h.ack(r.messages[0], kQueueModeGroup, AckStatus::failed, r.lease_id).dlq);
+  }
+  PopReply r = h.pop("q", kQueueModeGroup, 1, "c");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_TRUE(h.ack(r.messages[0], kQueueModeGroup, AckStatus::failed, r.lease_id).dlq);
+  auto dead_of = [](const QueueView& v) {
+    std::map<std::string, uint64_t> dead;
+    for (const PartitionStatsView& p : v.partitions) dead[p.name] = p.dead_letter;
+    return dead;
+  };
+  std::map<std::string, uint64_t> want{{"Default", 0}, {"a", 0}, {"b", 2}, {"c", 1}};
+  EXPECT_EQ(dead_of(h.call<QueuesReply>(QueueGetCmd{"q"}).queues.at(0)), want);
+  EXPECT_EQ(dead_of(h.call<QueuesReply>(QueueGetCmd{"q", 0, 10, ""}).queues.at(0)), want);
+  EXPECT_EQ(dead_of(h.call<QueuesReply>(QueueGetCmd{"q", 2, 1, ""}).queues.at(0)),
+            (std::map<std::string, uint64_t>{{"b", 2}}));
 }
 
 // A group's details a page at a time: by name from partitions made in any order, its search
