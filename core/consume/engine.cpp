@@ -571,6 +571,28 @@ GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const
   return reply;
 }
 
+GroupsReply Engine::lagging(int64_t min_lag_s, int64_t now_us) const {
+  GroupsReply reply;
+  reply.lagging = true;
+  for (const auto& [key, meta] : metas_) {
+    GroupView v = view_header(key, meta);
+    RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
+    const QueueState* q = store_.queue(key.queue);
+    for (size_t i = 0; q && i < q->partitions.size(); ++i) {
+      PartitionId pid = q->partitions[i];
+      GroupPartitionView pv;
+      tally(meta, *store_.partition(pid), row_in_walk(key.group, pid, &rit), now_us, &v, &pv);
+      if (pv.offset_lag > 0 && pv.time_lag_s > min_lag_s) v.partitions.push_back(std::move(pv));
+    }
+    std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
+              [](const GroupPartitionView& a, const GroupPartitionView& b) {
+                return a.partition < b.partition;
+              });
+    reply.groups.push_back(std::move(v));
+  }
+  return reply;
+}
+
 bool Engine::walked_lag(const GroupKey& key) const {
   const QueueState* q = store_.queue(key.queue);
   return q && q->partitions.size() > kLagWalkSlicePartitions;

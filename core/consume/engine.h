@@ -101,18 +101,21 @@ class Engine {
   // partition of each group's queue.
   GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
 
+  // One group's details a page of partitions at a time (GroupDetailsCmd with a limit): every
+  // partition's lag counted, only the page's partitions listed.
+  GroupsReply group_page(const GroupDetailsCmd& cmd, int64_t now_us) const;
+  // Every group with only its partitions that lag: something unconsumed, the oldest of it more
+  // than `min_lag_s` old. Visits every partition; lists (and holds) only those.
+  GroupsReply lagging(int64_t min_lag_s, int64_t now_us) const;
+
+  static constexpr size_t kLagWalkSlicePartitions = size_t{1} << 15;
+  // How often the node calls lag_step() while lag_walks_due().
+  static constexpr int64_t kLagStepEveryMs = 100;
   // Each group's lag without its partitions, for metrics and the group list. A group on a
   // queue of at most kLagWalkSlicePartitions partitions is counted at the call. A larger one
   // shows the figures of its last complete walk by lag_step(), which goes over at most that
   // many partitions a call, so no call holds the node for a walk of millions of partitions;
   // before its first walk it is counted at the call if `walk_unknown`, else left out.
-  // One group's details a page of partitions at a time (GroupDetailsCmd with a limit): every
-  // partition's lag counted, only the page's partitions listed.
-  GroupsReply group_page(const GroupDetailsCmd& cmd, int64_t now_us) const;
-
-  static constexpr size_t kLagWalkSlicePartitions = size_t{1} << 15;
-  // How often the node calls lag_step() while lag_walks_due().
-  static constexpr int64_t kLagStepEveryMs = 100;
   GroupsReply lag_summary(int64_t now_us, bool walk_unknown);
   void lag_step(int64_t now_us);
   // Whether some group's lag is walked (lag_step() has work).

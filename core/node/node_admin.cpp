@@ -15,13 +15,7 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupListCmd& x) {
   int64_t now_us = env.now_us();
   if (!x.lagging_min_s)
     return send(Parked{h, Reply{engine.lag_summary(now_us, /*walk_unknown=*/true)}});
-  GroupsReply r = engine.groups("", now_us, /*details=*/true);
-  for (GroupView& g : r.groups)
-    std::erase_if(g.partitions, [&](const GroupPartitionView& p) {
-      return p.offset_lag == 0 || p.time_lag_s <= *x.lagging_min_s;
-    });
-  r.lagging = true;
-  send(Parked{h, Reply{std::move(r)}});
+  send(Parked{h, Reply{engine.lagging(*x.lagging_min_s, now_us)}});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDetailsCmd& x) {
