@@ -545,7 +545,9 @@ GroupsReply Engine::groups(const std::string& group, int64_t now_us, bool detail
 
 GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const {
   GroupsReply reply;
-  for (const auto& [key, meta] : metas_) {
+  for (const auto& entry : metas_) {
+    const GroupKey& key = entry.first;  // named, not bound: the lambda below captures them
+    const GroupMeta& meta = entry.second;
     if (key.group != cmd.group) continue;
     const QueueState* q = store_.queue(key.queue);
     if (!cmd.queue.empty() && (!q || q->name != cmd.queue)) continue;
