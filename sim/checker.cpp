@@ -525,10 +525,9 @@ void Checker::before_crash(int node, const Node& process) {
     if (q != nullptr && q->name == kOpsQueue) continue;
     snap.next_offset[p.id.value] = p.next_offset.value;
   }
-  for (const auto& [key, row] : store.cursors()) {
-    if (key.group == kOpsGroup) continue;
-    snap.cursor_next[{key.group, key.pid.value}] = row.next.value;
-  }
+  store.cursors().for_each([&](const std::string& group, PartitionId pid, const CursorRow& row) {
+    if (group != kOpsGroup) snap.cursor_next[{group, pid.value}] = row.next.value;
+  });
   snapshot_ = std::move(snap);
 }
 

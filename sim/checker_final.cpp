@@ -133,13 +133,13 @@ void Checker::final_partitions(const Node& n,
       }
     }
   }
-  for (const auto& [key, row] : store.cursors()) {
-    const PartitionState* p = store.partition(key.pid);
+  store.cursors().for_each([&](const std::string& group, PartitionId pid, const CursorRow& row) {
+    const PartitionState* p = store.partition(pid);
     if (p == nullptr || row.next > p->next_offset) {
-      fail(kInv4, strf("group %s's cursor on p%llu is past the partition's end", key.group.c_str(),
-                       ull(key.pid.value)));
+      fail(kInv4, strf("group %s's cursor on p%llu is past the partition's end", group.c_str(),
+                       ull(pid.value)));
     }
-  }
+  });
 }
 
 void Checker::final_answered(const std::map<Uuid, std::pair<PartitionId, Offset>>& found) {

@@ -72,8 +72,8 @@ bool settled_too_late(const MsgState* st, AckStatus status) {
 Result<std::optional<Offset>> Engine::resolve_ack(const std::string& group, const PartitionState& p,
                                                   const Hash128& txn_hash) {
   Offset cursor = p.log_start;
-  if (auto rit = rows_.find(CursorKey{group, p.id}); rit != rows_.end()) {
-    const CursorRow& row = rit->second;
+  if (const CursorRow* known = rows_.find(group, p.id)) {
+    const CursorRow& row = *known;
     if (row.batch_start < row.batch_end) {
       auto found = hashes_.find(p, txn_hash, row.batch_start, row.batch_end);
       if (!found.ok() || found.value()) return found;
@@ -157,9 +157,9 @@ AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
 AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed) {
   const PartitionState* p = store_.partition(item.partition_id);
   AckResult res = result_for(item, index, *p);
-  auto rit = rows_.find(CursorKey{item.group, p->id});
-  CursorRow empty_row;
-  CursorRow& row = rit != rows_.end() ? rit->second : empty_row;
+  const CursorRow* found = rows_.find(item.group, p->id);
+  const CursorRow empty_row;
+  const CursorRow& row = found ? *found : empty_row;
   const MsgState* st = row.state_of(o);
   bool live = row.lease_live(now_us);
   bool lease_ok = !item.lease_id || (live && *item.lease_id == row.lease_id);
@@ -192,7 +192,7 @@ AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_u
     res.error = "Invalid or expired lease";
     return res;
   }
-  if (rit == rows_.end()) {
+  if (!found) {
     auto mit = metas_.find(GroupKey{item.group, p->queue});
     if (mit == metas_.end()) {
       res.error = "consumer group " + item.group + " has no cursor on partition " + p->name;
@@ -293,7 +293,7 @@ CursorRow Engine::shadow_row(const std::string& group, const PartitionState& p,
                              const TxnConsumePlan& plan) const {
   CursorKey key{group, p.id};
   if (auto it = plan.rows.find(key); it != plan.rows.end()) return it->second;
-  if (auto it = rows_.find(key); it != rows_.end()) return it->second;
+  if (const CursorRow* row = rows_.find(group, p.id)) return *row;
   CursorRow row;
   GroupKey gk{group, p.queue};
   auto mit = metas_.find(gk);
@@ -437,7 +437,7 @@ std::vector<Effect> Engine::commit_txn(TxnConsumePlan&& plan) {
     out.push_back(EffGroupMeta{key.group, key.queue, meta});
   }
   for (auto& [key, row] : plan.rows) {
-    rows_[key] = row;
+    rows_.put(key.group, key.pid, row);
     dirty_rows_.erase(key);  // the transaction's entry carries the row
     out.push_back(EffCursor{key.group, key.pid, row});
   }
@@ -447,7 +447,7 @@ std::vector<Effect> Engine::commit_txn(TxnConsumePlan&& plan) {
   }
   for (const auto& [key, o] : plan.outcomes) {
     const PartitionState* p = store_.partition(key.pid);
-    const CursorRow& row = rows_.at(key);
+    const CursorRow& row = rows_.at(key.group, key.pid);
     if (o.released && row.next < p->next_offset) make_ready(key.group, *p);
   }
   return out;

@@ -36,14 +36,17 @@ void Engine::reset() {
 }
 
 void Engine::load(int64_t foreign_lease_grace_us) {
-  rows_ = store_.cursors();
   metas_ = store_.groups();
-  for (auto& [key, row] : rows_) {
-    if (row.lease_expires_us != 0) row.lease_expires_us += foreign_lease_grace_us;
-    if (row.lease_expires_us != 0) expiries_.insert({row.lease_expires_us, key});
-    if (const PartitionState* p = store_.partition(key.pid))
-      groups_of_queue_[p->queue].insert(key.group);
-  }
+  // The committed rows are read where they are; only a leased row is copied, to give its
+  // lease the grace.
+  store_.cursors().for_each([&](const std::string& group, PartitionId pid, const CursorRow& row) {
+    if (row.lease_expires_us != 0) {
+      int64_t expires_us = row.lease_expires_us + foreign_lease_grace_us;
+      if (foreign_lease_grace_us != 0) rows_.mut_at(group, pid).lease_expires_us = expires_us;
+      expiries_.insert({expires_us, CursorKey{group, pid}});
+    }
+    if (const PartitionState* p = store_.partition(pid)) groups_of_queue_[p->queue].insert(group);
+  });
   for (const auto& [key, meta] : metas_) groups_of_queue_[key.queue].insert(key.group);
 }
 
@@ -72,15 +75,13 @@ Offset Engine::start_offset(const GroupMeta& meta, const PartitionState& p) cons
 }
 
 CursorRow& Engine::ensure_row(const std::string& group, const PartitionState& p) {
-  CursorKey key{group, p.id};
-  auto it = rows_.find(key);
-  if (it != rows_.end()) return it->second;
+  if (CursorRow* row = rows_.mut(group, p.id)) return *row;
   auto mit = metas_.find(GroupKey{group, p.queue});
   QUEEN_ASSERT(mit != metas_.end(), "a row is made only after its group's subscription");
   CursorRow row;
   row.next = std::max(start_offset(mit->second, p), p.log_start);
   mark_dirty(group, p.id);
-  return rows_.emplace(key, row).first->second;
+  return rows_.put(group, p.id, std::move(row));
 }
 
 Engine::ReadySet& Engine::ready_set(const std::string& group, const QueueState& q) {
@@ -98,8 +99,8 @@ const PartitionState* Engine::scan_next(const std::string& group, const QueueSta
   auto it = std::lower_bound(q.partitions.begin(), q.partitions.end(), rs.scan_from);
   for (; it != q.partitions.end() && *it < rs.scan_end; ++it) {
     const PartitionState* p = store_.partition(*it);
-    auto rit = rows_.find(CursorKey{group, *it});
-    Offset next = rit != rows_.end() ? rit->second.next : start_offset(meta, *p);
+    const CursorRow* row = rows_.find(group, *it);
+    Offset next = row ? row->next : start_offset(meta, *p);
     if (next < p->next_offset) {
       rs.scan_from = it->next();
       return p;
@@ -217,7 +218,7 @@ bool Engine::defer_until_visible(const std::string& group, const PartitionState&
 
 void Engine::claim(const std::string& group, const PartitionState& p, const PopCmd& cmd,
                    int64_t now_us, uint32_t* budget, PopResult* res) {
-  CursorRow& row = rows_.at(CursorKey{group, p.id});
+  CursorRow& row = rows_.mut_at(group, p.id);
   const QueueOptions& qo = store_.queue(p.queue)->options;
   advance_cursor(row);
   if (row.next < p.log_start) {  // retention took what the group had not consumed
@@ -344,13 +345,14 @@ bool Engine::read_messages(const PartitionState& p, const std::vector<Offset>& o
 void Engine::hand_back(const PopReply& reply) {
   if (reply.lease_id.is_nil() || reply.messages.empty()) return;
   const PopMessage& m = reply.messages.front();
-  auto it = rows_.find(CursorKey{reply.group, m.partition_id});
-  if (it == rows_.end() || it->second.lease_id != reply.lease_id) return;
-  it->second.lease_expires_us = 0;
-  if (it->second.delivery_attempt > 0) --it->second.delivery_attempt;  // nobody received it
+  const CursorRow* leased = rows_.find(reply.group, m.partition_id);
+  if (!leased || leased->lease_id != reply.lease_id) return;
+  CursorRow* row = rows_.mut(reply.group, m.partition_id);
+  row->lease_expires_us = 0;
+  if (row->delivery_attempt > 0) --row->delivery_attempt;  // nobody received it
   mark_dirty(reply.group, m.partition_id);
   const PartitionState& p = *store_.partition(m.partition_id);
-  if (it->second.next < p.next_offset) make_ready(reply.group, p);
+  if (row->next < p.next_offset) make_ready(reply.group, p);
 }
 
 // ---------------------------------------------------------------------------- administration
@@ -366,10 +368,9 @@ LeaseExtendReply Engine::extend(const LeaseExtendCmd& cmd, int64_t now_us) {
   int64_t want = now_us + std::max<int64_t>(1, cmd.seconds) * kUsPerS;
   std::vector<CursorKey> live;
   for (const CursorKey& key : it->second) {
-    auto rit = rows_.find(key);
-    if (rit == rows_.end() || rit->second.lease_id != cmd.lease_id) continue;
-    CursorRow& row = rit->second;
-    if (!row.lease_live(now_us)) continue;
+    const CursorRow* found = rows_.find(key.group, key.pid);
+    if (!found || found->lease_id != cmd.lease_id || !found->lease_live(now_us)) continue;
+    CursorRow& row = rows_.mut_at(key.group, key.pid);
     row.lease_expires_us = std::max(row.lease_expires_us, want);
     expiries_.insert({row.lease_expires_us, key});
     mark_dirty(key.group, key.pid);
@@ -394,17 +395,14 @@ GroupChangeReply Engine::delete_group(const GroupDeleteCmd& cmd) {
   reply.queue = cmd.queue;
   const QueueState* only = cmd.queue.empty() ? nullptr : store_.queue(cmd.queue);
   if (!cmd.queue.empty() && !only) return reply;
-  for (auto it = rows_.begin(); it != rows_.end();) {
-    const PartitionState* p = store_.partition(it->first.pid);
-    if (it->first.group != cmd.group || (only && (!p || p->queue != only->id))) {
-      ++it;
-      continue;
-    }
-    deleted_rows_.insert(it->first);
-    dirty_rows_.erase(it->first);
-    ++reply.partitions;
-    it = rows_.erase(it);
-  }
+  reply.partitions += static_cast<uint32_t>(
+      rows_.erase_if([&](const std::string& group, PartitionId pid, const CursorRow&) {
+        const PartitionState* p = store_.partition(pid);
+        if (group != cmd.group || (only && (!p || p->queue != only->id))) return false;
+        deleted_rows_.insert(CursorKey{group, pid});
+        dirty_rows_.erase(CursorKey{group, pid});
+        return true;
+      }));
   for (auto it = metas_.begin(); it != metas_.end();) {
     if (it->first.group != cmd.group || (only && it->first.queue != only->id)) {
       ++it;
@@ -507,20 +505,14 @@ void Engine::tally(const GroupMeta& meta, const PartitionState& p, const CursorR
   pv->last_consumed_us = row->last_consumed_us;
 }
 
-const CursorRow* Engine::row_in_walk(const std::string& group, PartitionId pid, RowIt* it) const {
-  while (*it != rows_.end() && (*it)->first.pid < pid && (*it)->first.group == group) ++*it;
-  if (*it == rows_.end() || (*it)->first.pid != pid || (*it)->first.group != group) return nullptr;
-  return &(*it)->second;
-}
-
 GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool details,
                           int64_t now_us) const {
   GroupView v = view_header(key, meta);
   const QueueState* q = store_.queue(key.queue);
   if (!q) return v;
-  RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
+  EngineRows::Walk rows(rows_, key.group);
   for (PartitionId pid : q->partitions) {
-    const CursorRow* row = row_in_walk(key.group, pid, &rit);
+    const CursorRow* row = rows.at(pid);
     if (!details) {
       tally(meta, *store_.partition(pid), row, now_us, &v, nullptr);
       continue;
@@ -556,17 +548,15 @@ GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const
       reply.groups.push_back(std::move(v));
       continue;
     }
-    RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
+    EngineRows::Walk rows(rows_, key.group);
     auto count = [&](const PartitionState& p) {
-      tally(meta, p, row_in_walk(key.group, p.id, &rit), now_us, &v, nullptr);
+      tally(meta, p, rows.at(p.id), now_us, &v, nullptr);
     };
     PartitionPageArgs args{cmd.offset, cmd.limit, cmd.search};
     for (const PartitionState* p : partition_page(store_, *q, args, &v.partitions_matched, count)) {
-      auto row = rows_.find(CursorKey{key.group, p->id});
       GroupView scratch;  // the page's details, already counted in v
       scratch.queue = v.queue;
-      tally(meta, *p, row == rows_.end() ? nullptr : &row->second, now_us, &scratch,
-            &v.partitions.emplace_back());
+      tally(meta, *p, rows_.find(key.group, p->id), now_us, &scratch, &v.partitions.emplace_back());
     }
     reply.groups.push_back(std::move(v));
   }
@@ -578,12 +568,12 @@ GroupsReply Engine::lagging(int64_t min_lag_s, int64_t now_us) const {
   reply.lagging = true;
   for (const auto& [key, meta] : metas_) {
     GroupView v = view_header(key, meta);
-    RowIt rit = rows_.lower_bound(CursorKey{key.group, PartitionId{}});
+    EngineRows::Walk rows(rows_, key.group);
     const QueueState* q = store_.queue(key.queue);
     for (size_t i = 0; q && i < q->partitions.size(); ++i) {
       PartitionId pid = q->partitions[i];
       GroupPartitionView pv;
-      tally(meta, *store_.partition(pid), row_in_walk(key.group, pid, &rit), now_us, &v, &pv);
+      tally(meta, *store_.partition(pid), rows.at(pid), now_us, &v, &pv);
       if (pv.offset_lag > 0 && pv.time_lag_s > min_lag_s) v.partitions.push_back(std::move(pv));
     }
     std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
@@ -640,9 +630,9 @@ bool Engine::walk_slice(const GroupKey& key, const GroupMeta& meta, const QueueS
   LagWalk& w = wit->second;
   if (fresh) w.sum = view_header(key, meta);
   auto it = std::lower_bound(q.partitions.begin(), q.partitions.end(), w.from);
-  RowIt rit = rows_.lower_bound(CursorKey{key.group, w.from});
+  EngineRows::Walk rows(rows_, key.group, w.from);
   for (; it != q.partitions.end() && *budget > 0; ++it, --*budget)
-    tally(meta, *store_.partition(*it), row_in_walk(key.group, *it, &rit), now_us, &w.sum, nullptr);
+    tally(meta, *store_.partition(*it), rows.at(*it), now_us, &w.sum, nullptr);
   if (it != q.partitions.end()) {
     w.from = *it;
     return false;
@@ -653,7 +643,9 @@ bool Engine::walk_slice(const GroupKey& key, const GroupMeta& meta, const QueueS
 }
 
 void Engine::drop_queue(QueueId queue) {
-  std::erase_if(rows_, [&](const auto& kv) { return store_.partition(kv.first.pid) == nullptr; });
+  rows_.erase_if([&](const std::string&, PartitionId pid, const CursorRow&) {
+    return store_.partition(pid) == nullptr;
+  });
   std::erase_if(metas_, [&](const auto& kv) { return kv.first.queue == queue; });
   std::erase_if(ready_, [&](const auto& kv) { return kv.first.queue == queue; });
   std::erase_if(dirty_rows_, [&](const CursorKey& k) { return !store_.partition(k.pid); });
@@ -664,7 +656,7 @@ void Engine::drop_queue(QueueId queue) {
 
 void Engine::drop_partition(const EffPartitionDelete& e) {
   auto of_pid = [&](const CursorKey& k) { return k.pid == e.pid; };
-  std::erase_if(rows_, [&](const auto& kv) { return of_pid(kv.first); });
+  rows_.erase_partition(e.pid);
   std::erase_if(dirty_rows_, of_pid);
   std::erase_if(deleted_rows_, of_pid);
   std::erase_if(expiries_, [&](const auto& x) { return of_pid(x.second); });
@@ -683,8 +675,9 @@ void Engine::drop_partition(const EffPartitionDelete& e) {
 
 std::set<PartitionId> Engine::leased_partitions(int64_t now_us) const {
   std::set<PartitionId> out;
-  for (const auto& [key, row] : rows_)
-    if (row.lease_live(now_us)) out.insert(key.pid);
+  rows_.for_each([&](const std::string&, PartitionId pid, const CursorRow& row) {
+    if (row.lease_live(now_us)) out.insert(pid);
+  });
   return out;
 }
 
@@ -694,7 +687,8 @@ std::vector<Effect> Engine::take_checkpoint() {
   std::vector<Effect> out;
   for (const auto& key : dirty_metas_)
     out.push_back(EffGroupMeta{key.group, key.queue, metas_.at(key)});
-  for (const auto& key : dirty_rows_) out.push_back(EffCursor{key.group, key.pid, rows_.at(key)});
+  for (const auto& key : dirty_rows_)
+    out.push_back(EffCursor{key.group, key.pid, rows_.at(key.group, key.pid)});
   for (auto& d : dlq_) out.push_back(std::move(d));
   for (const auto& key : deleted_rows_) out.push_back(EffCursorDelete{key.group, key.pid});
   for (const auto& key : deleted_metas_) out.push_back(EffGroupMetaDelete{key.group, key.queue});
@@ -727,6 +721,8 @@ void Engine::on_applied(const Entry& entry) {
       ready_.clear();
       for (const auto& [id, q] : store_.queues()) woken_.insert(id);
     }
+    if (auto* c = std::get_if<EffCursor>(&eff)) rows_.settle(c->group, c->pid);
+    if (auto* c = std::get_if<EffCursorDelete>(&eff)) rows_.settle(c->group, c->pid);
     if (auto* d = std::get_if<EffDeleteQueue>(&eff)) drop_queue(d->id);
     if (auto* d = std::get_if<EffPartitionDelete>(&eff)) drop_partition(*d);
     auto* a = std::get_if<EffAppend>(&eff);
@@ -748,13 +744,14 @@ void Engine::expire(int64_t now_us) {
   while (!expiries_.empty() && expiries_.begin()->first <= now_us) {
     auto [at, key] = *expiries_.begin();
     expiries_.erase(expiries_.begin());
-    auto it = rows_.find(key);
-    if (it == rows_.end() || it->second.lease_expires_us != at) continue;
+    const CursorRow* leased = rows_.find(key.group, key.pid);
+    if (!leased || leased->lease_expires_us != at) continue;
+    CursorRow* row = rows_.mut(key.group, key.pid);
     ++stats_.lease_expiries;
     const PartitionState* p = store_.partition(key.pid);
     // Expiry is a function of time: the row needs no new checkpoint for it.
-    it->second.lease_expires_us = 0;
-    if (it->second.next < p->next_offset) make_ready(key.group, *p);
+    row->lease_expires_us = 0;
+    if (row->next < p->next_offset) make_ready(key.group, *p);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/api/replies.h"
+#include "core/consume/engine_rows.h"
 #include "core/node/config.h"
 #include "core/qlog/row_hashes.h"
 #include "core/state/entry.h"
@@ -145,6 +146,8 @@ class Engine {
   std::vector<QueueId> take_woken();
 
   const EngineStats& stats() const { return stats_; }
+  // The cursor rows held beside the store's (EngineRows::overlay_size()).
+  size_t rows_held() const { return rows_.overlay_size(); }
 
  private:
   // A group's claim order on one queue. The partitions the queue had when the set was made
@@ -217,10 +220,6 @@ class Engine {
   // and fills `pv` with the partition's detail when given.
   void tally(const GroupMeta& meta, const PartitionState& p, const CursorRow* row, int64_t now_us,
              GroupView* v, GroupPartitionView* pv) const;
-  using RowIt = std::map<CursorKey, CursorRow>::const_iterator;
-  // The group's row on `pid`, found by moving `it` forward over the rows in key order: a walk
-  // over a queue's partitions in id order reads each row once, without a lookup.
-  const CursorRow* row_in_walk(const std::string& group, PartitionId pid, RowIt* it) const;
   // Whether the group's lag is walked a slice at a time (its queue is larger than a slice).
   bool walked_lag(const GroupKey& key) const;
   // Goes on with the group's walk for at most *budget partitions (taken from it); true when
@@ -234,7 +233,7 @@ class Engine {
   RowHashes& hashes_;
   // Set by each pop: messages created at or after it are held back (push maintenance).
   int64_t hidden_from_us_ = INT64_MAX;
-  std::map<CursorKey, CursorRow> rows_;
+  EngineRows rows_{store_.cursors()};
   std::map<GroupKey, GroupMeta> metas_;
   std::map<GroupKey, ReadySet> ready_;
   std::map<QueueId, std::set<std::string>> groups_of_queue_;

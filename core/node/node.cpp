@@ -387,6 +387,10 @@ const NodeStats& Node::stats() const {
   return n.stats;
 }
 
+size_t Node::cursor_rows_held() const {
+  return impl_->engine.rows_held();
+}
+
 bool Node::serving() const {
   return impl_->serving && !impl_->stopped;
 }

@@ -149,6 +149,9 @@ class Node {
   // Up to `max` committed messages of a partition from `from`, read back from the log.
   Result<std::vector<PopMessage>> read_messages(PartitionId pid, Offset from, uint32_t max) const;
   const NodeStats& stats() const;
+  // The cursor rows the consumption engine holds beside the store's: changed or erased and not
+  // yet applied as they are (the rest are read from the store, not copied).
+  size_t cursor_rows_held() const;
   bool serving() const;
 
   // The node's place in the cluster, for /health, tests and the simulator's checker.

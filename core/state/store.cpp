@@ -153,9 +153,9 @@ void Store::set_cursor(const std::string& group, PartitionId pid, std::optional<
   const PartitionState* p = group == kQueueModeGroup ? partitions_.find(pid) : nullptr;
   if (p) count(*p, -1);
   if (row) {
-    cursors_[CursorKey{group, pid}] = std::move(*row);
+    cursors_.put(group, pid, std::move(*row));
   } else {
-    cursors_.erase(CursorKey{group, pid});
+    cursors_.erase(group, pid);
   }
   if (!p) return;
   count(*p, +1);
@@ -241,15 +241,8 @@ void Store::delete_partition(const EffPartitionDelete& e) {
 }
 
 void Store::erase_cursors_of(PartitionId pid) {
-  // Cursors are in group order, then partition order: a lookup per group, not a pass over
-  // every cursor of every partition.
-  for (auto it = cursors_.begin(); it != cursors_.end();) {
-    const std::string& group = it->first.group;
-    auto next = cursors_.upper_bound(CursorKey{group, PartitionId(UINT64_MAX)});
-    auto at = cursors_.lower_bound(CursorKey{group, pid});
-    if (at != next && at->first.pid == pid) cursors_.erase(at);  // `group` may go with it
-    it = next;
-  }
+  // A lookup per group, not a pass over every cursor of every partition.
+  cursors_.erase_partition(pid);
 }
 
 void Store::delete_queue(QueueId id) {
@@ -258,8 +251,8 @@ void Store::delete_queue(QueueId id) {
   // One pass over the cursors for the whole queue: one per partition would take time in the
   // product of partitions and cursors (a queue of 40k partitions, each with a cursor: 5 s).
   const std::vector<PartitionId>& ids = qit->second.partitions;  // sorted
-  std::erase_if(cursors_, [&](const auto& kv) {
-    return std::binary_search(ids.begin(), ids.end(), kv.first.pid);
+  cursors_.erase_if([&](const std::string&, PartitionId pid, const CursorRow&) {
+    return std::binary_search(ids.begin(), ids.end(), pid);
   });
   for (PartitionId pid : ids) {
     leased_.erase(pid);
@@ -278,8 +271,7 @@ const KvRow* Store::kv_row(const KvKey& key) const {
 }
 
 const CursorRow* Store::cursor(const std::string& group, PartitionId pid) const {
-  auto it = cursors_.find(CursorKey{group, pid});
-  return it == cursors_.end() ? nullptr : &it->second;
+  return cursors_.find(group, pid);
 }
 
 const GroupMeta* Store::group_meta(const std::string& group, QueueId q) const {

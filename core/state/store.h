@@ -17,6 +17,7 @@
 #include "core/common/compact_vector.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
+#include "core/state/cursor_table.h"
 #include "core/state/entry.h"
 #include "core/state/id_table.h"
 #include "core/state/partition_names.h"
@@ -187,7 +188,7 @@ class Store {
 
   const std::map<QueueId, QueueState>& queues() const { return queues_; }
   const Partitions& partitions() const { return partitions_; }
-  const std::map<CursorKey, CursorRow>& cursors() const { return cursors_; }
+  const CursorTable& cursors() const { return cursors_; }
   const std::map<GroupKey, GroupMeta>& groups() const { return groups_; }
   const std::map<QueueId, std::vector<DlqEntry>>& dlq() const { return dlq_; }
   const std::map<KvKey, KvRow>& kv() const { return kv_; }
@@ -291,7 +292,7 @@ class Store {
   PartitionNames partition_names_;  // (queue, name) -> id
   std::map<QueueId, QueueCounts> queue_counts_;  // derived; no entry: all zero
   std::set<PartitionId> leased_;
-  std::map<CursorKey, CursorRow> cursors_;
+  CursorTable cursors_;
   std::map<GroupKey, GroupMeta> groups_;
   std::map<QueueId, std::vector<DlqEntry>> dlq_;
   std::map<KvKey, KvRow> kv_;

@@ -272,10 +272,10 @@ void Store::encode_with(ByteWriter& w, const AppendsSince* since, LogIndex base)
     w.boundary();
   }
   put_count(w, cursors_.size());
-  for (const auto& [key, row] : cursors_) {
-    encode_effect(w, EffCursor{key.group, key.pid, row});
+  cursors_.for_each([&](const std::string& group, PartitionId pid, const CursorRow& row) {
+    encode_effect(w, EffCursor{group, pid, row});
     w.boundary();
-  }
+  });
   put_count(w, groups_.size());
   for (const auto& [key, meta] : groups_)
     encode_effect(w, EffGroupMeta{key.group, key.queue, meta});
@@ -326,7 +326,7 @@ Result<Store> Store::decode_with(ByteReader& r, Store* base, bool outcomes_by_id
   s.decode_partitions(r, base, format);
   get_table(r, [&] {
     EffCursor c;
-    if (get_as(r, &c)) s.cursors_[CursorKey{c.group, c.pid}] = std::move(c.row);
+    if (get_as(r, &c)) s.cursors_.put(c.group, c.pid, std::move(c.row));
   });
   get_table(r, [&] {
     EffGroupMeta g;
@@ -421,15 +421,13 @@ void Store::rebuild_indexes() {
   for (const auto& [id, q] : queues_) queue_names_[q.name] = id;
   // The queue-mode group's cursors move their partitions' unconsumed counts, and a lease
   // files its partition as leased.
-  const std::string group(kQueueModeGroup);
-  for (auto it = cursors_.lower_bound(CursorKey{group, PartitionId(0)});
-       it != cursors_.end() && it->first.group == group; ++it) {
-    const PartitionState* p = partitions_.find(it->first.pid);
-    if (!p) continue;
+  cursors_.for_each_in(kQueueModeGroup, [&](PartitionId pid, const CursorRow& row) {
+    const PartitionState* p = partitions_.find(pid);
+    if (!p) return;
     count_unconsumed(*p, Offset(0), -1);
-    count_unconsumed(*p, it->second.next, +1);
-    if (it->second.lease_expires_us != 0) leased_.insert(p->id);
-  }
+    count_unconsumed(*p, row.next, +1);
+    if (row.lease_expires_us != 0) leased_.insert(p->id);
+  });
   for (const auto& [key, row] : kv_)
     if (row.expires_us != 0) kv_expiries_.insert({row.expires_us, key});
   for (const auto& [key, row] : timers_) timers_due_.insert({row.deliver_at_us, key});

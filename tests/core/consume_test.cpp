@@ -329,8 +329,9 @@ TEST(Consume, DeletedQueueTakesItsCursorsAndLeavesTheOthers) {
   h.call<GroupChangeReply>(QueueDeleteCmd{"gone"});
   QueueId kept = h.node().store().queue("kept")->id;
   ASSERT_EQ(h.node().store().cursors().size(), 3u);
-  for (const auto& [key, row] : h.node().store().cursors())
-    EXPECT_EQ(h.node().store().partition(key.pid)->queue, kept);
+  h.node().store().cursors().for_each([&](const std::string&, PartitionId pid, const CursorRow&) {
+    EXPECT_EQ(h.node().store().partition(pid)->queue, kept);
+  });
 }
 
 TEST(Consume, DeletedQueueIsGoneAndItsNameCanBeUsedAgain) {
@@ -481,6 +482,42 @@ TEST(Consume, AGroupOnAQueueLargerThanASliceIsCountedASliceAtATime) {
   ASSERT_TRUE(lag.has_value());
   EXPECT_EQ(lag->lag_messages, n - 2);
   EXPECT_EQ(lag->partitions_with_lag, n - 2);
+}
+
+// A cursor row nobody is changing is held once, by the store: after a group consumed every
+// partition and its acks were answered (committed), the engine holds no row beside the
+// store's, and the group's next pop reads its cursors there (it gets only what came after). A
+// deleted group's rows are hidden at once, and the group starts over.
+TEST(Consume, CommittedCursorRowsAreHeldOnceAndReadFromTheStore) {
+  Harness h;
+  constexpr size_t kPartitions = 40;
+  for (size_t i = 0; i < kPartitions; ++i)
+    h.push("q", "p" + std::to_string(i), {"m" + std::to_string(i)});
+  size_t acked = 0;
+  for (size_t round = 0; round < kPartitions && acked < kPartitions; ++round) {
+    PopCmd c = pop_cmd("q", "g", 10);
+    c.partitions = 8;
+    PopReply r = h.call<PopReply>(c);
+    for (const auto& m : r.messages)
+      acked += h.ack(m, "g", AckStatus::completed, r.lease_id).success ? 1 : 0;
+  }
+  ASSERT_EQ(acked, kPartitions);
+  EXPECT_EQ(h.node().store().cursors().size(), kPartitions);
+  EXPECT_EQ(h.node().cursor_rows_held(), 0u);
+
+  PopCmd all = pop_cmd("q", "g", 100);
+  all.partitions = Engine::kPopPartitionsMax;
+  EXPECT_TRUE(h.call<PopReply>(all).messages.empty());
+  h.push("q", "p7", {"late"});
+  PopReply late = h.call<PopReply>(all);
+  ASSERT_EQ(late.messages.size(), 1u);
+  EXPECT_EQ(late.messages[0].transaction_id, "late");
+  EXPECT_TRUE(h.ack(late.messages[0], "g", AckStatus::completed, late.lease_id).success);
+  EXPECT_EQ(h.node().cursor_rows_held(), 0u);
+
+  GroupChangeReply d = h.call<GroupChangeReply>(GroupDeleteCmd{"g", "", true});
+  EXPECT_EQ(d.partitions, kPartitions);
+  EXPECT_EQ(h.call<PopReply>(all).messages.size(), kPartitions + 1);
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ RC_GTEST_PROP(Store, DeletingAPartitionTakesItsCursorsInEveryGroupAndNoOther, ()
     std::erase_if(model, [&](const auto& c) { return c.second == p; });
   }
   std::set<std::pair<std::string, uint64_t>> left;
-  for (const auto& [key, row] : a.s.cursors()) left.insert({key.group, key.pid.value});
+  a.s.cursors().for_each([&](const std::string& group, PartitionId pid, const CursorRow&) {
+    left.insert({group, pid.value});
+  });
   RC_ASSERT(left == model);
 }
 
