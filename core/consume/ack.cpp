@@ -215,6 +215,8 @@ AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_u
     r.lease_expires_us = keep_expiry;
     out.released = false;
   }
+  if (keep_expiry != 0 && r.lease_expires_us == 0)
+    forget_lease(CursorKey{item.group, p->id}, r.lease_id, keep_expiry);
   finish(item.group, *p, r, o, item.error, out, &dlq_);
   res.dlq = out.dlq;
   res.lease_released = !live || out.released;
@@ -437,6 +439,10 @@ std::vector<Effect> Engine::commit_txn(TxnConsumePlan&& plan) {
     out.push_back(EffGroupMeta{key.group, key.queue, meta});
   }
   for (auto& [key, row] : plan.rows) {
+    const CursorRow* was = rows_.find(key.group, key.pid);
+    if (was && was->lease_expires_us != 0 &&
+        (row.lease_id != was->lease_id || row.lease_expires_us != was->lease_expires_us))
+      forget_lease(key, was->lease_id, was->lease_expires_us);
     rows_.put(key.group, key.pid, row);
     dirty_rows_.erase(key);  // the transaction's entry carries the row
     out.push_back(EffCursor{key.group, key.pid, row});

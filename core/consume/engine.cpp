@@ -43,7 +43,7 @@ void Engine::load(int64_t foreign_lease_grace_us) {
     if (row.lease_expires_us != 0) {
       int64_t expires_us = row.lease_expires_us + foreign_lease_grace_us;
       if (foreign_lease_grace_us != 0) rows_.mut_at(group, pid).lease_expires_us = expires_us;
-      expiries_.insert({expires_us, CursorKey{group, pid}});
+      expiries_.insert({expires_us, CursorKey{group, pid}, row.lease_id});
     }
     if (const PartitionState* p = store_.partition(pid)) groups_of_queue_[p->queue].insert(group);
   });
@@ -288,9 +288,11 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
           LeaseId{make_uuid_v7(now_us / 1000, env_.random_u64(), env_.random_u64())};
     int64_t lease_s = cmd.lease_time_s.value_or(qo.lease_time_s);
     if (lease_s <= 0) lease_s = kPushCreatedLeaseTimeS;
+    if (row.lease_expires_us != 0)  // expired, and expire() has not come to it yet
+      forget_lease(CursorKey{group, p.id}, row.lease_id, row.lease_expires_us);
     row.lease_id = res->reply.lease_id;
     row.lease_expires_us = now_us + lease_s * kUsPerS;
-    expiries_.insert({row.lease_expires_us, CursorKey{group, p.id}});
+    expiries_.insert({row.lease_expires_us, CursorKey{group, p.id}, row.lease_id});
     leases_[row.lease_id].push_back(CursorKey{group, p.id});
   }
   mark_dirty(group, p.id);
@@ -348,6 +350,8 @@ void Engine::hand_back(const PopReply& reply) {
   const CursorRow* leased = rows_.find(reply.group, m.partition_id);
   if (!leased || leased->lease_id != reply.lease_id) return;
   CursorRow* row = rows_.mut(reply.group, m.partition_id);
+  if (row->lease_expires_us != 0)
+    forget_lease(CursorKey{reply.group, m.partition_id}, row->lease_id, row->lease_expires_us);
   row->lease_expires_us = 0;
   if (row->delivery_attempt > 0) --row->delivery_attempt;  // nobody received it
   mark_dirty(reply.group, m.partition_id);
@@ -371,8 +375,9 @@ LeaseExtendReply Engine::extend(const LeaseExtendCmd& cmd, int64_t now_us) {
     const CursorRow* found = rows_.find(key.group, key.pid);
     if (!found || found->lease_id != cmd.lease_id || !found->lease_live(now_us)) continue;
     CursorRow& row = rows_.mut_at(key.group, key.pid);
+    expiries_.erase({row.lease_expires_us, key, cmd.lease_id});
     row.lease_expires_us = std::max(row.lease_expires_us, want);
-    expiries_.insert({row.lease_expires_us, key});
+    expiries_.insert({row.lease_expires_us, key, cmd.lease_id});
     mark_dirty(key.group, key.pid);
     live.push_back(key);
     if (reply.expires_us == 0 || row.lease_expires_us < reply.expires_us)
@@ -439,6 +444,8 @@ GroupChangeReply Engine::seek(const SeekCmd& cmd) {
     if (!cmd.partition.empty() && p.name != cmd.partition) continue;
     CursorRow& row = ensure_row(cmd.group, p);
     row.next = cmd.to_end ? p.next_offset : p.first_at_or_after(cmd.timestamp_us + 1);
+    if (row.lease_expires_us != 0)
+      forget_lease(CursorKey{cmd.group, pid}, row.lease_id, row.lease_expires_us);
     row.lease_expires_us = 0;
     row.settled.clear();
     row.retry_count = 0;
@@ -642,6 +649,14 @@ bool Engine::walk_slice(const GroupKey& key, const GroupMeta& meta, const QueueS
   return true;
 }
 
+void Engine::forget_lease(const CursorKey& key, LeaseId lease, int64_t expires_us) {
+  expiries_.erase({expires_us, key, lease});
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return;
+  std::erase(it->second, key);
+  if (it->second.empty()) leases_.erase(it);
+}
+
 void Engine::drop_queue(QueueId queue) {
   rows_.erase_if([&](const std::string&, PartitionId pid, const CursorRow&) {
     return store_.partition(pid) == nullptr;
@@ -659,7 +674,7 @@ void Engine::drop_partition(const EffPartitionDelete& e) {
   rows_.erase_partition(e.pid);
   std::erase_if(dirty_rows_, of_pid);
   std::erase_if(deleted_rows_, of_pid);
-  std::erase_if(expiries_, [&](const auto& x) { return of_pid(x.second); });
+  std::erase_if(expiries_, [&](const auto& x) { return of_pid(std::get<1>(x)); });
   std::erase_if(deferred_, [&](const auto& x) { return of_pid(x.second); });
   for (auto& [lease, keys] : leases_) std::erase_if(keys, of_pid);
   std::erase_if(leases_, [](const auto& kv) { return kv.second.empty(); });
@@ -741,11 +756,11 @@ void Engine::expire(int64_t now_us) {
     deferred_.erase(deferred_.begin());
     if (const PartitionState* p = store_.partition(key.pid)) make_ready(key.group, *p);
   }
-  while (!expiries_.empty() && expiries_.begin()->first <= now_us) {
-    auto [at, key] = *expiries_.begin();
-    expiries_.erase(expiries_.begin());
+  while (!expiries_.empty() && std::get<0>(*expiries_.begin()) <= now_us) {
+    auto [at, key, lease] = *expiries_.begin();
+    forget_lease(key, lease, at);
     const CursorRow* leased = rows_.find(key.group, key.pid);
-    if (!leased || leased->lease_expires_us != at) continue;
+    if (!leased || leased->lease_id != lease || leased->lease_expires_us != at) continue;
     CursorRow* row = rows_.mut(key.group, key.pid);
     ++stats_.lease_expiries;
     const PartitionState* p = store_.partition(key.pid);
@@ -756,7 +771,7 @@ void Engine::expire(int64_t now_us) {
 }
 
 int64_t Engine::next_expiry_us() const {
-  int64_t at = expiries_.empty() ? INT64_MAX : expiries_.begin()->first;
+  int64_t at = expiries_.empty() ? INT64_MAX : std::get<0>(*expiries_.begin());
   if (!deferred_.empty()) at = std::min(at, deferred_.begin()->first);
   return at;
 }

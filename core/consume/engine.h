@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/api/replies.h"
@@ -148,6 +149,9 @@ class Engine {
   const EngineStats& stats() const { return stats_; }
   // The cursor rows held beside the store's (EngineRows::overlay_size()).
   size_t rows_held() const { return rows_.overlay_size(); }
+  // The leases held for expiry and extension: each row's live (or expired, not yet reaped)
+  // lease counts once.
+  size_t leases_held() const { return expiries_.size(); }
 
  private:
   // A group's claim order on one queue. The partitions the queue had when the set was made
@@ -212,6 +216,9 @@ class Engine {
     dirty_rows_.insert(CursorKey{group, pid});
     deleted_rows_.erase(CursorKey{group, pid});
   }
+  // Forgets the lease `lease` of the row at `key`, which expired at or was released before
+  // `expires_us`: its expiry and its place in the lease's rows.
+  void forget_lease(const CursorKey& key, LeaseId lease, int64_t expires_us);
   void drop_queue(QueueId queue);
   void drop_partition(const EffPartitionDelete& e);
   GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details, int64_t now_us) const;
@@ -237,9 +244,12 @@ class Engine {
   std::map<GroupKey, GroupMeta> metas_;
   std::map<GroupKey, ReadySet> ready_;
   std::map<QueueId, std::set<std::string>> groups_of_queue_;
-  std::set<std::pair<int64_t, CursorKey>> expiries_;
+  // Each lease a row was given, at its expiry: (expires_us, row, lease). One per row and lease
+  // (an extension moves it); a lease released before it expires leaves at once.
+  std::set<std::tuple<int64_t, CursorKey, LeaseId>> expiries_;
   std::set<std::pair<int64_t, CursorKey>> deferred_;  // not deliverable before the time
-  std::map<LeaseId, std::vector<CursorKey>> leases_;  // for lease extension
+  // For lease extension: each lease's rows, until each has released or expired it.
+  std::map<LeaseId, std::vector<CursorKey>> leases_;
   std::set<CursorKey> dirty_rows_;
   std::set<GroupKey> dirty_metas_;
   std::set<CursorKey> deleted_rows_;

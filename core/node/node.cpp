@@ -391,6 +391,10 @@ size_t Node::cursor_rows_held() const {
   return impl_->engine.rows_held();
 }
 
+size_t Node::leases_held() const {
+  return impl_->engine.leases_held();
+}
+
 bool Node::serving() const {
   return impl_->serving && !impl_->stopped;
 }

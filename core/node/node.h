@@ -152,6 +152,9 @@ class Node {
   // The cursor rows the consumption engine holds beside the store's: changed or erased and not
   // yet applied as they are (the rest are read from the store, not copied).
   size_t cursor_rows_held() const;
+  // The leases the consumption engine keeps for expiry and extension, one per row: released
+  // and expired ones are dropped.
+  size_t leases_held() const;
   bool serving() const;
 
   // The node's place in the cluster, for /health, tests and the simulator's checker.

@@ -103,9 +103,34 @@ TEST(Consume, LeaseExtensionKeepsTheBatchPastItsFirstExpiry) {
   h.env.advance_ms(1000);
   EXPECT_TRUE(h.call<PopReply>(pop_cmd("q", "g", 1)).messages.empty());
   EXPECT_TRUE(h.ack(r.messages[0], "g", AckStatus::completed, r.lease_id).success);
+  EXPECT_EQ(h.node().leases_held(), 0u);  // the ack released it
   h.env.advance_ms(5000);
   LeaseExtendReply gone = h.call<LeaseExtendReply>(LeaseExtendCmd{r.lease_id, 5});
   EXPECT_FALSE(gone.success);
+}
+
+// A lease nobody acks is dropped once it expires, and one that was extended is kept (and can
+// be extended again) past the time it first had.
+TEST(Consume, ExpiredLeasesAreDroppedAndExtendedOnesKept) {
+  Harness h;
+  QueueOptionsPatch p;
+  p.lease_time_s = 1;
+  configure(h, "q", p);
+  h.push("q", "a", {"a1"});
+  h.push("q", "b", {"b1"});
+  PopReply kept = h.call<PopReply>(pop_cmd("q", "g", 1));
+  PopReply left = h.call<PopReply>(pop_cmd("q", "g", 1));
+  ASSERT_EQ(kept.messages.size(), 1u);
+  ASSERT_EQ(left.messages.size(), 1u);
+  EXPECT_EQ(h.node().leases_held(), 2u);
+  h.env.advance_ms(800);
+  ASSERT_TRUE(h.call<LeaseExtendReply>(LeaseExtendCmd{kept.lease_id, 3}).success);
+  h.env.advance_ms(1500);  // past both first expiries
+  EXPECT_EQ(h.node().leases_held(), 1u);
+  EXPECT_FALSE(h.call<LeaseExtendReply>(LeaseExtendCmd{left.lease_id, 3}).success);
+  EXPECT_TRUE(h.call<LeaseExtendReply>(LeaseExtendCmd{kept.lease_id, 3}).success);
+  EXPECT_TRUE(h.ack(kept.messages[0], "g", AckStatus::completed, kept.lease_id).success);
+  EXPECT_EQ(h.node().leases_held(), 0u);
 }
 
 TEST(Consume, FailedAckBelowTheCursorIsRefused) {
@@ -504,6 +529,7 @@ TEST(Consume, CommittedCursorRowsAreHeldOnceAndReadFromTheStore) {
   ASSERT_EQ(acked, kPartitions);
   EXPECT_EQ(h.node().store().cursors().size(), kPartitions);
   EXPECT_EQ(h.node().cursor_rows_held(), 0u);
+  EXPECT_EQ(h.node().leases_held(), 0u);  // each ack released its lease
 
   PopCmd all = pop_cmd("q", "g", 100);
   all.partitions = Engine::kPopPartitionsMax;
