@@ -1,7 +1,8 @@
 // The consumption engine: serves pops, acks and leases from memory on the leader, never
-// through the planner. It owns the live cursor rows of every (group, partition), the claim
-// order (a ready list per group and queue, oldest claimable first), lease expiry, the retry
-// budget and moves to the dead-letter list. Every change marks its row dirty; the node logs
+// through the planner. It owns the live cursor rows of every (group, partition) (the store's
+// committed rows, overlaid with the ones it changed until the store applies them: see
+// engine_rows.h), the claim order (a ready list per group and queue, oldest claimable first),
+// lease expiry, the retry budget and moves to the dead-letter list. Every change marks its row dirty; the node logs
 // dirty rows as a checkpoint entry and answers a pop or ack only once that entry commits.
 //
 // A lease is a change to the group's cursor row: [batch_start, batch_end) leased to a lease
@@ -72,8 +73,8 @@ class Engine {
   Engine(Env& env, const Store& store, const NodeConfig& config, RowHashes& hashes)
       : env_(env), store_(store), config_(config), hashes_(hashes) {}
 
-  // Takes the committed cursor rows and subscriptions as the live state (after recovery).
-  // Loads the committed cursor rows. A lease timed by another node's clock is held
+  // Takes the committed cursor rows and subscriptions as the live state (after recovery):
+  // the rows are read in the store, not copied. A lease timed by another node's clock is held
   // `foreign_lease_grace_us` past its expiry (the clock-skew bound), so no lease it granted
   // is handed out again early by this node's clock.
   void load(int64_t foreign_lease_grace_us = 0);

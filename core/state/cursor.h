@@ -1,6 +1,7 @@
 // A consumer group's cursor row on one partition: the cursor, the live (or last) lease, the
-// retry counter and the settled offsets of the current batch. The consumption engine owns the
-// live copy on the leader; checkpoints log rows and every node applies them to the store.
+// retry counter and the settled offsets of the current batch. The consumption engine changes
+// rows on the leader (a copy of each changed row, until the store applies it); checkpoints
+// log rows and every node applies them to the store.
 #pragma once
 
 #include <cstdint>
