@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/common/bytes.h"
+#include "core/common/compact_vector.h"
 #include "core/common/types.h"
 
 namespace queen {
@@ -78,6 +79,11 @@ struct BinaryPut {
   }
   template <class T>
   void field(std::vector<T>& v) {
+    w.u32(static_cast<uint32_t>(v.size()));
+    for (T& x : v) field(x);
+  }
+  template <class T>
+  void field(CompactVector<T>& v) {  // as a std::vector's
     w.u32(static_cast<uint32_t>(v.size()));
     for (T& x : v) field(x);
   }
@@ -148,6 +154,16 @@ struct BinaryGet {
     v.clear();
     v.reserve(n);
     for (uint32_t i = 0; i < n && r.ok(); ++i) field(v.emplace_back());
+  }
+  template <class T>
+  void field(CompactVector<T>& v) {  // as a std::vector's
+    uint32_t n = r.count(1);
+    v.clear();
+    v.reserve(n);
+    for (uint32_t i = 0; i < n && r.ok(); ++i) {
+      v.push_back(T{});
+      field(v.back());
+    }
   }
   template <class A, class B>
   void field(std::pair<A, B>& v) {

@@ -147,4 +147,14 @@ class CompactVector {
   Header* h_ = nullptr;
 };
 
+// Removes the values for which pred(value) holds, keeping the others' order (as
+// std::erase_if does for a std::vector); returns how many.
+template <class T, class Pred>
+size_t erase_if(CompactVector<T>& v, Pred pred) {
+  T* kept_end = std::remove_if(v.begin(), v.end(), pred);
+  size_t erased = static_cast<size_t>(v.end() - kept_end);
+  v.erase(kept_end, v.end());
+  return erased;
+}
+
 }  // namespace queen

@@ -241,8 +241,8 @@ SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t r
     row.set_state(o, s);
     if (row.lease_expires_us != 0) {
       if (row.handed_back.size() >= CursorRow::kHandedBackMax)
-        row.handed_back.erase(row.handed_back.begin());
-      row.handed_back.emplace_back(row.lease_id, o);
+        row.handed_back.erase(row.handed_back.begin(), row.handed_back.begin() + 1);
+      row.handed_back.push_back({row.lease_id, o});
     }
     row.lease_expires_us = 0;
     out.released = true;

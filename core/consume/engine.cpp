@@ -223,7 +223,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
   advance_cursor(row);
   if (row.next < p.log_start) {  // retention took what the group had not consumed
     row.next = p.log_start;
-    std::erase_if(row.settled, [&](const auto& st) { return st.first < row.next; });
+    erase_if(row.settled, [&](const auto& st) { return st.first < row.next; });
     mark_dirty(group, p.id);
   }
   if (cmd.conflation) {
@@ -269,7 +269,7 @@ void Engine::claim(const std::string& group, const PartitionState& p, const PopC
     if (o < row.batch_end) ++stats_.redeliveries;
   row.delivery_attempt = again ? row.delivery_attempt + 1 : 1;
   // Keep only what a later batch must skip: settled offsets at or after the cursor.
-  std::erase_if(row.settled, [&](const auto& st) {
+  erase_if(row.settled, [&](const auto& st) {
     return st.first < row.next || (st.second != MsgState::acked && st.second != MsgState::dlq);
   });
   row.batch_start = offsets.front();

@@ -1,6 +1,7 @@
 // CompactVector: holds what a std::vector holds after any mix of pushes, inserts, range
-// erases, assigns, copies, moves, clears and releases, for values that own memory (so a leak, a
-// double free or a value left behind shows under the sanitizers and in the comparison).
+// erases, erase_if, assigns, copies, moves, clears and releases, for values that own memory (so
+// a leak, a double free or a value left behind shows under the sanitizers and in the
+// comparison).
 #include "core/common/compact_vector.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +28,7 @@ RC_GTEST_PROP(CompactVector, HoldsWhatAVectorHolds, ()) {
   std::vector<std::string> v;
   const auto steps = *rc::gen::inRange<int>(1, 200);
   for (int s = 0; s < steps; ++s) {
-    switch (*rc::gen::inRange<int>(0, 10)) {
+    switch (*rc::gen::inRange<int>(0, 11)) {
       case 0:
       case 1:
       case 2: {  // long enough to own a heap buffer
@@ -72,6 +73,11 @@ RC_GTEST_PROP(CompactVector, HoldsWhatAVectorHolds, ()) {
         RC_ASSERT(c.capacity() == 0u);
         v.clear();
         break;
+      case 9: {  // the odd-length values
+        auto odd = [](const std::string& x) { return x.size() % 2 == 1; };
+        RC_ASSERT(erase_if(c, odd) == std::erase_if(v, odd));
+        break;
+      }
       default:
         c.clear();
         v.clear();

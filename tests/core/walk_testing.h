@@ -107,6 +107,14 @@ struct Fill {
     v.resize(below(3));
     for (T& x : v) field(x);
   }
+  template <class T>
+  void field(CompactVector<T>& v) {
+    v.clear();
+    for (size_t n = below(3); n > 0; --n) {
+      v.push_back(T{});
+      field(v.back());
+    }
+  }
   template <class A, class B>
   void field(std::pair<A, B>& v) {
     field(v.first);
