@@ -400,14 +400,14 @@ GroupChangeReply Engine::delete_group(const GroupDeleteCmd& cmd) {
   reply.queue = cmd.queue;
   const QueueState* only = cmd.queue.empty() ? nullptr : store_.queue(cmd.queue);
   if (!cmd.queue.empty() && !only) return reply;
-  reply.partitions += static_cast<uint32_t>(
-      rows_.erase_if([&](const std::string& group, PartitionId pid, const CursorRow&) {
-        const PartitionState* p = store_.partition(pid);
-        if (group != cmd.group || (only && (!p || p->queue != only->id))) return false;
-        deleted_rows_.insert(CursorKey{group, pid});
-        dirty_rows_.erase(CursorKey{group, pid});
-        return true;
-      }));
+  size_t erased = rows_.erase_group_if(cmd.group, [&](PartitionId pid, const CursorRow&) {
+    const PartitionState* p = store_.partition(pid);
+    if (only && (!p || p->queue != only->id)) return false;
+    deleted_rows_.insert(CursorKey{cmd.group, pid});
+    dirty_rows_.erase(CursorKey{cmd.group, pid});
+    return true;
+  });
+  reply.partitions += static_cast<uint32_t>(erased);
   for (auto it = metas_.begin(); it != metas_.end();) {
     if (it->first.group != cmd.group || (only && it->first.queue != only->id)) {
       ++it;
@@ -658,9 +658,7 @@ void Engine::forget_lease(const CursorKey& key, LeaseId lease, int64_t expires_u
 }
 
 void Engine::drop_queue(QueueId queue) {
-  rows_.erase_if([&](const std::string&, PartitionId pid, const CursorRow&) {
-    return store_.partition(pid) == nullptr;
-  });
+  rows_.drop_partitions_if([&](PartitionId pid) { return store_.partition(pid) == nullptr; });
   std::erase_if(metas_, [&](const auto& kv) { return kv.first.queue == queue; });
   std::erase_if(ready_, [&](const auto& kv) { return kv.first.queue == queue; });
   std::erase_if(dirty_rows_, [&](const CursorKey& k) { return !store_.partition(k.pid); });

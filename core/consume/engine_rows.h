@@ -62,22 +62,33 @@ class EngineRows {
     return *at;
   }
 
-  // Erases the rows for which pred(group, pid, row) holds; returns how many.
+  // Erases `group`'s rows for which pred(pid, row) holds; returns how many. Reads only that
+  // group's committed rows.
   template <class Pred>
-  size_t erase_if(Pred pred) {
+  size_t erase_group_if(std::string_view group, Pred pred) {
     size_t erased = 0;
-    committed_.for_each([&](const std::string& group, PartitionId pid, const CursorRow& row) {
-      if (is_erased(group, pid) || overlay_.find(group, pid) || !pred(group, pid, row)) return;
-      erased_.insert(CursorKey{group, pid});
-      ++erased;
+    if (const CursorTable::Rows* rows = committed_.group(group)) {
+      for (const auto& [pid, row] : *rows) {
+        if (is_erased(group, pid) || overlay_.find(group, pid) || !pred(pid, row)) continue;
+        erased_.insert(CursorKey{std::string(group), pid});
+        ++erased;
+      }
+    }
+    erased += overlay_.erase_if([&](const std::string& g, PartitionId pid, const CursorRow& row) {
+      if (g != group || !pred(pid, row)) return false;
+      if (committed_.find(group, pid)) erased_.insert(CursorKey{g, pid});
+      return true;
     });
-    erased +=
-        overlay_.erase_if([&](const std::string& group, PartitionId pid, const CursorRow& row) {
-          if (!pred(group, pid, row)) return false;
-          if (committed_.find(group, pid)) erased_.insert(CursorKey{group, pid});
-          return true;
-        });
     return erased;
+  }
+
+  // Forgets every row and erase on the partitions for which gone(pid) holds, which the store
+  // no longer holds (so it has no committed row there either).
+  template <class Pred>
+  void drop_partitions_if(Pred gone) {
+    overlay_.erase_if(
+        [&](const std::string&, PartitionId pid, const CursorRow&) { return gone(pid); });
+    std::erase_if(erased_, [&](const CursorKey& key) { return gone(key.pid); });
   }
 
   // Erases every group's row on `pid`, which the store no longer holds.

@@ -106,11 +106,6 @@ class CursorTable {
     for (const auto& [name, rows] : groups_)
       for (const auto& [pid, row] : rows) f(name, pid, row);
   }
-  template <class F>
-  void for_each(F f) {
-    for (auto& [name, rows] : groups_)
-      for (auto& [pid, row] : rows) f(name, pid, row);
-  }
 
   // Reads one group's rows alongside a walk over partitions in id order: each row is read
   // once, without a lookup.
