@@ -174,6 +174,7 @@ Status read_engine(const EnvLookup& lookup, NodeConfig* node) {
   read_positive(lookup, "QUEEN_RAFT_DURABLE_EVERY_BYTES", &node->durable_every_bytes);
   read_positive(lookup, "RETENTION_INTERVAL", &node->retention_interval_ms);
   read_positive(lookup, "QUEEN_RAFT_RETENTION_VISIT", &node->retention_visit_max);
+  read_positive(lookup, "QUEEN_LIST_SLICE_PARTITIONS", &node->list_slice_partitions);
   read_positive(lookup, "QUEEN_RAFT_TXN_WINDOW_MIN_S", &node->rows_window_min_s);
   read_positive(lookup, "QUEEN_RAFT_TRACE_RETENTION_S", &node->trace_retention_s);
   int64_t purge_hold_s = 0;

@@ -95,6 +95,9 @@ NodeConfig choose_node_config(Rng& rng, Mutant mutant) {
   if (mutant == Mutant::changes_in_flight) c.cluster_version_ms = 0;
   c.mutants.ungated_version = mutant == Mutant::ungated_version;
   c.checkpoint_deltas_max = c.checkpoint_ms % 2 == 0 ? 2 : 64;  // short chains or the default
+  // Whole lists (group details, the lagging list, a queue's detail) in slices of 1-4 partitions
+  // (no draw), so that they are read across events with the writes going on between slices.
+  c.list_slice_partitions = 1 + c.pipeline_max % 4;
   return c;
 }
 

@@ -197,7 +197,7 @@ struct LeaseExtendCmd {
 
 struct GroupListCmd {
   // GET /api/v1/consumer-groups/lagging: every group's partitions whose oldest unconsumed
-  // message is older than this.
+  // message is older than this (in id order per group, read a slice at a time).
   std::optional<int64_t> lagging_min_s;
 };
 
@@ -205,7 +205,8 @@ struct GroupDetailsCmd {
   std::string group;
   // With `limit`, each queue's partitions a page at a time by name (those whose name contains
   // `search`, from the `offset`-th, at most `limit`), and only queue `queue` when named; the
-  // lag still counts every partition. Without: every partition of every queue of the group.
+  // lag still counts every partition. Without: every partition of every queue of the group,
+  // in id order (read a slice at a time; the edge orders them by name).
   std::string queue;
   uint64_t offset = 0;
   uint64_t limit = 0;
@@ -249,7 +250,8 @@ struct QueueGetCmd {
   std::string queue;
   // With `limit`, a page of the partitions by name (the status view): those whose name
   // contains `search`, from the `offset`-th, at most `limit`; the queue's counts are then the
-  // store's sums, as in a queue list. Without: every partition, and their counts summed.
+  // store's sums, as in a queue list. Without: every partition in id order (read a slice at
+  // a time; the edge orders them by name), and their counts summed.
   uint64_t offset = 0;
   uint64_t limit = 0;
   std::string search;

@@ -512,34 +512,57 @@ void Engine::tally(const GroupMeta& meta, const PartitionState& p, const CursorR
   pv->last_consumed_us = row->last_consumed_us;
 }
 
-GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, bool details,
-                          int64_t now_us) const {
+GroupView Engine::view_of(const GroupKey& key, const GroupMeta& meta, int64_t now_us) const {
   GroupView v = view_header(key, meta);
   const QueueState* q = store_.queue(key.queue);
   if (!q) return v;
   EngineRows::Walk rows(rows_, key.group);
-  for (PartitionId pid : q->partitions) {
-    const CursorRow* row = rows.at(pid);
-    if (!details) {
-      tally(meta, *store_.partition(pid), row, now_us, &v, nullptr);
-      continue;
-    }
-    tally(meta, *store_.partition(pid), row, now_us, &v, &v.partitions.emplace_back());
-  }
-  std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
-            [](const GroupPartitionView& a, const GroupPartitionView& b) {
-              return a.partition < b.partition;
-            });
+  for (PartitionId pid : q->partitions)
+    tally(meta, *store_.partition(pid), rows.at(pid), now_us, &v, nullptr);
   return v;
 }
 
-GroupsReply Engine::groups(const std::string& group, int64_t now_us, bool details) const {
-  GroupsReply reply;
-  for (const auto& [key, meta] : metas_) {
-    if (!group.empty() && key.group != group) continue;
-    reply.groups.push_back(view_of(key, meta, details || !group.empty(), now_us));
+bool Engine::list_groups(GroupListing* l, size_t* budget) const {
+  for (;;) {
+    auto it = l->at ? metas_.lower_bound(*l->at) : metas_.begin();
+    while (it != metas_.end() && !l->group.empty() && it->first.group != l->group) ++it;
+    if (it == metas_.end()) return true;
+    if (!l->open || it->first != *l->at) {  // a group not read before
+      l->at = it->first;
+      l->from = PartitionId{};
+      l->reply.groups.push_back(view_header(it->first, it->second));
+      l->open = true;
+      const QueueState* q = store_.queue(it->first.queue);
+      if (q && !l->lagging_min_s)  // no copy of the rows read as the list grows
+        l->reply.groups.back().partitions.reserve(q->partitions.size());
+    }
+    const QueueState* q = store_.queue(it->first.queue);
+    if (q && !list_partitions(l, it->second, *q, budget)) return false;
+    l->open = false;
+    auto next = std::next(it);
+    if (next == metas_.end()) return true;
+    l->at = next->first;
   }
-  return reply;
+}
+
+bool Engine::list_partitions(GroupListing* l, const GroupMeta& meta, const QueueState& q,
+                             size_t* budget) const {
+  GroupView& v = l->reply.groups.back();
+  auto it = std::lower_bound(q.partitions.begin(), q.partitions.end(), l->from);
+  EngineRows::Walk rows(rows_, v.group, l->from);
+  for (; it != q.partitions.end(); ++it) {
+    if (*budget == 0) {
+      l->from = *it;
+      return false;
+    }
+    --*budget;
+    const PartitionState& p = *store_.partition(*it);
+    GroupPartitionView pv;
+    tally(meta, p, rows.at(*it), l->now_us, &v, &pv);
+    if (!l->lagging_min_s || (pv.offset_lag > 0 && pv.time_lag_s > *l->lagging_min_s))
+      v.partitions.push_back(std::move(pv));
+  }
+  return true;
 }
 
 GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const {
@@ -570,28 +593,6 @@ GroupsReply Engine::group_page(const GroupDetailsCmd& cmd, int64_t now_us) const
   return reply;
 }
 
-GroupsReply Engine::lagging(int64_t min_lag_s, int64_t now_us) const {
-  GroupsReply reply;
-  reply.lagging = true;
-  for (const auto& [key, meta] : metas_) {
-    GroupView v = view_header(key, meta);
-    EngineRows::Walk rows(rows_, key.group);
-    const QueueState* q = store_.queue(key.queue);
-    for (size_t i = 0; q && i < q->partitions.size(); ++i) {
-      PartitionId pid = q->partitions[i];
-      GroupPartitionView pv;
-      tally(meta, *store_.partition(pid), rows.at(pid), now_us, &v, &pv);
-      if (pv.offset_lag > 0 && pv.time_lag_s > min_lag_s) v.partitions.push_back(std::move(pv));
-    }
-    std::sort(v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
-              [](const GroupPartitionView& a, const GroupPartitionView& b) {
-                return a.partition < b.partition;
-              });
-    reply.groups.push_back(std::move(v));
-  }
-  return reply;
-}
-
 bool Engine::walked_lag(const GroupKey& key) const {
   const QueueState* q = store_.queue(key.queue);
   return q && q->partitions.size() > kLagWalkSlicePartitions;
@@ -601,13 +602,12 @@ GroupsReply Engine::lag_summary(int64_t now_us, bool walk_unknown) {
   GroupsReply reply;
   for (const auto& [key, meta] : metas_) {
     if (!walked_lag(key)) {
-      reply.groups.push_back(view_of(key, meta, false, now_us));
+      reply.groups.push_back(view_of(key, meta, now_us));
       continue;
     }
     auto it = lag_shown_.find(key);
     if (it == lag_shown_.end() && !walk_unknown) continue;
-    if (it == lag_shown_.end())
-      it = lag_shown_.emplace(key, view_of(key, meta, false, now_us)).first;
+    if (it == lag_shown_.end()) it = lag_shown_.emplace(key, view_of(key, meta, now_us)).first;
     GroupView v = it->second;
     v.subscription_us = meta.from_us;  // what a walk cannot have seen change
     v.mode = meta.mode;

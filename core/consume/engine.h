@@ -100,16 +100,29 @@ class Engine {
   GroupChangeReply update_subscription(const SubscriptionCmd& cmd);
   // The partitions on which some group holds a live lease (every row is visited).
   std::set<PartitionId> leased_partitions(int64_t now_us) const;
-  // Groups with their lag; with `group` set, that group's partitions in detail. Visits every
-  // partition of each group's queue.
-  GroupsReply groups(const std::string& group, int64_t now_us, bool details = false) const;
+  // A whole list of partitions, read a slice at a time so that a list of millions does not
+  // hold the node while it is read: one group's details (every partition of each queue it
+  // reads; with `group` empty, of every group), or with `lagging_min_s` set every group's
+  // partitions that lag (something unconsumed, the oldest of it more than that many seconds
+  // old; only those are held). A group's partitions come in id order; its sums count every
+  // partition read. Groups and partitions added or deleted between slices are listed as the
+  // walk finds them (a group deleted behind the walk keeps what was read of it).
+  struct GroupListing {
+    std::string group;
+    std::optional<int64_t> lagging_min_s;
+    int64_t now_us = 0;  // the request's time: every slice counts lag against it
+    GroupsReply reply;
+    // Where the walk goes on: this group (or the next one after it), from this partition.
+    std::optional<GroupKey> at;
+    PartitionId from;
+    bool open = false;  // reply.groups.back() is the view of *at, partly read
+  };
+  // Goes on with `l` for at most *budget partitions (taken from it); true once it is whole.
+  bool list_groups(GroupListing* l, size_t* budget) const;
 
   // One group's details a page of partitions at a time (GroupDetailsCmd with a limit): every
   // partition's lag counted, only the page's partitions listed.
   GroupsReply group_page(const GroupDetailsCmd& cmd, int64_t now_us) const;
-  // Every group with only its partitions that lag: something unconsumed, the oldest of it more
-  // than `min_lag_s` old. Visits every partition; lists (and holds) only those.
-  GroupsReply lagging(int64_t min_lag_s, int64_t now_us) const;
 
   static constexpr size_t kLagWalkSlicePartitions = size_t{1} << 15;
   // How often the node calls lag_step() while lag_walks_due().
@@ -222,7 +235,11 @@ class Engine {
   void forget_lease(const CursorKey& key, LeaseId lease, int64_t expires_us);
   void drop_queue(QueueId queue);
   void drop_partition(const EffPartitionDelete& e);
-  GroupView view_of(const GroupKey& key, const GroupMeta& meta, bool details, int64_t now_us) const;
+  GroupView view_of(const GroupKey& key, const GroupMeta& meta, int64_t now_us) const;
+  // Reads partitions of `q` from l->from into l's open view, at most *budget of them; true
+  // when the queue's last partition is read.
+  bool list_partitions(GroupListing* l, const GroupMeta& meta, const QueueState& q,
+                       size_t* budget) const;
   GroupView view_header(const GroupKey& key, const GroupMeta& meta) const;
   // Adds partition `p`'s lag for the group (whose cursor row on it is `row`, if any) to `v`,
   // and fills `pv` with the partition's detail when given.

@@ -108,6 +108,12 @@ struct NodeConfig {
   // overloaded (429, Retry-After) instead of queued without bound.
   uint32_t sealed_entries_max = 1024;  // entries sealed, waiting for room in the pipeline
   uint32_t answers_max = 1u << 20;     // answers parked until their entry commits
+  // A whole list of partitions (a group's details without a limit, the lagging list, a
+  // queue's whole detail) is read this many partitions at a time, the node's other work
+  // going on between slices; at most list_reads_max such lists are read at once, a further
+  // one that takes more than a slice is answered overloaded.
+  uint32_t list_slice_partitions = 1u << 15;
+  uint32_t list_reads_max = 8;
   // Raft messages held while the hard state is being made durable; past it the newest is
   // dropped (Raft sends again: appends at the next heartbeat, votes at the next election).
   uint32_t held_messages_max = 4096;

@@ -150,6 +150,10 @@ void timer_fired(NodeImpl& n, TimerId id) {
     n.engine.lag_step(n.env.now_us());
     n.stats.rings_evicted = n.planner.dedup().stats().evictions;  // for the simulator's sums
   }
+  if (id == kListStepTimer) {
+    n.list_step_armed = false;
+    n.step_lists();
+  }
   if (n.cluster) {
     if (id == kRaftTick) {
       n.cluster->raft->tick();
@@ -359,6 +363,7 @@ Outputs Node::on_cancel(ReplyHandle h) {
     n.drop_poll(it->second);
     return finish_event();
   }
+  if (n.drop_list(h)) return finish_event();
   for (const auto& w : n.checkpoint_waiters)
     if (w.handle == h) n.cancelled.insert(h);
   for (const auto& [idx, p] : n.answers)

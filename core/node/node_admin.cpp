@@ -11,16 +11,23 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, LeaseExtendCmd& x) {
   send(Parked{h, Reply{std::move(r)}});
 }
 
-void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupListCmd& x) {
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope& c, GroupListCmd& x) {
   int64_t now_us = env.now_us();
   if (!x.lagging_min_s)
     return send(Parked{h, Reply{engine.lag_summary(now_us, /*walk_unknown=*/true)}});
-  send(Parked{h, Reply{engine.lagging(*x.lagging_min_s, now_us)}});
+  Engine::GroupListing l;
+  l.lagging_min_s = x.lagging_min_s;
+  l.now_us = now_us;
+  l.reply.lagging = true;
+  start_list(ListRead{h, c.deadline_ms, std::move(l)});
 }
 
-void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDetailsCmd& x) {
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope& c, GroupDetailsCmd& x) {
   if (x.limit > 0) return send(Parked{h, Reply{engine.group_page(x, env.now_us())}});
-  send(Parked{h, Reply{engine.groups(x.group, env.now_us())}});
+  Engine::GroupListing l;
+  l.group = x.group;
+  l.now_us = env.now_us();
+  start_list(ListRead{h, c.deadline_ms, std::move(l)});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, GroupDeleteCmd& x) {
@@ -45,11 +52,15 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueListCmd& x) {
   send(Parked{h, Reply{queues(x, nullptr)}});
 }
 
-void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueGetCmd& x) {
+void NodeImpl::handle(ReplyHandle h, CommandEnvelope& c, QueueGetCmd& x) {
   QueuesReply r = queues(QueueListCmd{}, &x);
   if (r.queues.empty())
     return send(Parked{h, error_reply(api::Errc::queue_not_found, "no queue " + x.queue)});
-  send(Parked{h, Reply{std::move(r)}});
+  if (x.limit > 0) return send(Parked{h, Reply{std::move(r)}});
+  r.queues.front().partitions.reserve(r.queues.front().partition_count);
+  StoreReads::DeadLetterCounts dead = reads.dead_letters(r.queues.front().id);
+  start_list(
+      ListRead{h, c.deadline_ms, QueueListing{std::move(r), PartitionId{}, std::move(dead)}});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueDeleteCmd& x) {
@@ -461,16 +472,6 @@ void NodeImpl::replay_dlq(ReplyHandle h, const DlqReplayCmd& named) {
   park_planned(h, Reply{std::move(reply)});
 }
 
-namespace {
-
-void add_counts(QueueView* v, const PartitionStatsView& ps) {
-  v->messages += ps.total;
-  v->pending += ps.pending + ps.processing;
-  v->processing += ps.processing;
-}
-
-}  // namespace
-
 QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
                              std::map<QueueId, uint64_t>* deleted) {
   QueuesReply reply;
@@ -491,17 +492,7 @@ QueuesReply NodeImpl::queues(const QueueListCmd& filter, const QueueGetCmd* get,
       StoreReads::DeadLetterCounts dead = reads.dead_letters(id);
       for (const PartitionState* p : partition_page(store, q, args, &v.partitions_matched))
         v.partitions.push_back(reads.partition_stats(*p, dead));
-    } else if (get) {
-      StoreReads::DeadLetterCounts dead = reads.dead_letters(id);
-      for (PartitionId pid : q.partitions) {
-        PartitionStatsView ps = reads.partition_stats(*store.partition(pid), dead);
-        add_counts(&v, ps);
-        v.partitions.push_back(std::move(ps));
-      }
-      std::sort(
-          v.partitions.begin(), v.partitions.end(),  // by name, as they are listed
-          [](const PartitionStatsView& a, const PartitionStatsView& b) { return a.name < b.name; });
-    }
+    }  // a whole queue (get without a limit) is read a slice at a time: node_lists.cpp
     if (auto it = store.dlq().find(id); it != store.dlq().end()) v.dlq = it->second.size();
     listed[id] = reply.queues.size();
     reply.queues.push_back(std::move(v));

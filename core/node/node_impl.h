@@ -3,8 +3,9 @@
 // the work after every event), node_raft.cpp (the replicated log and leadership),
 // node_checkpoints.cpp (store checkpoints and log reclamation), node_snapshots.cpp (snapshot
 // transfer), node_polls.cpp (long polls), node_handlers.cpp (one handler per command kind),
-// node_admin.cpp (administration, traces, metrics and reads) and node.cpp (the Node's
-// events). Internal to core/node: the Node (core/node/node.h) is the interface.
+// node_admin.cpp (administration, traces, metrics and reads), node_lists.cpp (whole lists
+// read a slice at a time) and node.cpp (the Node's events). Internal to core/node: the Node
+// (core/node/node.h) is the interface.
 #pragma once
 
 #include "core/node/node.h"
@@ -49,6 +50,7 @@ constexpr TimerId kRetentionTimer = 9;
 constexpr TimerId kForwardTimer = 10;
 constexpr TimerId kHandOverTimer = 11;
 constexpr TimerId kLagWalkTimer = 12;
+constexpr TimerId kListStepTimer = 13;
 // A follower forwards one command at most this many times (a retry, a new leader).
 constexpr uint32_t kForwardAttemptsMax = 300;
 // A forwarded command's deadline at the leader ends this long before the follower's, so its
@@ -78,6 +80,21 @@ constexpr uint64_t kSnapshotWindow = 4;  // data chunks sent and not yet answere
 struct Parked {
   ReplyHandle handle = 0;
   Reply reply;
+};
+
+// A queue's whole detail (QueueGetCmd without a limit), read a slice of partitions at a time:
+// each partition's counts in id order, summed into the view.
+struct QueueListing {
+  QueuesReply reply;                     // the one queue, its header filled at the request
+  PartitionId from;                      // where the walk goes on
+  std::map<PartitionId, uint64_t> dead;  // the queue's dead letters by partition
+};
+
+// A whole list being read a slice at a time (node_lists.cpp), answered when it is whole.
+struct ListRead {
+  ReplyHandle handle = 0;
+  int64_t deadline_ms = 0;
+  std::variant<Engine::GroupListing, QueueListing> list;
 };
 
 // A client command a follower forwards to the leader (core/node/node_forward.cpp).
@@ -378,6 +395,8 @@ struct NodeImpl {
   bool sweep_armed = false;
   bool retention_armed = false;
   bool lag_walk_armed = false;
+  std::deque<ListRead> list_reads;  // at most config.list_reads_max, the next to step first
+  bool list_step_armed = false;
   RetentionScanner retention;
   int64_t wake_at_ms = INT64_MAX;
 
@@ -716,6 +735,20 @@ struct NodeImpl {
   // The queues `filter` lists, or the one `get` names with its partitions (or a page of them).
   QueuesReply queues(const QueueListCmd& filter, const QueueGetCmd* get,
                      std::map<QueueId, uint64_t>* deleted = nullptr);
+
+  // -------------------------------------------------------------- whole lists
+  // Reads the first slice of `r` at once: answers it when that makes it whole, else keeps it
+  // for the next steps (or answers overloaded when list_reads_max are being read).
+  void start_list(ListRead r);
+  // One slice of config.list_slice_partitions partitions, shared by the lists being read in
+  // turn; answers those it makes whole and those past their deadline.
+  void step_lists();
+  // Goes on with `r` for at most *budget partitions; true once it is whole.
+  bool step_list(ListRead& r, size_t* budget);
+  bool step_queue_listing(QueueListing& l, size_t* budget);
+  // Answers every list being read with `reply` (the node stopped leading).
+  void fail_lists(const Reply& reply);
+  bool drop_list(ReplyHandle h);
 
   // -------------------------------------------------------------- reads
   Result<std::vector<PopMessage>> read(PartitionId pid, Offset from, uint32_t max);

@@ -268,6 +268,10 @@ void NodeImpl::after_event() {
     lag_walk_armed = true;
     out.set_timer(kLagWalkTimer, Engine::kLagStepEveryMs);
   }
+  if (!list_step_armed && !list_reads.empty()) {  // the next slice once queued events ran
+    list_step_armed = true;
+    out.set_timer(kListStepTimer, 0);
+  }
   int64_t wake = engine.next_expiry_us();
   wake = wake == INT64_MAX ? INT64_MAX : (wake + 999) / 1000;
   if (!poll_deadlines.empty()) wake = std::min(wake, poll_deadlines.begin()->first);

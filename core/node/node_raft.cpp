@@ -178,6 +178,7 @@ void NodeImpl::step_down() {
   snapshot_sends.clear();
   drop_membership_job();
   fail_answers_after(c.written, "the leader changed before this write was replicated");
+  fail_lists(not_serving_reply());  // read from a store this node no longer keeps current
   // A pop parked at a written entry may still commit under the next leader, but its lease
   // was timed by this one: answered late, it would hand out a lease already expired (and
   // perhaps already re-granted). The client pops again; a committed claim just expires.

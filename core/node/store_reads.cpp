@@ -339,10 +339,12 @@ PartitionStatsView StoreReads::partition_stats(const PartitionState& p,
   s.id = p.id;
   s.created_us = p.created_us;
   if (auto it = dead.find(p.id); it != dead.end()) s.dead_letter = it->second;
-  for (const AppendRow& r : p.rows) {
-    if (r.end() <= p.log_start) continue;
-    if (s.oldest_us == 0) s.oldest_us = r.created_us;
-    s.newest_us = r.created_us;
+  // The rows still holding messages are those past log_start: a suffix of the rows.
+  auto kept = std::partition_point(p.rows.begin(), p.rows.end(),
+                                   [&](const AppendRow& r) { return r.end() <= p.log_start; });
+  if (kept != p.rows.end()) {
+    s.oldest_us = kept->created_us;
+    s.newest_us = p.rows.back().created_us;
   }
   return s;
 }

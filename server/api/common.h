@@ -34,6 +34,18 @@ Parsed bad_request(std::string_view message);
 Parsed name_too_long(std::string_view what);
 Uuid random_uuid(IdSource& ids);
 
+// The rows of a whole list in the order the API lists them, by name (the node reads such a
+// list a slice at a time in partition id order, and leaves the ordering to the edge).
+template <class Row, class Name>
+std::vector<const Row*> by_name(const std::vector<Row>& rows, Name name) {
+  std::vector<const Row*> out;
+  out.reserve(rows.size());
+  for (const Row& r : rows) out.push_back(&r);
+  std::sort(out.begin(), out.end(),
+            [&](const Row* a, const Row* b) { return name(*a) < name(*b); });
+  return out;
+}
+
 // ---------- names, numbers, query strings ----------
 
 std::optional<uint64_t> parse_u64(std::string_view text);

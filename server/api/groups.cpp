@@ -48,13 +48,18 @@ void render_group_partition(const GroupPartitionView& p, JsonWriter& w) {
 }
 
 // Details: an object keyed by queue name.
+const std::string& partition_name(const GroupPartitionView& p) {
+  return p.partition;
+}
+
 HttpAnswer render_group_details(const GroupsReply& reply) {
   JsonWriter w;
   w.begin_object();
   for (const GroupView& g : reply.groups) {
     w.key(g.queue).begin_object();
     w.key("partitions").begin_array();
-    for (const GroupPartitionView& p : g.partitions) render_group_partition(p, w);
+    for (const GroupPartitionView* p : by_name(g.partitions, partition_name))
+      render_group_partition(*p, w);
     w.end_array();
     w.key("totalLag").number(g.total_lag);
     w.key("subscriptionMode").string(mode_name(g.mode));
@@ -94,7 +99,8 @@ HttpAnswer render_lagging(const GroupsReply& reply) {
   JsonWriter w;
   w.begin_array();
   for (const GroupView& g : reply.groups) {
-    for (const GroupPartitionView& p : g.partitions) {
+    for (const GroupPartitionView* row : by_name(g.partitions, partition_name)) {
+      const GroupPartitionView& p = *row;
       w.begin_object();
       w.key("consumer_group").string(g.group);
       w.key("queue_name").string(g.queue);

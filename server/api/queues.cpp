@@ -85,7 +85,9 @@ HttpAnswer render_queue_get(const QueueView& q) {
   w.key("task").string_or_null(q.options.task);
   w.key("createdAt").string(format_iso_us(q.created_us));
   w.key("partitions").begin_array();
-  for (const PartitionStatsView& p : q.partitions) {
+  auto name = [](const PartitionStatsView& p) -> const std::string& { return p.name; };
+  for (const PartitionStatsView* row : by_name(q.partitions, name)) {
+    const PartitionStatsView& p = *row;
     w.begin_object();
     w.key("id").decimal_string(p.id.value);
     w.key("name").string(p.name);
