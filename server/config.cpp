@@ -284,6 +284,7 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);
   read_positive(lookup, "QUEEN_START_ARENA_MIN_MB", &config.start_arena_min_mb);
   read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
+  read_positive(lookup, "QUEEN_HTTP_RENDER_APART_ROWS", &config.render_apart_rows);
   read_positive(lookup, "QUEEN_STATUS_SAMPLE_MS", &config.status_sample_ms);
   config.status_sample_ms = std::clamp<int64_t>(config.status_sample_ms, 100, 60000);
   config.http_threads = std::clamp(config.http_threads, 1, 64);

@@ -50,6 +50,7 @@ struct ServerConfig {
   int64_t disk_check_ms = 100;          // QUEEN_RAFT_DISK_CHECK_MS (10-60000)
   int64_t slow_command_ms = 50;         // QUEEN_RAFT_SLOW_COMMAND_MS
   int64_t status_sample_ms = 5000;      // QUEEN_STATUS_SAMPLE_MS (100-60000)
+  uint64_t render_apart_rows = 10000;   // QUEEN_HTTP_RENDER_APART_ROWS
   std::string test_disk_pct_file;       // QUEEN_TEST_DISK_PCT_FILE (tests only)
   int64_t test_push_delay_ms = 0;       // QUEEN_TEST_PUSH_DELAY_MS (tests only)
   LogLevel log_level = LogLevel::info;  // LOG_LEVEL

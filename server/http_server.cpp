@@ -66,6 +66,7 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       sample_timer_(context_),
       sampler_(std::make_shared<StatusSampler>(context_.get_executor())),
       shared_(std::make_shared<Shared>(options, driver, router)) {
+  shared_->render = &render_context_;
   for (int i = 1; i < options_.threads; ++i)
     more_contexts_.push_back(std::make_unique<asio::io_context>(1));
   if (options_.forward && options_.forward->offload) {
@@ -171,6 +172,11 @@ void HttpServer::run() {
   });
   accept_next();
   std::vector<std::thread> threads;
+  threads.emplace_back([this] {
+    real::name_this_thread("queen-render");
+    auto work = asio::make_work_guard(render_context_);
+    render_context_.run();
+  });
   for (auto& c : more_contexts_)
     threads.emplace_back([ctx = c.get()] {
       real::name_this_thread("queen-http");
@@ -179,12 +185,14 @@ void HttpServer::run() {
     });
   context_.run();
   for (auto& c : more_contexts_) c->stop();
+  render_context_.stop();
   for (auto& t : threads) t.join();
 }
 
 void HttpServer::stop() {
   context_.stop();
   for (auto& c : more_contexts_) c->stop();
+  render_context_.stop();
 }
 
 asio::io_context& HttpServer::context_for(uint64_t n) {

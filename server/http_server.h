@@ -99,6 +99,10 @@ struct HttpServerOptions {
   int64_t disk_check_ms = 100;  // QUEEN_RAFT_DISK_CHECK_MS
   int64_t slow_command_ms = 50;  // QUEEN_RAFT_SLOW_COMMAND_MS
   int64_t status_sample_ms = 5000;  // QUEEN_STATUS_SAMPLE_MS (server/status_history.h)
+  // An answer listing at least this many partitions (a whole list of a large queue) is
+  // rendered on the render thread, so the edge thread's other connections are answered
+  // meanwhile (QUEEN_HTTP_RENDER_APART_ROWS).
+  size_t render_apart_rows = 10000;
   EdgeSettings settings;
   std::optional<ForwardOptions> forward;  // a cluster: followers forward to the leader
 };
@@ -139,6 +143,7 @@ class HttpServer {
   HttpServerOptions options_;
   boost::asio::io_context context_{1};  // the acceptor, timers, signals; and connections
   std::vector<std::unique_ptr<boost::asio::io_context>> more_contexts_;  // threads - 1
+  boost::asio::io_context render_context_{1};  // the render thread's (render_apart_rows)
   uint64_t accepted_ = 0;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;

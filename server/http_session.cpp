@@ -18,8 +18,25 @@ void Session::on_reply(ReplyHandle handle, Reply reply) {
     if (self->try_forward(reply)) return;
     if (self->fetch_again(reply)) return;
     self->forwarding_.reset();
+    if (rendered_rows(reply) >= self->shared_->options.render_apart_rows)
+      return self->render_apart(std::move(reply));
     self->write_answer(render_reply(reply, self->held_render_, self->held_view_),
                        "application/json");
+  });
+}
+
+// A whole list of a million partitions takes about a second to render: on the render thread,
+// so this edge thread's other connections are answered meanwhile. The session stays busy, so
+// nothing else of this connection is answered before it; the reply is freed there too.
+void Session::render_apart(Reply reply) {
+  asio::post(*shared_->render, [self = shared_from_this(), reply = std::move(reply),
+                                as = held_render_, view = held_view_]() mutable {
+    auto answer = std::make_shared<HttpAnswer>(render_reply(reply, as, view));
+    reply = Reply{};
+    asio::post(self->stream_.get_executor(), [self, answer] {
+      if (self->peer_gone_) return self->close();
+      self->write_answer(std::move(*answer), "application/json");
+    });
   });
 }
 

@@ -50,6 +50,7 @@ struct HttpServer::Shared {
   std::atomic<size_t> connections{0};
   std::atomic<uint64_t> slow_bodies_dropped{0};  // below QUEEN_HTTP_BODY_MIN_BYTES_PER_S
   std::shared_ptr<CommandForwarder> forwarder;   // a cluster with client offload
+  boost::asio::io_context* render = nullptr;     // the render thread (render_apart_rows)
 };
 
 // Ids minted on an edge thread: its own generator, seeded from the OS.
@@ -282,6 +283,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
 
   // Takes the answer: its body moves into the response unless the caller keeps a copy.
   void write_answer(HttpAnswer answer, const char* content_type);
+  // Renders `reply` on the render thread, then writes it here (Options::render_apart_rows).
+  void render_apart(Reply reply);
 
   void on_written(beast::error_code ec, bool keep_alive);
 

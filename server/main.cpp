@@ -72,6 +72,7 @@ queen::server::HttpServerOptions http_options(
       .disk_check_ms = config.disk_check_ms,
       .slow_command_ms = config.slow_command_ms,
       .status_sample_ms = config.status_sample_ms,
+      .render_apart_rows = config.render_apart_rows,
       .settings = queen::server::edge_settings(config),
       .forward = std::move(forward)};
 }

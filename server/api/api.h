@@ -234,6 +234,8 @@ Parsed parse_metrics(const EdgeSettings& settings, IdSource& ids, RenderAs as = 
 
 HttpAnswer render_reply(const Reply& reply, RenderAs as = RenderAs::standard,
                         const ViewArgs& view = {});
+// How many partitions `reply` lists (the rows whose rendering grows with a queue's size).
+size_t rendered_rows(const Reply& reply);
 // {"error": message, "code": code} with `status`.
 HttpAnswer error_answer(unsigned status, std::string_view code, std::string_view message);
 

@@ -60,6 +60,15 @@ HttpAnswer render_body(const ErrorReply& e, RenderAs as) {
   return a;
 }
 
+size_t rendered_rows(const Reply& reply) {
+  size_t rows = 0;
+  if (const auto* groups = std::get_if<GroupsReply>(&reply.body))
+    for (const GroupView& g : groups->groups) rows += g.partitions.size();
+  if (const auto* queues = std::get_if<QueuesReply>(&reply.body))
+    for (const QueueView& q : queues->queues) rows += q.partitions.size();
+  return rows;
+}
+
 HttpAnswer render_reply(const Reply& reply, RenderAs as, const ViewArgs& view) {
   if (const auto* queues = std::get_if<QueuesReply>(&reply.body);
       queues && as >= RenderAs::status && as <= RenderAs::status_queue)
