@@ -666,6 +666,7 @@ class Run : public ClientSink {
       s.row_hash_reads += t.row_hash_reads;
       s.rings_loaded += t.rings_loaded;
       s.rings_evicted += t.rings_evicted;
+      s.list_slices += t.list_slices;
     }
     if (cluster()) out.counters["raft_entries_read_back"] = s.entries_read_back;
     out.counters["raft_terms"] = leaders_.size();
@@ -682,6 +683,7 @@ class Run : public ClientSink {
     out.counters["row_hash_reads"] = s.row_hash_reads;
     out.counters["rings_loaded"] = s.rings_loaded;
     out.counters["rings_evicted"] = s.rings_evicted;
+    out.counters["list_slices"] = s.list_slices;
     if (cluster()) {
       out.counters["snapshots_sent"] = s.snapshots_sent;
       out.counters["snapshots_installed"] = s.snapshots_installed;

@@ -66,6 +66,9 @@ struct NodeStats {
   // Dedup rings dropped to keep within dedup_front_bytes_max (DedupStats::evictions, as of
   // the last store checkpoint tick).
   uint64_t rings_evicted = 0;
+  // Slices of whole lists read after the request's own (node_lists.cpp): lists longer than
+  // a slice, read between other events.
+  uint64_t list_slices = 0;
 
   // Every counter with its name, once: sums and reports go through it.
   template <class F>
@@ -95,6 +98,7 @@ struct NodeStats {
     f("rings_loaded", rings_loaded);
     f("rings_files_written", rings_files_written);
     f("rings_evicted", rings_evicted);
+    f("list_slices", list_slices);
   }
   NodeStats& operator+=(const NodeStats& other) {
     std::vector<uint64_t> add;
@@ -105,7 +109,7 @@ struct NodeStats {
     return *this;
   }
 };
-static_assert(sizeof(NodeStats) == 25 * sizeof(uint64_t), "a counter is missing from each()");
+static_assert(sizeof(NodeStats) == 26 * sizeof(uint64_t), "a counter is missing from each()");
 
 class Node {
  public:

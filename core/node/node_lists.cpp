@@ -30,6 +30,7 @@ void NodeImpl::step_lists() {
                                         "the list was not read before the request's deadline")});
       continue;
     }
+    ++stats.list_slices;
     if (!step_list(r, &budget)) {
       list_reads.push_back(std::move(r));  // its turn ends: the next list goes on first
       continue;

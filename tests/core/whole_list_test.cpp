@@ -58,6 +58,8 @@ TEST(WholeLists, AGroupsDetailsAreReadASliceAtATimeWithOtherRequestsAnsweredBetw
   // A partition made after the list started, beyond where it stands, is listed too.
   h.send(h.push_cmd("q", "p10", {"p10a"}));
   h.env.run();
+  // 11 partitions, 3 a slice: the request's own slice and at least 3 more.
+  EXPECT_GE(h.node().stats().list_slices, 3u);
 
   GroupsReply r = reply_of<GroupsReply>(h, list);
   ASSERT_EQ(r.groups.size(), 1u);
