@@ -47,11 +47,11 @@ void render_group_partition(const GroupPartitionView& p, JsonWriter& w) {
   w.end_object();
 }
 
-// Details: an object keyed by queue name.
 const std::string& partition_name(const GroupPartitionView& p) {
   return p.partition;
 }
 
+// Details: an object keyed by queue name.
 HttpAnswer render_group_details(const GroupsReply& reply) {
   JsonWriter w;
   w.begin_object();
