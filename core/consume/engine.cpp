@@ -527,16 +527,15 @@ bool Engine::list_groups(GroupListing* l, size_t* budget) const {
     auto it = l->at ? metas_.lower_bound(*l->at) : metas_.begin();
     while (it != metas_.end() && !l->group.empty() && it->first.group != l->group) ++it;
     if (it == metas_.end()) return true;
+    const QueueState* q = store_.queue(it->first.queue);
     if (!l->open || it->first != *l->at) {  // a group not read before
       l->at = it->first;
       l->from = PartitionId{};
       l->reply.groups.push_back(view_header(it->first, it->second));
       l->open = true;
-      const QueueState* q = store_.queue(it->first.queue);
       if (q && !l->lagging_min_s)  // no copy of the rows read as the list grows
         l->reply.groups.back().partitions.reserve(q->partitions.size());
     }
-    const QueueState* q = store_.queue(it->first.queue);
     if (q && !list_partitions(l, it->second, *q, budget)) return false;
     l->open = false;
     auto next = std::next(it);

@@ -87,7 +87,7 @@ struct Parked {
 struct QueueListing {
   QueuesReply reply;                     // the one queue, its header filled at the request
   PartitionId from;                      // where the walk goes on
-  std::map<PartitionId, uint64_t> dead;  // the queue's dead letters by partition
+  StoreReads::DeadLetterCounts dead;     // the queue's dead letters by partition
 };
 
 // A whole list being read a slice at a time (node_lists.cpp), answered when it is whole.
@@ -746,6 +746,8 @@ struct NodeImpl {
   // Goes on with `r` for at most *budget partitions; true once it is whole.
   bool step_list(ListRead& r, size_t* budget);
   bool step_queue_listing(QueueListing& l, size_t* budget);
+  // Answers `r`, which is whole, with what it read.
+  void answer_list(ListRead& r);
   // Answers every list being read with `reply` (the node stopped leading).
   void fail_lists(const Reply& reply);
   bool drop_list(ReplyHandle h);

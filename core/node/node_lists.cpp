@@ -6,12 +6,23 @@
 
 namespace queen {
 
+namespace {
+
+// The partitions one step reads, shared by the lists being read.
+size_t slice_budget(const NodeConfig& config) {
+  return std::max<size_t>(1, config.list_slice_partitions);
+}
+
+}  // namespace
+
+void NodeImpl::answer_list(ListRead& r) {
+  Reply reply = std::visit([](auto& l) { return Reply{std::move(l.reply)}; }, r.list);
+  send(Parked{r.handle, std::move(reply)});
+}
+
 void NodeImpl::start_list(ListRead r) {
-  size_t budget = std::max<size_t>(1, config.list_slice_partitions);
-  if (step_list(r, &budget)) {
-    Reply reply = std::visit([](auto& l) { return Reply{std::move(l.reply)}; }, r.list);
-    return send(Parked{r.handle, std::move(reply)});
-  }
+  size_t budget = slice_budget(config);
+  if (step_list(r, &budget)) return answer_list(r);
   if (list_reads.size() >= config.list_reads_max)
     return send(
         Parked{r.handle, error_reply(api::Errc::overloaded,
@@ -21,7 +32,7 @@ void NodeImpl::start_list(ListRead r) {
 
 void NodeImpl::step_lists() {
   int64_t now_ms = env.now_ms();
-  size_t budget = std::max<size_t>(1, config.list_slice_partitions);
+  size_t budget = slice_budget(config);
   while (!list_reads.empty() && budget > 0) {
     ListRead r = std::move(list_reads.front());
     list_reads.pop_front();
@@ -35,8 +46,7 @@ void NodeImpl::step_lists() {
       list_reads.push_back(std::move(r));  // its turn ends: the next list goes on first
       continue;
     }
-    Reply reply = std::visit([](auto& l) { return Reply{std::move(l.reply)}; }, r.list);
-    send(Parked{r.handle, std::move(reply)});
+    answer_list(r);
   }
 }
 
