@@ -119,6 +119,11 @@ class Engine {
   };
   // Goes on with `l` for at most *budget partitions (taken from it); true once it is whole.
   bool list_groups(GroupListing* l, size_t* budget) const;
+  // The capacity a lagging list grows to when its `rows` fill it after `read` of its queue's
+  // `total` partitions: doubled until kLaggingSamplePartitions are read, then the share that
+  // lags so far projected over the queue, a quarter more, never more than rows + (total - read).
+  static constexpr size_t kLaggingSamplePartitions = 4096;
+  static size_t lagging_rows_ahead(size_t rows, size_t read, size_t total);
 
   // One group's details a page of partitions at a time (GroupDetailsCmd with a limit): every
   // partition's lag counted, only the page's partitions listed.

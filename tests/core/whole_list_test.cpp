@@ -2,10 +2,13 @@
 // whole detail) are read a slice at a time: other requests are answered between the slices,
 // and the list, once answered, names every partition once, in id order, with sums over all.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 
 #include <set>
 #include <string>
 
+#include "core/consume/engine.h"
 #include "tests/core/mem_env.h"
 
 namespace queen::testing {
@@ -175,6 +178,42 @@ TEST(WholeLists, AQueueDeletedWhileItIsListedIsAnsweredWithWhatWasRead) {
   ASSERT_EQ(r.queues.size(), 1u);
   EXPECT_EQ(r.queues[0].partitions.size(), kSlice);  // the first slice, read at the request
   EXPECT_EQ(h.node().store().queue("q"), nullptr);
+}
+
+// A lagging list's rows as Engine::list_partitions grows them, over `total` partitions of
+// which those with lags(i) lag: the rows moved by its growths and its capacity at the end.
+struct Grown {
+  size_t rows = 0, moved = 0, capacity = 0;
+};
+template <class Lags>
+Grown grow_lagging_list(size_t total, Lags lags) {
+  Grown g;
+  for (size_t read = 0; read < total; ++read) {
+    if (!lags(read)) continue;
+    if (g.rows == g.capacity) {
+      g.moved += g.rows;
+      size_t next = Engine::lagging_rows_ahead(g.rows, read, total);
+      RC_ASSERT(next > g.rows);
+      g.capacity = next;
+    }
+    ++g.rows;
+  }
+  return g;
+}
+
+RC_GTEST_PROP(WholeLists, ALaggingListNeverReservesPastItsQueueAndMovesItsRowsOnceIfLagIsEven, ()) {
+  size_t total = *rc::gen::inRange<size_t>(1, 1u << 20);
+  // Any lag pattern: never more rows reserved than the queue has partitions.
+  auto bits = *rc::gen::container<std::vector<bool>>(rc::gen::arbitrary<bool>());
+  auto start = *rc::gen::inRange<size_t>(0, total);
+  Grown any = grow_lagging_list(
+      total, [&](size_t i) { return i >= start && !bits.empty() && bits[i % bits.size()]; });
+  RC_ASSERT(any.capacity <= total);
+  // Every k-th partition lags: the rows move while they are a sample's worth, not after.
+  size_t k = *rc::gen::inRange<size_t>(1, 64);
+  Grown even = grow_lagging_list(total, [&](size_t i) { return i % k == 0; });
+  RC_ASSERT(even.capacity <= total);
+  RC_ASSERT(even.moved <= 4 * Engine::kLaggingSamplePartitions);
 }
 
 }  // namespace
