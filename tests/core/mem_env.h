@@ -216,6 +216,12 @@ class Harness {
     ReplyHandle h = send(std::move(c));
     env.run();
     env.advance_ms(cfg_.checkpoint_ms + 1);
+    return take_as<T>(h);
+  }
+
+  // The reply to `h`, which must have come and be a T.
+  template <class T>
+  T take_as(ReplyHandle h) {
     auto r = take(h);
     QUEEN_ASSERT(r.has_value(), "no reply");
     auto* t = std::get_if<T>(&r->body);

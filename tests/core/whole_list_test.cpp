@@ -42,15 +42,6 @@ std::vector<PartitionId> queue_partitions(Harness& h, const std::string& q) {
   return h.node().store().queue(q)->partitions;
 }
 
-template <class T>
-T reply_of(Harness& h, ReplyHandle handle) {
-  std::optional<Reply> r = h.take(handle);
-  QUEEN_ASSERT(r.has_value(), "no reply");
-  const T* t = std::get_if<T>(&r->body);
-  QUEEN_ASSERT(t != nullptr, "unexpected reply type");
-  return *t;
-}
-
 TEST(WholeLists, AGroupsDetailsAreReadASliceAtATimeWithOtherRequestsAnsweredBetween) {
   Harness h(sliced());
   fill(h);
@@ -64,7 +55,7 @@ TEST(WholeLists, AGroupsDetailsAreReadASliceAtATimeWithOtherRequestsAnsweredBetw
   // 11 partitions, 3 a slice: the request's own slice and at least 3 more.
   EXPECT_GE(h.node().stats().list_slices, 3u);
 
-  GroupsReply r = reply_of<GroupsReply>(h, list);
+  GroupsReply r = h.take_as<GroupsReply>(list);
   ASSERT_EQ(r.groups.size(), 1u);
   const GroupView& v = r.groups[0];
   std::vector<PartitionId> listed;
@@ -93,7 +84,7 @@ TEST(WholeLists, TheLaggingListIsReadASliceAtATimeAndHoldsOnlyTheLaggingPartitio
   ReplyHandle list = h.send(c);
   EXPECT_FALSE(h.take(list).has_value());
   h.env.run();
-  GroupsReply r = reply_of<GroupsReply>(h, list);
+  GroupsReply r = h.take_as<GroupsReply>(list);
   EXPECT_TRUE(r.lagging);
   std::set<std::string> lagging;
   for (const GroupView& v : r.groups)
@@ -112,7 +103,7 @@ TEST(WholeLists, AQueuesWholeDetailIsReadASliceAtATimeAndSummed) {
   ReplyHandle list = h.send(QueueGetCmd{"q"});
   EXPECT_FALSE(h.take(list).has_value());
   h.env.run();
-  QueuesReply r = reply_of<QueuesReply>(h, list);
+  QueuesReply r = h.take_as<QueuesReply>(list);
   ASSERT_EQ(r.queues.size(), 1u);
   const QueueView& v = r.queues[0];
   std::vector<PartitionId> listed;
@@ -141,7 +132,7 @@ TEST(WholeLists, AtMostTheBoundAreReadAtOnceAndAFurtherOneIsAnsweredOverloaded) 
   EXPECT_EQ(e->code, api::Errc::overloaded);
   EXPECT_GT(e->retry_after_s, 0);
   h.env.run();
-  EXPECT_EQ(reply_of<QueuesReply>(h, first).queues.at(0).partitions.size(), kPartitions);
+  EXPECT_EQ(h.take_as<QueuesReply>(first).queues.at(0).partitions.size(), kPartitions);
   // A list within one slice is answered at once, however many are being read.
   Harness small(sliced(/*reads_max=*/1));
   small.push("q", "only", {"m"});
@@ -165,7 +156,7 @@ TEST(WholeLists, AListPastItsDeadlineOrCancelledIsDropped) {
   // The node goes on: the next list is read whole.
   ReplyHandle next = h.send(QueueGetCmd{"q"});
   h.env.run();
-  EXPECT_EQ(reply_of<QueuesReply>(h, next).queues.at(0).partitions.size(), kPartitions);
+  EXPECT_EQ(h.take_as<QueuesReply>(next).queues.at(0).partitions.size(), kPartitions);
 }
 
 TEST(WholeLists, AQueueDeletedWhileItIsListedIsAnsweredWithWhatWasRead) {
@@ -174,7 +165,7 @@ TEST(WholeLists, AQueueDeletedWhileItIsListedIsAnsweredWithWhatWasRead) {
   ReplyHandle list = h.send(QueueGetCmd{"q"});
   h.send(QueueDeleteCmd{"q"});
   h.env.run();
-  QueuesReply r = reply_of<QueuesReply>(h, list);
+  QueuesReply r = h.take_as<QueuesReply>(list);
   ASSERT_EQ(r.queues.size(), 1u);
   EXPECT_EQ(r.queues[0].partitions.size(), kSlice);  // the first slice, read at the request
   EXPECT_EQ(h.node().store().queue("q"), nullptr);
