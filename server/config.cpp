@@ -50,6 +50,20 @@ void read_positive(const EnvLookup& lookup, const std::string& name, T* field) {
   *field = static_cast<T>(*v);
 }
 
+// Counts where 0 has a meaning of its own: a negative or unparsable value keeps the default.
+template <class T>
+void read_count(const EnvLookup& lookup, const std::string& name, T* field) {
+  auto text = non_empty(lookup, name);
+  if (!text) return;
+  auto v = parse_i64(*text);
+  if (!v || *v < 0) {
+    real::log_line(LogLevel::warn, "config",
+                   name + "=" + *text + " ignored: not a count (0 or more)");
+    return;
+  }
+  *field = static_cast<T>(*v);
+}
+
 Status read_bool(const EnvLookup& lookup, const std::string& name, bool* field) {
   auto text = non_empty(lookup, name);
   if (!text) return ok_status();
@@ -283,11 +297,11 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   read_positive(lookup, "QUEEN_MAX_BODY_BYTES", &config.body_bytes_max);
   read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);
   read_positive(lookup, "QUEEN_START_ARENA_MIN_MB", &config.start_arena_min_mb);
-  read_positive(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
+  read_count(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
   read_positive(lookup, "QUEEN_HTTP_RENDER_APART_ROWS", &config.render_apart_rows);
   read_positive(lookup, "QUEEN_STATUS_SAMPLE_MS", &config.status_sample_ms);
   config.status_sample_ms = std::clamp<int64_t>(config.status_sample_ms, 100, 60000);
-  config.http_threads = std::clamp(config.http_threads, 1, 64);
+  config.http_threads = std::clamp(config.http_threads, 0, 64);
   read_timeouts(lookup, &config);
   config.node.forward_timeout_ms = config.stmt_timeout_ms;
   read_edge_limits(lookup, &config);

@@ -67,6 +67,7 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       sampler_(std::make_shared<StatusSampler>(context_.get_executor())),
       shared_(std::make_shared<Shared>(options, driver, router)) {
   shared_->render = &render_context_;
+  if (options_.threads == 0) node_context_ = &driver.context();
   for (int i = 1; i < options_.threads; ++i)
     more_contexts_.push_back(std::make_unique<asio::io_context>(1));
   if (options_.forward && options_.forward->offload) {
@@ -125,7 +126,9 @@ void HttpServer::accept_next() {
                              socket.close(ignored);
                            } else {
                              socket.set_option(tcp::no_delay(true), ec);
-                             std::make_shared<Session>(std::move(socket), shared_)->start();
+                             auto session = std::make_shared<Session>(std::move(socket), shared_);
+                             if (node_context_) session->serve_on_node();
+                             session->start();
                            }
                            accept_next();
                          });
@@ -184,6 +187,7 @@ void HttpServer::run() {
       ctx->run();
     });
   context_.run();
+  close_node_connections();
   for (auto& c : more_contexts_) c->stop();
   render_context_.stop();
   for (auto& t : threads) t.join();
@@ -195,7 +199,21 @@ void HttpServer::stop() {
   render_context_.stop();
 }
 
+void HttpServer::close_node_connections() {
+  if (!node_context_) return;
+  shared_->driver.run_on_node([shared = shared_](Node&) {
+    std::vector<std::shared_ptr<Session>> open;
+    {
+      std::lock_guard lock(shared->on_node_mutex);
+      for (const auto& [key, session] : shared->on_node)
+        if (auto s = session.lock()) open.push_back(std::move(s));
+    }
+    for (const auto& s : open) s->shut();
+  });
+}
+
 asio::io_context& HttpServer::context_for(uint64_t n) {
+  if (node_context_) return *node_context_;
   uint64_t i = n % (more_contexts_.size() + 1);
   return i == 0 ? context_ : *more_contexts_[i - 1];
 }

@@ -2,7 +2,10 @@
 // pipelining: answers go out in request order), routes and parses them on the edge threads,
 // hands prepared commands to the node and writes the node's replies back on the connection
 // that owns them. Each edge thread runs its own io_context; accepted connections are dealt
-// round-robin to them and stay there.
+// round-robin to them and stay there. With no edge threads (threads 0) the
+// connections live on the node thread's io_context: a request reaches the node and its answer
+// goes out without a hand-off between threads (the acceptor, timers and signals stay on the
+// thread that calls run()).
 //
 // Contract:
 // - Every answer carries the CORS headers; JSON answers are application/json.
@@ -83,7 +86,7 @@ struct HttpServerOptions {
   std::string bind_addr = "0.0.0.0";
   uint16_t port = 6632;
   uint64_t body_bytes_max = 64ull << 20;
-  int threads = 2;
+  int threads = 2;  // QUEEN_HTTP_THREADS: edge threads; 0: connections on the node thread
   size_t pipelined_max = 16;                // requests read ahead on one connection
   uint64_t readahead_bytes_max = 8u << 20;  // body bytes read ahead on one connection
   size_t connections_max = 10000;           // connections served at once
@@ -135,6 +138,9 @@ class HttpServer {
   void check_disk_later();
   // Every status_sample_ms: asks the node for its metrics and keeps them in status_history().
   void sample_status();
+  // After run()'s loop ends, with connections on the node thread: closes them there, so that
+  // none hands the node a request while it hands over or checkpoints before the stop.
+  void close_node_connections();
 
   // The io_context `n`-th accepted connection lives on: each edge thread runs its own, so a
   // connection's work never crosses threads and no thread wakes another to take it.
@@ -145,6 +151,7 @@ class HttpServer {
   std::vector<std::unique_ptr<boost::asio::io_context>> more_contexts_;  // threads - 1
   boost::asio::io_context render_context_{1};  // the render thread's (render_apart_rows)
   uint64_t accepted_ = 0;
+  boost::asio::io_context* node_context_ = nullptr;  // threads 0: the connections' context
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   boost::asio::steady_timer disk_timer_;

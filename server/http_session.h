@@ -16,6 +16,8 @@
 #include <charconv>
 #include <chrono>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 
@@ -35,6 +37,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+class Session;
+
 struct HttpServer::Shared {
   Shared(HttpServerOptions o, real::NodeDriver& d, ReplyRouter& r)
       : options(std::move(o)),
@@ -51,6 +55,11 @@ struct HttpServer::Shared {
   std::atomic<uint64_t> slow_bodies_dropped{0};  // below QUEEN_HTTP_BODY_MIN_BYTES_PER_S
   std::shared_ptr<CommandForwarder> forwarder;   // a cluster with client offload
   boost::asio::io_context* render = nullptr;     // the render thread (render_apart_rows)
+  // The connections served on the node thread (HttpServerOptions::threads 0), by the order
+  // they came in, for closing them there at stop (HttpServer::close_node_connections).
+  std::mutex on_node_mutex;
+  std::map<uint64_t, std::weak_ptr<Session>> on_node;
+  uint64_t on_node_next = 0;
 };
 
 // Ids minted on an edge thread: its own generator, seeded from the OS.
@@ -129,6 +138,10 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
         forward_timer_(stream_.get_executor()) {}
 
   ~Session() override {
+    if (on_node_key_) {
+      std::lock_guard lock(shared_->on_node_mutex);
+      shared_->on_node.erase(*on_node_key_);
+    }
     cancel_held();
     shared_->admission.release(reading_permit_);
     for (const Pending& p : pending_) shared_->admission.release(p.permit);
@@ -136,6 +149,14 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   }
 
   void start();
+  // Files the connection among those served on the node thread (before start()).
+  void serve_on_node() {
+    std::lock_guard lock(shared_->on_node_mutex);
+    on_node_key_ = shared_->on_node_next++;
+    shared_->on_node.emplace(*on_node_key_, weak_from_this());
+  }
+  // Closes the connection (on its own thread): a request held at the node is cancelled.
+  void shut() { close(); }
 
   void on_reply(ReplyHandle handle, Reply reply) override;
 
@@ -325,6 +346,7 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   bool busy_ = false;
   bool peer_gone_ = false;
   bool closed_ = false;
+  std::optional<uint64_t> on_node_key_;  // filed in Shared::on_node
 };
 
 }  // namespace queen::server

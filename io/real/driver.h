@@ -79,6 +79,9 @@ class NodeDriver {
   // False when too many commands are already waiting for the node thread.
   bool submit(ReplyHandle handle, CommandEnvelope command);
   void cancel(ReplyHandle handle);
+  // The node thread's io_context: an edge may serve connections on it, so that their
+  // requests and replies reach the node and come back without waking another thread.
+  boost::asio::io_context& context() { return context_; }
   // The leader this node knows of (0: none), as of the last peer message it handled: what an
   // edge thread may read without a round trip to the node thread.
   uint64_t known_leader() const { return known_leader_.load(std::memory_order_relaxed); }

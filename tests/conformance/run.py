@@ -677,7 +677,10 @@ def main():
     ap.add_argument("--binary", required=True, help="the queen binary to start")
     ap.add_argument("--only", help="run only these case files (comma-separated stems)")
     ap.add_argument("--keep", action="store_true", help="keep data folders and node logs")
+    ap.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for every node the suite starts (a case file's own wins)")
     args = ap.parse_args()
+    base_env = dict(item.split("=", 1) for item in args.node_env)
     binary = os.path.abspath(args.binary)
     if not os.access(binary, os.X_OK):
         print(f"no executable at {binary}")
@@ -701,13 +704,13 @@ def main():
             node = shared
             try:
                 if env:
-                    node = Node(binary, work_dir, name[:-5], env)
+                    node = Node(binary, work_dir, name[:-5], {**base_env, **env})
                     nodes.append(node)
                     node.start()
                 elif shared_failed:
                     raise RuntimeError("the shared node did not start (see above)")
                 elif shared is None or not shared.alive():
-                    shared = node = Node(binary, work_dir, f"shared-{len(nodes)}", {})
+                    shared = node = Node(binary, work_dir, f"shared-{len(nodes)}", base_env)
                     nodes.append(node)
                     node.start()
             except RuntimeError as e:

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/real/latency.h"
@@ -218,18 +220,80 @@ TEST_F(ObservabilityTest, TheDashboardAndAlertsQueryExportedMetrics) {
   }
 }
 
-// The broker's threads carry names (top -H, ps -L, perf tell them apart).
-TEST_F(ObservabilityTest, TheBrokersThreadsAreNamed) {
+// The names of the broker's threads (top -H, ps -L, perf tell them apart), each as often as
+// it runs.
+std::multiset<std::string> thread_names(pid_t pid) {
   std::multiset<std::string> names;
-  std::string tasks = "/proc/" + std::to_string(server_->pid()) + "/task";
+  std::string tasks = "/proc/" + std::to_string(pid) + "/task";
   for (const auto& task : std::filesystem::directory_iterator(tasks)) {
     std::ifstream comm(task.path() / "comm");
     std::string n;
     std::getline(comm, n);
     names.insert(n);
   }
-  for (const char* expected : {"queen-node", "queen-disk", "queen-sync", "queen-http"})
+  return names;
+}
+
+// By default two edge threads (the main thread and a queen-http thread) serve the connections.
+TEST_F(ObservabilityTest, TheBrokersThreadsAreNamed) {
+  std::multiset<std::string> names = thread_names(server_->pid());
+  for (const char* expected :
+       {"queen-node", "queen-disk", "queen-sync", "queen-render", "queen-http"})
     EXPECT_GE(names.count(expected), 1u) << expected;
+}
+
+// QUEEN_HTTP_THREADS=0: no edge threads of their own; the node thread serves every
+// connection, and requests over each are answered.
+TEST(EdgeThreads, WithNoEdgeThreadsTheNodeThreadServesTheConnections) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log",
+                       {{"QUEEN_HTTP_THREADS", "0"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  EXPECT_EQ(thread_names(server.pid()).count("queen-http"), 0u);
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<HttpClient>(server.port()));
+    ASSERT_EQ(push(*clients.back(), {{"edge", "p" + std::to_string(i), "", i}}).status, 201);
+  }
+  std::set<int> popped;
+  for (auto& c : clients) {
+    HttpResult r = pop(*c, {.queue = "edge", .auto_ack = true});
+    ASSERT_EQ(r.status, 200) << r.body;
+    popped.insert(r.body_json()["messages"][0]["data"].get<int>());
+  }
+  EXPECT_EQ(popped, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(server.stop(), 0) << server.log_tail();
+}
+
+// With the connections on the node thread, a stop closes them there before the node hands
+// over and checkpoints: a pop waiting for messages ends with the stop, not at its timeout, an
+// idle keep-alive connection is closed, and the process exits 0.
+TEST(EdgeThreads, AStopClosesTheConnectionsOnTheNodeThread) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log",
+                       {{"QUEEN_HTTP_THREADS", "0"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  HttpClient idle(server.port());
+  ASSERT_EQ(idle.get("/health").status, 200);
+  HttpClient waiting(server.port());
+  ASSERT_EQ(waiting.get("/health").status, 200);
+  // Each scrape is a command handed to the node, counted before it is answered: the pop has
+  // reached the node once the count runs ahead of the scrapes.
+  const std::string commands = R"(queen_handoff_wait_seconds_count{stage="command"})";
+  double before = metric(idle, commands);
+  auto began = std::chrono::steady_clock::now();
+  HttpResult waited;
+  std::thread pop_thread(
+      [&] { waited = pop(waiting, {.queue = "held", .wait = true, .timeout_ms = 60000}); });
+  int scrapes = 0;
+  EXPECT_TRUE(eventually(seconds(10), [&] { return metric(idle, commands) > before + ++scrapes; }));
+  EXPECT_EQ(server.stop(), 0) << server.log_tail();
+  pop_thread.join();
+  EXPECT_EQ(waited.status, 0) << waited.body;  // closed, never answered
+  EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(30));
+  EXPECT_EQ(idle.get("/health", 2000).status, 0);
 }
 
 TEST_F(ObservabilityTest, MetricsJsonHasTheReferenceShapeAndCountsPushes) {
