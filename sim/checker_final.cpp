@@ -34,7 +34,7 @@ bool Checker::drained(std::string* why) const {
       uint64_t next = row ? row->next.value : 0;
       if (next < p.next_offset.value) {
         *why = strf("group %s has consumed p%llu (%s) up to %llu of %llu", group, ull(p.id.value),
-                    p.name.c_str(), ull(next), ull(p.next_offset.value));
+                    p.name.str().c_str(), ull(next), ull(p.next_offset.value));
         return false;
       }
     }

@@ -49,9 +49,9 @@ Result<std::vector<PopMessage>> StoreReads::read(PartitionId pid, Offset from, u
       Offset o(row.base.value + i);
       if (o < from) continue;
       const MessageFrame& f = a.value().frames[i];
-      out.push_back(PopMessage{q->name, p->name, pid, o, f.transaction_id, f.message_id, f.trace_id,
-                               row.created_us, readable_payload(env_, f.payload), 1, LeaseId{},
-                               f.producer_sub});
+      out.push_back(PopMessage{q->name, p->name.str(), pid, o, f.transaction_id, f.message_id,
+                               f.trace_id, row.created_us, readable_payload(env_, f.payload), 1,
+                               LeaseId{}, f.producer_sub});
     }
   }
   return out;
@@ -81,7 +81,7 @@ DlqReply StoreReads::dlq(const DlqQueryCmd& cmd) const {
       if (cmd.from_us != 0 && d.failed_at_us < cmd.from_us) continue;
       if (cmd.to_us != 0 && d.failed_at_us > cmd.to_us) continue;
       const PartitionState* p = store_.partition(d.pid);
-      std::string partition = d.timer ? d.timer->partition : p ? p->name : "";
+      std::string partition = d.timer ? d.timer->partition : p ? p->name.str() : "";
       if (!cmd.partition.empty() && partition != cmd.partition) continue;
       ++reply.total;
       if (reply.total <= cmd.offset || reply.records.size() >= cmd.limit) continue;
@@ -302,7 +302,7 @@ PartitionsChangedReply StoreReads::partitions_changed(const PartitionsChangedCmd
     const QueueState* q = store_.queue(p.queue);
     if (!cmd.queue.empty() && q->name != cmd.queue) continue;
     if (last_write_us(p) <= cmd.since_us) continue;
-    reply.partitions.push_back(PartitionChange{q->name, p.name, p.id, p.next_offset.value,
+    reply.partitions.push_back(PartitionChange{q->name, p.name.str(), p.id, p.next_offset.value,
                                                p.log_start.value, last_write_us(p)});
   }
   return reply;

@@ -301,7 +301,7 @@ bool Planner::plan_delete_queue(const std::string& name, OpenEntry* open) {
 
 void Planner::plan_delete_partition(const PartitionState& p, OpenEntry* open) {
   QUEEN_ASSERT(!appending(p.id), "a partition with appends in flight is not idle");
-  deleted_partitions_[{p.queue, p.name}] = p.id;
+  deleted_partitions_[{p.queue, p.name.str()}] = p.id;
   open->entry.effects.push_back(EffPartitionDelete{p.queue, p.id});
 }
 

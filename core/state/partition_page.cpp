@@ -13,7 +13,8 @@ std::vector<const PartitionState*> partition_page(
   for (PartitionId pid : q.partitions) {
     const PartitionState* p = store.partition(pid);
     if (visit) visit(*p);
-    if (!args.search.empty() && p->name.find(args.search) == std::string::npos) continue;
+    if (!args.search.empty() && p->name.view().find(args.search) == std::string_view::npos)
+      continue;
     ++*matched;
     if (keep == 0) continue;
     if (heap.size() < keep) {

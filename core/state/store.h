@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/common/compact_vector.h"
+#include "core/common/short_string.h"
 #include "core/common/types.h"
 #include "core/state/cursor.h"
 #include "core/state/cursor_table.h"
@@ -55,7 +56,7 @@ struct AppendRow {
 struct PartitionState {
   PartitionId id;
   QueueId queue;
-  std::string name;
+  ShortString name;    // 16 bytes, not std::string's 32: 10M partitions on a large node
   Offset next_offset;  // one past the last message
   int64_t created_us = 0;
   CompactVector<AppendRow> rows;  // by base offset
