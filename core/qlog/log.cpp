@@ -197,9 +197,9 @@ void LogWriter::reclaim(const LogFileKey& file) {
 // ---------------------------------------------------------------------------- reader
 
 Result<EffAppend> read_append(Env& env, const AppendRow& row, PartitionId pid) {
-  if (row.where.len == 0) return make_error(Errc::not_found, "append has no message record");
-  auto bytes =
-      env.read(log_file_name(row.where.log, row.where.file_no), row.where.pos, row.where.len);
+  RecordLocation where = row.where();
+  if (where.len == 0) return make_error(Errc::not_found, "append has no message record");
+  auto bytes = env.read(log_file_name(where.log, where.file_no), where.pos, where.len);
   if (!bytes.ok()) return bytes.error();
   const Bytes& b = bytes.value();
   auto rec = decode_record(b.data(), b.size());

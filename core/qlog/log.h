@@ -37,8 +37,7 @@ namespace queen {
 // QUEEN_QLOG_SHARDS: at most this many shared logs.
 constexpr uint32_t kSharedLogsMax = 4096;
 // The log `queue` writes to: its own (LogId = queue id), or with `shared_logs` > 0 the
-// shared log queue % shared_logs (a LogId with kSharedLogBit set).
-constexpr uint64_t kSharedLogBit = uint64_t{1} << 63;
+// shared log queue % shared_logs (a LogId with kSharedLogBit set, core/state/store.h).
 LogId log_of_queue(QueueId queue, uint32_t shared_logs);
 
 std::string log_file_name(LogId log, uint32_t file_no);

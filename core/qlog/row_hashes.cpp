@@ -9,14 +9,15 @@
 namespace queen {
 
 Status RowHashes::read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out) {
-  if (row.where.len == 0)
+  if (row.record_len == 0)
     return make_error(Errc::not_found, "append row at offset " + std::to_string(row.base.value) +
                                            " has neither hashes nor a record");
   if (row.count > kRecordBodyBytesMax / sizeof(Hash128))
     return make_error(Errc::corrupt, "append row at offset " + std::to_string(row.base.value) +
                                          " counts more messages than a record holds");
   uint64_t len = kRecordHeaderBytes + uint64_t{row.count} * sizeof(Hash128);
-  auto bytes = env_.read(log_file_name(row.where.log, row.where.file_no), row.where.pos, len);
+  RecordLocation where = row.where();
+  auto bytes = env_.read(log_file_name(where.log, where.file_no), where.pos, len);
   if (!bytes.ok()) return bytes.error();
   const Bytes& b = bytes.value();
   ++stats_.reads;

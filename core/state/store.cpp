@@ -4,6 +4,26 @@
 
 namespace queen {
 
+namespace {
+constexpr uint32_t kRowSharedLogBit = uint32_t{1} << 31;
+}  // namespace
+
+RecordLocation AppendRow::where() const {
+  uint64_t log = record_log & ~kRowSharedLogBit;
+  if (record_log & kRowSharedLogBit) log |= kSharedLogBit;
+  return RecordLocation{LogId(log), record_file_no, record_len, record_pos};
+}
+
+void AppendRow::set_where(const RecordLocation& w) {
+  QUEEN_ASSERT(fits(w), "a log id fits an append row's 31 bits");
+  uint64_t number = w.log.value & ~kSharedLogBit;
+  record_log =
+      static_cast<uint32_t>(number) | ((w.log.value & kSharedLogBit) ? kRowSharedLogBit : 0);
+  record_file_no = w.file_no;
+  record_len = w.len;
+  record_pos = w.pos;
+}
+
 const MsgState* CursorRow::state_of(Offset o) const {
   auto it = std::lower_bound(settled.begin(), settled.end(), o,
                              [](const auto& p, Offset v) { return p.first < v; });
@@ -183,12 +203,12 @@ void Store::apply_retention(const EffRetention& e) {
   for (AppendRow& row : p.rows) {
     if (!(row.end() <= log_start)) break;
     if (!row.hashes_inline()) continue;  // its record holds its hashes until the row goes
-    ref_file(row.where, -1);
-    row.where = RecordLocation{};
+    ref_file(row.where(), -1);
+    row.set_where(RecordLocation{});
   }
   auto keep = std::find_if(p.rows.begin(), p.rows.end(),
                            [&](const AppendRow& r) { return !(r.end() <= rows_start); });
-  for (auto it = p.rows.begin(); it != keep; ++it) ref_file(it->where, -1);
+  for (auto it = p.rows.begin(); it != keep; ++it) ref_file(it->where(), -1);
   p.rows.erase(p.rows.begin(), keep);
   p.deleted.erase(p.deleted.begin(),
                   std::lower_bound(p.deleted.begin(), p.deleted.end(), log_start));
@@ -222,7 +242,7 @@ void Store::erase_partition(PartitionId pid) {
   const PartitionState* p = partitions_.find(pid);
   if (!p) return;
   partition_names_.erase(PartitionNames::hash(p->queue, p->name), pid);
-  for (const AppendRow& row : p->rows) ref_file(row.where, -1);
+  for (const AppendRow& row : p->rows) ref_file(row.where(), -1);
   partitions_.erase(pid);
 }
 
@@ -344,8 +364,8 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
       row.base = e->base;
       row.count = e->count;
       row.created_us = entry.now_us;
-      if (append_no < locations.size()) row.where = locations[append_no];
-      if (!hashes_on_disk() || row.where.len == 0) {
+      if (append_no < locations.size()) row.set_where(locations[append_no]);
+      if (!hashes_on_disk() || row.record_len == 0) {
         row.hashes.reserve(e->count);  // a decoded append holds count hashes
         for (uint32_t i = 0; i < e->count; ++i)
           row.hashes.push_back(i < e->hashes.size() ? e->hashes[i] : Hash128{});
@@ -353,7 +373,7 @@ Status Store::apply(const Entry& entry, const std::vector<RecordLocation>& locat
         disk_rows_ = true;
       }
       ++append_no;
-      ref_file(row.where, +1);
+      ref_file(row.where(), +1);
       count(p, -1);
       p.next_offset = row.end();
       p.last_append_us = entry.now_us;

@@ -35,23 +35,39 @@ struct RecordLocation {
   bool operator==(const RecordLocation&) const = default;
 };
 
+// A shared log's id has this bit set (core/qlog/log.h: log_of_queue); a queue's own log's id
+// is its queue id.
+constexpr uint64_t kSharedLogBit = uint64_t{1} << 63;
+
 // One log file: (log, file number).
 using LogFileKey = std::pair<LogId, uint32_t>;
 
+// A partition's append: 48 bytes, so that with its vector's header it takes a 56-byte block
+// (10M partitions of one append each on a large node). Its record's location is held
+// unpacked, the log id in 32 bits (where() and set_where()).
 struct AppendRow {
   Offset base;
   int64_t created_us = 0;
-  // len 0 once retention released the payloads (a row whose hashes are only in its record
-  // keeps it until the row goes)
-  RecordLocation where;
-  uint32_t count = 0;
+  uint64_t record_pos = 0;
   // count of them (rows applied before cluster format 3), or none: read from the record
   // (RowHashes)
   CompactVector<Hash128> hashes;
+  uint32_t record_log = 0;  // LogId, the shared-log bit moved from bit 63 to bit 31
+  uint32_t record_file_no = 0;
+  // 0 once retention released the payloads (a row whose hashes are only in its record keeps
+  // it until the row goes)
+  uint32_t record_len = 0;
+  uint32_t count = 0;
   Offset end() const { return Offset(base.value + count); }
   bool hashes_inline() const { return !hashes.empty(); }
+  RecordLocation where() const;
+  // Whether `w`'s log id fits the row's 32 bits (a decoded one may not: the checkpoint is
+  // then damaged); set_where asserts it.
+  static bool fits(const RecordLocation& w) { return (w.log.value & ~kSharedLogBit) >> 31 == 0; }
+  void set_where(const RecordLocation& w);
   bool operator==(const AppendRow&) const = default;
 };
+static_assert(sizeof(AppendRow) == 48, "an append row and its vector's header fit 56 bytes");
 
 struct PartitionState {
   PartitionId id;

@@ -36,7 +36,7 @@ void put_row(ByteWriter& w, const AppendRow& row, uint32_t format) {
   w.u64(row.base.value);
   w.u32(row.count);
   w.i64(row.created_us);
-  put_walked(w, row.where);
+  put_walked(w, row.where());
   QUEEN_ASSERT(format >= 4 || row.hashes_inline(), "a row without hashes needs format 4");
   if (format >= 4) w.u8(row.hashes_inline() ? 1 : 0);
   if (row.hashes_inline()) w.hashes(row.hashes.begin(), row.hashes.size());
@@ -47,7 +47,13 @@ AppendRow get_row(ByteReader& r, uint32_t format) {
   row.base = Offset(r.u64());
   row.count = format >= 4 ? r.u32() : r.count(16);
   row.created_us = r.i64();
-  get_walked(r, &row.where);
+  RecordLocation where;
+  get_walked(r, &where);
+  if (!AppendRow::fits(where)) {
+    r.invalidate();
+    return row;
+  }
+  row.set_where(where);
   if (format >= 4 && r.u8() == 0) return row;
   if (row.count > r.left() / 16) {
     r.invalidate();
@@ -106,7 +112,7 @@ bool take_old_rows(ByteReader& r, PartitionState* from, PartitionState& p, uint3
   p.rows.assign(std::make_move_iterator(at), std::make_move_iterator(at + count));
   for (AppendRow& row : p.rows) {
     if (!(row.end() <= p.log_start)) break;
-    if (row.hashes_inline()) row.where = RecordLocation{};
+    if (row.hashes_inline()) row.set_where(RecordLocation{});
   }
   return true;
 }
@@ -406,8 +412,8 @@ void Store::decode_partitions(ByteReader& r, Store* base, uint32_t format) {
     }
     if (list.second) list.second->push_back(p.id);
     for (const AppendRow& row : p.rows) {
-      if (row.where.len == 0) continue;
-      LogFileKey key{row.where.log, row.where.file_no};
+      if (row.record_len == 0) continue;
+      LogFileKey key{row.where().log, row.record_file_no};
       if (!refs.second || refs.first != key) refs = {key, &file_refs_[key]};
       ++*refs.second;
     }

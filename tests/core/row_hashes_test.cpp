@@ -45,8 +45,9 @@ AppendRow append_record(MemEnv& env, uint64_t base, uint32_t count) {
   AppendRow row;
   row.base = Offset(base);
   row.count = count;
-  row.where = RecordLocation{.log = kLog, .file_no = 1, .pos = file.size()};
-  row.where.len = static_cast<uint32_t>(encode_record(h, body.data(), body.size(), &file));
+  RecordLocation where{.log = kLog, .file_no = 1, .pos = file.size()};
+  where.len = static_cast<uint32_t>(encode_record(h, body.data(), body.size(), &file));
+  row.set_where(where);
   return row;
 }
 
@@ -149,7 +150,7 @@ TEST(RowHashes, ARecordThatDoesNotNameItsRowIsAnError) {
   EXPECT_EQ(got.error().code, Errc::corrupt);
   EXPECT_FALSE(rh.of(PartitionId(8), row).ok());
   AppendRow released = row;
-  released.where = RecordLocation{};
+  released.set_where(RecordLocation{});
   got = rh.of(PartitionId(7), released);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().code, Errc::not_found);

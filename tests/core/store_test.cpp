@@ -14,6 +14,18 @@
 namespace queen::testing {
 namespace {
 
+// An append row keeps its record's location in 20 bytes: any queue's own log, any shared log
+// (the id's top bit), file number, length and position come back as they were set.
+RC_GTEST_PROP(AppendRowLocation, ComesBackAsItWasSet, ()) {
+  uint64_t number = *rc::gen::inRange<uint64_t>(0, uint64_t{1} << 31);
+  bool shared = *rc::gen::arbitrary<bool>();
+  RecordLocation w{LogId(shared ? kSharedLogBit | number : number), *rc::gen::arbitrary<uint32_t>(),
+                   *rc::gen::arbitrary<uint32_t>(), *rc::gen::arbitrary<uint64_t>()};
+  AppendRow row;
+  row.set_where(w);
+  RC_ASSERT(row.where() == w);
+}
+
 struct Applier {
   Store s;
   uint64_t index = 0;
