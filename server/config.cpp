@@ -36,32 +36,31 @@ std::optional<int64_t> parse_i64(const std::string& text) {
   return v;
 }
 
-// Engine numbers: a non-positive or unparsable value keeps the default.
+// A number of at least `min`; a smaller or unparsable value keeps the default (with a warning
+// saying what was expected).
 template <class T>
-void read_positive(const EnvLookup& lookup, const std::string& name, T* field) {
+void read_at_least(const EnvLookup& lookup, const std::string& name, int64_t min,
+                   const char* expected, T* field) {
   auto text = non_empty(lookup, name);
   if (!text) return;
   auto v = parse_i64(*text);
-  if (!v || *v <= 0) {
-    real::log_line(LogLevel::warn, "config",
-                   name + "=" + *text + " ignored: not a positive integer");
+  if (!v || *v < min) {
+    real::log_line(LogLevel::warn, "config", name + "=" + *text + " ignored: not " + expected);
     return;
   }
   *field = static_cast<T>(*v);
 }
 
+// Engine numbers: a non-positive or unparsable value keeps the default.
+template <class T>
+void read_positive(const EnvLookup& lookup, const std::string& name, T* field) {
+  read_at_least(lookup, name, 1, "a positive integer", field);
+}
+
 // Counts where 0 has a meaning of its own: a negative or unparsable value keeps the default.
 template <class T>
 void read_count(const EnvLookup& lookup, const std::string& name, T* field) {
-  auto text = non_empty(lookup, name);
-  if (!text) return;
-  auto v = parse_i64(*text);
-  if (!v || *v < 0) {
-    real::log_line(LogLevel::warn, "config",
-                   name + "=" + *text + " ignored: not a count (0 or more)");
-    return;
-  }
-  *field = static_cast<T>(*v);
+  read_at_least(lookup, name, 0, "a count (0 or more)", field);
 }
 
 Status read_bool(const EnvLookup& lookup, const std::string& name, bool* field) {

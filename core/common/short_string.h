@@ -78,12 +78,6 @@ class ShortString {
   friend std::string operator+(const char* a, const ShortString& b) {
     return a + std::string(b.view());
   }
-  friend std::string operator+(const ShortString& a, const std::string& b) {
-    return std::string(a.view()) + b;
-  }
-  friend std::string operator+(const ShortString& a, const char* b) {
-    return std::string(a.view()) + b;
-  }
 
  private:
   // The last byte: kInlineMax - size for an inline string (0 for one of 15 bytes), kHeap for
