@@ -297,10 +297,12 @@ Result<ServerConfig> load_config(const EnvLookup& lookup) {
   read_positive(lookup, "QUEEN_RAFT_COMMAND_QUEUE_DEPTH", &config.commands_queued_max);
   read_positive(lookup, "QUEEN_START_ARENA_MIN_MB", &config.start_arena_min_mb);
   read_count(lookup, "QUEEN_HTTP_THREADS", &config.http_threads);
+  read_count(lookup, "QUEEN_HTTP_NODE_BUSY_MAX", &config.http_node_busy_max);
   read_positive(lookup, "QUEEN_HTTP_RENDER_APART_ROWS", &config.render_apart_rows);
   read_positive(lookup, "QUEEN_STATUS_SAMPLE_MS", &config.status_sample_ms);
   config.status_sample_ms = std::clamp<int64_t>(config.status_sample_ms, 100, 60000);
   config.http_threads = std::clamp(config.http_threads, 0, 64);
+  config.http_node_busy_max = std::clamp(config.http_node_busy_max, 0, 100000);
   read_timeouts(lookup, &config);
   config.node.forward_timeout_ms = config.stmt_timeout_ms;
   read_edge_limits(lookup, &config);

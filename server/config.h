@@ -37,6 +37,7 @@ struct ServerConfig {
   // memory in on a helper thread (io/real/start_arena.h).
   uint64_t start_arena_min_mb = 256;
   int http_threads = 2;                // QUEEN_HTTP_THREADS (0: connections on the node thread)
+  int http_node_busy_max = 12;         // QUEEN_HTTP_NODE_BUSY_MAX (0: edge threads only)
   int64_t header_timeout_ms = 10000;   // QUEEN_HTTP_HEADER_TIMEOUT_MS
   int64_t body_timeout_ms = 30000;     // QUEEN_HTTP_BODY_TIMEOUT_MS
   int64_t body_min_bytes_per_s = 16384;  // QUEEN_HTTP_BODY_MIN_BYTES_PER_S

@@ -3,8 +3,9 @@
 // QUEEN_RAFT_SLOW_COMMAND_MS (queen_raft_slow_commands_total), and whether the disk gate is
 // closed (queen_raft_storage_full) and at what use of the disk (the status routes), and how
 // much of the admission budget is held and how many requests wait for it
-// (queen_raft_admit_in_use_bytes, queen_raft_admit_waiting). Safe from any thread (relaxed
-// atomics).
+// (queen_raft_admit_in_use_bytes, queen_raft_admit_waiting), and where the connections are
+// served (queen_http_serving_on_node, queen_http_connections_moved_total). Safe from any
+// thread (relaxed atomics).
 #pragma once
 
 #include <array>
@@ -28,6 +29,8 @@ struct EdgeCounters {
   std::atomic<int> disk_used_pct{-1};  // the disk gate's last measurement (-1: none yet)
   std::atomic<uint64_t> admit_in_use_bytes{0};  // the edge's Admission, as it changes
   std::atomic<uint64_t> admit_waiting{0};
+  std::atomic<bool> serving_on_node{false};    // new connections go to the node thread
+  std::atomic<uint64_t> connections_moved{0};  // between the node thread and an edge thread
 
   void count(AdmitOutcome outcome) {
     admit[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);

@@ -64,12 +64,16 @@ HttpServer::HttpServer(HttpServerOptions options, real::NodeDriver& driver, Repl
       accept_retry_(context_),
       disk_timer_(context_),
       sample_timer_(context_),
+      place_timer_(context_),
       sampler_(std::make_shared<StatusSampler>(context_.get_executor())),
       shared_(std::make_shared<Shared>(options, driver, router)) {
   shared_->render = &render_context_;
-  if (options_.threads == 0) node_context_ = &driver.context();
-  for (int i = 1; i < options_.threads; ++i)
+  if (options_.threads == 0 || shared_->placement.adaptive()) shared_->node = &driver.context();
+  if (options_.threads > 0) shared_->edges.push_back(&context_);
+  for (int i = 1; i < options_.threads; ++i) {
     more_contexts_.push_back(std::make_unique<asio::io_context>(1));
+    shared_->edges.push_back(more_contexts_.back().get());
+  }
   if (options_.forward && options_.forward->offload) {
     EdgeIds ids;
     shared_->forwarder = std::make_shared<CommandForwarder>(
@@ -116,22 +120,22 @@ Status HttpServer::listen() {
 }
 
 void HttpServer::accept_next() {
-  acceptor_.async_accept(context_for(accepted_++),
-                         [this](beast::error_code ec, tcp::socket socket) {
-                           if (ec == asio::error::operation_aborted) return;
-                           if (ec) return accept_later(ec);
-                           if (shared_->connections.fetch_add(1) >= options_.connections_max) {
-                             shared_->connections.fetch_sub(1);
-                             beast::error_code ignored;
-                             socket.close(ignored);
-                           } else {
-                             socket.set_option(tcp::no_delay(true), ec);
-                             auto session = std::make_shared<Session>(std::move(socket), shared_);
-                             if (node_context_) session->serve_on_node();
-                             session->start();
-                           }
-                           accept_next();
-                         });
+  asio::io_context& home = shared_->placed();
+  bool on_node = &home == shared_->node;
+  acceptor_.async_accept(home, [this, on_node](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (ec) return accept_later(ec);
+    if (shared_->connections.fetch_add(1) >= options_.connections_max) {
+      shared_->connections.fetch_sub(1);
+      beast::error_code ignored;
+      socket.close(ignored);
+    } else {
+      socket.set_option(tcp::no_delay(true), ec);
+      auto session = std::make_shared<Session>(std::move(socket), shared_);
+      if (!on_node || session->serve_on_node()) session->start();
+    }
+    accept_next();
+  });
 }
 
 // Out of descriptors (or another accept failure): wait a moment instead of spinning.
@@ -163,10 +167,29 @@ void HttpServer::sample_status() {
   });
 }
 
+void HttpServer::place_later() {
+  place_timer_.expires_after(milliseconds(kPlacementTickMs));
+  place_timer_.async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    if (shared_->placement.tick(steady_us(std::chrono::steady_clock::now()))) {
+      bool on_node = shared_->placement.on_node();
+      edge_counters().serving_on_node.store(on_node, std::memory_order_relaxed);
+      real::log_line(LogLevel::debug, "http",
+                     std::string("connections move to the ") +
+                         (on_node ? "node thread" : "edge threads") + " at " +
+                         std::to_string(shared_->placement.last_busy()) + " in flight");
+    }
+    place_later();
+  });
+}
+
 void HttpServer::run() {
   shared_->disk.check(shared_->admission.in_use());
   check_disk_later();
   sample_status();
+  edge_counters().serving_on_node.store(shared_->node &&
+                                        (shared_->edges.empty() || shared_->placement.on_node()));
+  if (shared_->placement.adaptive()) place_later();
   asio::signal_set signals(context_, SIGINT, SIGTERM);
   signals.async_wait([this](beast::error_code ec, int signal) {
     if (ec) return;
@@ -200,22 +223,17 @@ void HttpServer::stop() {
 }
 
 void HttpServer::close_node_connections() {
-  if (!node_context_) return;
+  if (!shared_->node) return;
   shared_->driver.run_on_node([shared = shared_](Node&) {
     std::vector<std::shared_ptr<Session>> open;
     {
       std::lock_guard lock(shared->on_node_mutex);
+      shared->on_node_closing = true;
       for (const auto& [key, session] : shared->on_node)
         if (auto s = session.lock()) open.push_back(std::move(s));
     }
     for (const auto& s : open) s->shut();
   });
-}
-
-asio::io_context& HttpServer::context_for(uint64_t n) {
-  if (node_context_) return *node_context_;
-  uint64_t i = n % (more_contexts_.size() + 1);
-  return i == 0 ? context_ : *more_contexts_[i - 1];
 }
 
 }  // namespace queen::server

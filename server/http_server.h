@@ -2,10 +2,13 @@
 // pipelining: answers go out in request order), routes and parses them on the edge threads,
 // hands prepared commands to the node and writes the node's replies back on the connection
 // that owns them. Each edge thread runs its own io_context; accepted connections are dealt
-// round-robin to them and stay there. With no edge threads (threads 0) the
-// connections live on the node thread's io_context: a request reaches the node and its answer
-// goes out without a hand-off between threads (the acceptor, timers and signals stay on the
-// thread that calls run()).
+// round-robin to them. A connection served on the node thread's io_context instead reads,
+// parses and answers there: a request reaches the node and its answer goes out without a
+// hand-off between threads. With no edge threads (threads 0) every connection is; with
+// node_busy_max set, they are while few requests are in flight (server/edge_placement.h), and
+// a connection moves between the node thread and an edge thread when the placement changes,
+// at its next moment with nothing read, held or being answered. The acceptor, timers and
+// signals stay on the thread that calls run().
 //
 // Contract:
 // - Every answer carries the CORS headers; JSON answers are application/json.
@@ -56,6 +59,7 @@
 #include "io/real/real_env.h"
 #include "server/admission.h"
 #include "server/api/api.h"
+#include "server/edge_placement.h"
 #include "server/forwarder.h"
 
 namespace queen::server {
@@ -87,6 +91,9 @@ struct HttpServerOptions {
   uint16_t port = 6632;
   uint64_t body_bytes_max = 64ull << 20;
   int threads = 2;  // QUEEN_HTTP_THREADS: edge threads; 0: connections on the node thread
+  // QUEEN_HTTP_NODE_BUSY_MAX (with edge threads): the node thread serves the connections while
+  // at most this many requests are in flight on average (server/edge_placement.h); 0: never.
+  int node_busy_max = 0;
   size_t pipelined_max = 16;                // requests read ahead on one connection
   uint64_t readahead_bytes_max = 8u << 20;  // body bytes read ahead on one connection
   size_t connections_max = 10000;           // connections served at once
@@ -138,24 +145,21 @@ class HttpServer {
   void check_disk_later();
   // Every status_sample_ms: asks the node for its metrics and keeps them in status_history().
   void sample_status();
+  // Every kPlacementTickMs with an adaptive placement: where connections are to be served.
+  void place_later();
   // After run()'s loop ends, with connections on the node thread: closes them there, so that
   // none hands the node a request while it hands over or checkpoints before the stop.
   void close_node_connections();
-
-  // The io_context `n`-th accepted connection lives on: each edge thread runs its own, so a
-  // connection's work never crosses threads and no thread wakes another to take it.
-  boost::asio::io_context& context_for(uint64_t n);
 
   HttpServerOptions options_;
   boost::asio::io_context context_{1};  // the acceptor, timers, signals; and connections
   std::vector<std::unique_ptr<boost::asio::io_context>> more_contexts_;  // threads - 1
   boost::asio::io_context render_context_{1};  // the render thread's (render_apart_rows)
-  uint64_t accepted_ = 0;
-  boost::asio::io_context* node_context_ = nullptr;  // threads 0: the connections' context
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   boost::asio::steady_timer disk_timer_;
   boost::asio::steady_timer sample_timer_;
+  boost::asio::steady_timer place_timer_;
   std::shared_ptr<ReplyTarget> sampler_;
   std::shared_ptr<Shared> shared_;
   uint16_t bound_port_ = 0;

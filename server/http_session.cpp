@@ -2,6 +2,8 @@
 #include "server/http_session.h"
 #include "server/edge_counters.h"
 
+#include <unistd.h>
+
 namespace queen::server {
 
 void Session::start() {
@@ -54,6 +56,7 @@ void Session::read_next() {
 // Nothing of the next request has arrived: wait for its first byte without a buffer, so an
 // idle keep-alive connection costs only its socket and this session.
 void Session::wait_for_request() {
+  if (placed_elsewhere() && quiet() && move()) return;
   if (buffer_.capacity() > kIdleReadBufferBytesMax) buffer_.shrink_to_fit();
   waiting_idle_ = true;
   arm_idle_timer();
@@ -61,9 +64,66 @@ void Session::wait_for_request() {
                               [self = shared_from_this()](beast::error_code ec) {
                                 self->waiting_idle_ = false;
                                 self->idle_timer_.cancel();
+                                if (self->moving_ && self->moved_on(ec)) return;
                                 if (ec) return self->on_read(ec);
                                 self->read_header();
                               });
+}
+
+void Session::move_when_quiet() {
+  if (!waiting_idle_ || moving_ || !placed_elsewhere() || !quiet()) return;
+  moving_ = true;
+  beast::error_code ignored;
+  stream_.socket().cancel(ignored);  // the wait above: nothing of the next request is read
+}
+
+bool Session::moved_on(beast::error_code ec) {
+  moving_ = false;
+  if (quiet() && move()) return true;
+  if (ec != asio::error::operation_aborted) return false;
+  wait_for_request();  // it stays: wait again for the request it was waiting for
+  return true;
+}
+
+bool Session::placed_elsewhere() const {
+  if (!shared_->node || shared_->edges.empty()) return false;  // one place only
+  return shared_->placement.on_node() != on_node_key_.has_value();
+}
+
+bool Session::quiet() const {
+  return pending_.empty() && !held_ && !busy_ && buffer_.size() == 0 && !forwarding_ &&
+         !fetch_wait_ && !admit_ticket_ && !peer_gone_ && !closed_ && !read_closed_;
+}
+
+bool Session::move() {
+  bool here_on_node = on_node_key_.has_value();
+  asio::io_context& there = here_on_node ? shared_->next_edge() : *shared_->node;
+  beast::error_code ec;
+  auto protocol = stream_.socket().local_endpoint(ec).protocol();
+  if (ec) return false;
+  // Filing it on the node thread comes first: after a stop began, the connection stays.
+  std::unique_lock lock(shared_->on_node_mutex);
+  if (!here_on_node && shared_->on_node_closing) return false;
+  auto fd = stream_.socket().release(ec);
+  if (ec) return false;
+  tcp::socket socket(there);
+  socket.assign(protocol, fd, ec);
+  if (ec) {  // not registered with the other thread's reactor: the connection ends here
+    ::close(fd);
+    closed_ = true;
+    return true;
+  }
+  moved_ = true;
+  closed_ = true;
+  auto next = std::make_shared<Session>(std::move(socket), shared_);
+  if (!here_on_node) {
+    next->on_node_key_ = shared_->on_node_next++;
+    shared_->on_node.emplace(*next->on_node_key_, next->weak_from_this());
+  }
+  lock.unlock();
+  edge_counters().connections_moved.fetch_add(1, std::memory_order_relaxed);
+  next->start();
+  return true;
 }
 
 void Session::arm_idle_timer() {
@@ -312,6 +372,7 @@ void Session::answer_front() {
   const auto& req = front.request;
   EdgeIds ids;
   request_started_ = std::chrono::steady_clock::now();
+  shared_->placement.begin(steady_us(*request_started_));
   request_kind_ = real::RequestKind::other;
   request_waits_ = false;
   auto method = req.method_string();
@@ -415,10 +476,10 @@ real::RequestKind Session::kind_of(const Command& c) {
 // fetch for minBytes) counts as slow.
 void Session::record_latency() {
   if (!request_started_) return;
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                                  *request_started_)
-                .count();
+  int64_t end_us = steady_us(std::chrono::steady_clock::now());
+  int64_t us = end_us - steady_us(*request_started_);
   real::process_latencies().requests[static_cast<size_t>(request_kind_)].record_us(us);
+  shared_->placement.end(steady_us(*request_started_), end_us);
   bool waits = request_waits_ || fetch_wait_.has_value();
   if (!waits && us > shared_->options.slow_command_ms * 1000)
     edge_counters().slow_commands.fetch_add(1, std::memory_order_relaxed);
@@ -468,6 +529,7 @@ void Session::on_written(beast::error_code ec, bool keep_alive) {
   if (!keep_alive) return close();
   answer_front();
   read_next();
+  move_when_quiet();
 }
 
 // After a refusal the client may still be sending its body: read and discard it for a

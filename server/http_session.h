@@ -45,7 +45,9 @@ struct HttpServer::Shared {
         driver(d),
         router(r),
         admission(options.admit_bytes_max, &edge_counters()),
-        disk(options.disk) {}
+        disk(options.disk),
+        placement(PlacementOptions{
+            .busy_max = options.threads > 0 ? static_cast<double>(options.node_busy_max) : 0.0}) {}
   HttpServerOptions options;
   real::NodeDriver& driver;
   ReplyRouter& router;
@@ -55,11 +57,25 @@ struct HttpServer::Shared {
   std::atomic<uint64_t> slow_bodies_dropped{0};  // below QUEEN_HTTP_BODY_MIN_BYTES_PER_S
   std::shared_ptr<CommandForwarder> forwarder;   // a cluster with client offload
   boost::asio::io_context* render = nullptr;     // the render thread (render_apart_rows)
-  // The connections served on the node thread (HttpServerOptions::threads 0), by the order
-  // they came in, for closing them there at stop (HttpServer::close_node_connections).
+  // Where connections are served: the node thread's context (threads 0, or an adaptive
+  // placement), the edge threads' (none with threads 0), and the rule choosing between them.
+  boost::asio::io_context* node = nullptr;
+  std::vector<boost::asio::io_context*> edges;
+  std::atomic<uint64_t> edge_next{0};
+  Placement placement;
+  // The io_context a connection is to be served on now (the next edge thread's, in turn).
+  boost::asio::io_context& placed() {
+    return node && (edges.empty() || placement.on_node()) ? *node : next_edge();
+  }
+  boost::asio::io_context& next_edge() {
+    return *edges[edge_next.fetch_add(1, std::memory_order_relaxed) % edges.size()];
+  }
+  // The connections served on the node thread, by the order they came in, for closing them
+  // there at stop (HttpServer::close_node_connections); none is added once that began.
   std::mutex on_node_mutex;
   std::map<uint64_t, std::weak_ptr<Session>> on_node;
   uint64_t on_node_next = 0;
+  bool on_node_closing = false;
 };
 
 // Ids minted on an edge thread: its own generator, seeded from the OS.
@@ -111,6 +127,10 @@ inline int64_t jittered(int64_t hold_ms, IdSource& ids) {
   return hold_ms - quarter + static_cast<int64_t>(ids.random_u64() % (2 * quarter + 1));
 }
 
+inline int64_t steady_us(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
 inline HttpAnswer plain_answer(unsigned status, const char* text) {
   HttpAnswer answer;
   answer.status = status;
@@ -143,17 +163,23 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
       shared_->on_node.erase(*on_node_key_);
     }
     cancel_held();
+    if (request_started_)  // ended unanswered: it is no longer in flight
+      shared_->placement.end(steady_us(*request_started_),
+                             steady_us(std::chrono::steady_clock::now()));
     shared_->admission.release(reading_permit_);
     for (const Pending& p : pending_) shared_->admission.release(p.permit);
-    shared_->connections.fetch_sub(1);
+    if (!moved_) shared_->connections.fetch_sub(1);
   }
 
   void start();
-  // Files the connection among those served on the node thread (before start()).
-  void serve_on_node() {
+  // Files the connection among those served on the node thread (before start()); false once
+  // they are being closed for a stop.
+  bool serve_on_node() {
     std::lock_guard lock(shared_->on_node_mutex);
+    if (shared_->on_node_closing) return false;
     on_node_key_ = shared_->on_node_next++;
     shared_->on_node.emplace(*on_node_key_, weak_from_this());
+    return true;
   }
   // Closes the connection (on its own thread): a request held at the node is cancelled.
   void shut() { close(); }
@@ -230,6 +256,22 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   // Nothing of the next request has arrived: wait for its first byte without a buffer, so an
   // idle keep-alive connection costs only its socket and this session.
   void wait_for_request();
+
+  // ---- moving between the node thread and an edge thread (server/edge_placement.h) ----
+
+  // The placement wants this connection on the other side of the node thread.
+  bool placed_elsewhere() const;
+  // Nothing of it is read, held at the node, being answered or waiting.
+  bool quiet() const;
+  // After an answer: a connection placed elsewhere and quiet stops waiting for its next
+  // request (its bytes stay unread in the socket) and moves.
+  void move_when_quiet();
+  // The wait was stopped for a move: moves, or waits again when it can no longer. False when
+  // the wait ended otherwise and is to be handled as usual.
+  bool moved_on(beast::error_code ec);
+  // The socket goes on to a new session on the other side, and this one ends (true); false
+  // when it stays (a stop began, or the socket cannot be taken).
+  bool move();
 
   void arm_idle_timer();
 
@@ -347,6 +389,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   bool peer_gone_ = false;
   bool closed_ = false;
   std::optional<uint64_t> on_node_key_;  // filed in Shared::on_node
+  bool moving_ = false;                  // its wait is being stopped for a move
+  bool moved_ = false;                   // its socket went on to another session
 };
 
 }  // namespace queen::server

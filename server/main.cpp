@@ -58,6 +58,7 @@ queen::server::HttpServerOptions http_options(
       .port = config.port,
       .body_bytes_max = config.body_bytes_max,
       .threads = config.http_threads,
+      .node_busy_max = config.http_node_busy_max,
       .header_timeout_ms = config.header_timeout_ms,
       .body_timeout_ms = config.body_timeout_ms,
       .body_min_bytes_per_s = static_cast<uint64_t>(config.body_min_bytes_per_s),

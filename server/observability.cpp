@@ -178,6 +178,13 @@ void render_alerting(const MetricsReply& m, Exposition& x) {
         e.admit_in_use_bytes.load());
   x.one("queen_raft_admit_waiting", "gauge", "Requests waiting for admission permits.",
         e.admit_waiting.load());
+  x.one("queen_http_serving_on_node", "gauge",
+        "1 while the node thread serves the connections itself (QUEEN_HTTP_THREADS 0, or "
+        "QUEEN_HTTP_NODE_BUSY_MAX and few requests in flight), 0 while the edge threads do.",
+        e.serving_on_node.load() ? 1 : 0);
+  x.one("queen_http_connections_moved_total", "counter",
+        "Connections moved between the node thread and an edge thread as the placement changed.",
+        e.connections_moved.load());
   x.one("queen_raft_slow_commands_total", "counter",
         "Commands answered later than QUEEN_RAFT_SLOW_COMMAND_MS after dispatch (long polls "
         "and fetches that wait for minBytes excepted).",

@@ -4,11 +4,14 @@
 // cluster a follower's own metrics and a delete applied by every node.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -294,6 +297,59 @@ TEST(EdgeThreads, AStopClosesTheConnectionsOnTheNodeThread) {
   EXPECT_EQ(waited.status, 0) << waited.body;  // closed, never answered
   EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(30));
   EXPECT_EQ(idle.get("/health", 2000).status, 0);
+}
+
+// QUEEN_HTTP_NODE_BUSY_MAX: the node thread serves the connections while few requests are in
+// flight; more in flight for a while moves them to the edge threads, and when that load ends
+// they come back. A keep-alive connection pushing throughout moves with them and loses
+// nothing: every push is answered 201 and every message is there once.
+TEST(EdgeThreads, ConnectionsMoveOffTheNodeThreadUnderLoadAndBack) {
+  TempDir dir;
+  ServerProcess server(dir.path() + "/data", dir.path() + "/server.log",
+                       {{"QUEEN_HTTP_NODE_BUSY_MAX", "2"}});
+  std::string error;
+  ASSERT_TRUE(server.start(&error)) << error;
+  HttpClient pusher(server.port());
+  HttpClient watcher(server.port());
+  const std::string on_node = "queen_http_serving_on_node";
+  const std::string moved = "queen_http_connections_moved_total";
+  EXPECT_EQ(metric(watcher, on_node), 1);
+  int pushed = 0;
+  auto push_one = [&] {
+    HttpResult r = push(pusher, {{"moving", "", "", pushed}});
+    EXPECT_EQ(r.status, 201) << r.body << r.transport_error;
+    ++pushed;
+  };
+  // Six connections, each always holding a pop that waits on an empty queue: six requests in
+  // flight, over the bound of two.
+  ASSERT_EQ(configure(watcher, "empty", json::object()).status, 200);
+  std::atomic<bool> loading{true};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 6; ++i)
+    waiters.emplace_back([&] {
+      HttpClient c(server.port());
+      while (loading) pop(c, {.queue = "empty", .wait = true, .timeout_ms = 300});
+    });
+  EXPECT_TRUE(eventually(seconds(20), [&] {
+    push_one();
+    return metric(watcher, on_node) == 0 && metric(watcher, moved) >= 6;
+  }));
+  loading = false;
+  for (auto& t : waiters) t.join();
+  double moved_off = metric(watcher, moved);
+  EXPECT_TRUE(eventually(seconds(20), [&] {
+    push_one();
+    return metric(watcher, on_node) == 1 && metric(watcher, moved) >= moved_off + 2;
+  }));  // the pusher and the watcher came back
+  std::vector<json> got;
+  ASSERT_TRUE(drain(pusher, "moving", "check", &got, &error)) << error;
+  std::vector<int> values;
+  for (const json& m : got) values.push_back(m["data"].get<int>());
+  std::sort(values.begin(), values.end());
+  std::vector<int> expected(pushed);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(values, expected);
+  EXPECT_EQ(server.stop(), 0) << server.log_tail();
 }
 
 TEST_F(ObservabilityTest, MetricsJsonHasTheReferenceShapeAndCountsPushes) {
