@@ -95,12 +95,13 @@ class JsonWriter {
   JsonWriter& open(char c) {
     comma();
     out_.push_back(c);
-    first_.push_back(true);
+    fresh_ = true;
     return *this;
   }
+  // The container it returns to holds at least the one closed.
   JsonWriter& close(char c) {
     out_.push_back(c);
-    first_.pop_back();
+    fresh_ = false;
     return *this;
   }
   template <class T>
@@ -125,9 +126,8 @@ class JsonWriter {
       after_key_ = false;
       return;
     }
-    if (first_.empty()) return;
-    if (!first_.back()) out_.push_back(',');
-    first_.back() = false;
+    if (!fresh_) out_.push_back(',');
+    fresh_ = false;
   }
   // Runs of characters that need no escape are copied whole; eight bytes are checked at a
   // time until one of them needs a look.
@@ -172,7 +172,9 @@ class JsonWriter {
   }
 
   std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
+  // The innermost open container has nothing in it yet (true before the one top-level value):
+  // a container is closed only after its members, so the one it returns to is never fresh.
+  bool fresh_ = true;
   bool after_key_ = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "server/api/api.h"
 #include "server/api/routes.h"
@@ -255,6 +256,66 @@ TEST(Codec, UuidsAndDecimalIdsRenderAsTheirText) {
   w.begin_array().uuid(id).decimal_string(0).decimal_string(UINT64_MAX).number(-5).end_array();
   EXPECT_EQ(json::parse(w.text()), (json{uuid_to_string(id), "0", std::to_string(UINT64_MAX), -5}));
   EXPECT_EQ(uuid_to_string(id), "03142536-4758-697a-8b9c-adbecfe0f102");
+}
+
+// Writes `v` with the writer's calls, as a reply renderer does.
+void write_json(const json& v, JsonWriter& w) {
+  if (v.is_array()) {
+    w.begin_array();
+    for (const json& e : v) write_json(e, w);
+    w.end_array();
+  } else if (v.is_object()) {
+    w.begin_object();
+    for (const auto& [k, e] : v.items()) write_json(e, w.key(k));
+    w.end_object();
+  } else if (v.is_string()) {
+    w.string(v.get<std::string>());
+  } else if (v.is_number_integer()) {
+    w.number(v.get<int64_t>());
+  } else if (v.is_boolean()) {
+    w.boolean(v.get<bool>());
+  } else {
+    w.null();
+  }
+}
+
+// A nested value built from `seed`: containers of up to four members, up to `depth` deep,
+// empty ones among them.
+json nested_value(std::mt19937_64& rng, int depth) {
+  auto kind = depth == 0 ? rng() % 4 : rng() % 6;
+  size_t members = rng() % 5;
+  if (kind == 4) {
+    json a = json::array();
+    for (size_t i = 0; i < members; ++i) a.push_back(nested_value(rng, depth - 1));
+    return a;
+  }
+  if (kind == 5) {
+    json o = json::object();
+    for (size_t i = 0; i < members; ++i) o["k" + std::to_string(i)] = nested_value(rng, depth - 1);
+    return o;
+  }
+  if (kind == 0) return "s" + std::to_string(rng() % 100);
+  if (kind == 1) return static_cast<int64_t>(rng() % 1000) - 500;
+  if (kind == 2) return rng() % 2 == 0;
+  return nullptr;
+}
+
+// Commas go between the members of every container, however they nest, and nowhere else.
+TEST(Codec, TheWriterPlacesCommasInNestedContainers) {
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    std::mt19937_64 rng(seed);
+    json v = nested_value(rng, 5);
+    JsonWriter w;
+    write_json(v, w);
+    EXPECT_EQ(json::parse(w.text()), v) << "seed " << seed << ": " << w.text();
+  }
+  JsonWriter w;  // spliced members count as members
+  w.begin_object().members(JsonWriter::members_of([](JsonWriter& m) {
+    m.key("a").number(1);
+    m.key("b").begin_array().end_array();
+  }));
+  w.key("c").begin_object().end_object().end_object();
+  EXPECT_EQ(w.text(), R"({"a":1,"b":[],"c":{}})");
 }
 
 TEST(Codec, PercentDecodingAndQueries) {
