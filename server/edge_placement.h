@@ -8,9 +8,9 @@
 // the bound does not make the connections hop.
 //
 // Contract: begin and end are safe from any thread (a mutex held for a few additions), and
-// each begin is
-// followed by one end with the same start; tick and on_node's changes happen on one thread;
-// on_node may be read from any thread. Times are microseconds of one monotonic clock.
+// each begin is followed by one end with the same start; tick and on_node's changes happen
+// on one thread; on_node may be read from any thread. Times are microseconds of one monotonic
+// clock.
 #pragma once
 
 #include <atomic>

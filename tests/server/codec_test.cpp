@@ -377,6 +377,23 @@ TEST(Config, BooleansAndNumbers) {
   EXPECT_FALSE(port.ok()) << "a port in the bind address is fatal";
 }
 
+// The node thread serves connections up to 12 requests in flight by default; 0 turns that
+// off (the edge threads only), as QUEEN_HTTP_THREADS=0 turns the edge threads off.
+TEST(Config, ConnectionsOnTheNodeThread) {
+  auto c = load_config(lookup_from({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().http_threads, 2);
+  EXPECT_EQ(c.value().http_node_busy_max, 12);
+  auto off =
+      load_config(lookup_from({{"QUEEN_HTTP_NODE_BUSY_MAX", "0"}, {"QUEEN_HTTP_THREADS", "0"}}));
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off.value().http_node_busy_max, 0);
+  EXPECT_EQ(off.value().http_threads, 0);
+  auto bad = load_config(lookup_from({{"QUEEN_HTTP_NODE_BUSY_MAX", "-1"}}));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad.value().http_node_busy_max, 12) << "a negative number keeps the default";
+}
+
 TEST(Config, SharedQueueLogs) {
   auto c = load_config(lookup_from({}));
   ASSERT_TRUE(c.ok());
