@@ -330,9 +330,11 @@ TEST(EdgeThreads, ConnectionsMoveOffTheNodeThreadUnderLoadAndBack) {
       HttpClient c(server.port());
       while (loading) pop(c, {.queue = "empty", .wait = true, .timeout_ms = 300});
     });
+  // The pusher and the watcher came in before the load, so they move off at least (the
+  // waiters too, unless they came in after the move).
   EXPECT_TRUE(eventually(seconds(20), [&] {
     push_one();
-    return metric(watcher, on_node) == 0 && metric(watcher, moved) >= 6;
+    return metric(watcher, on_node) == 0 && metric(watcher, moved) >= 2;
   }));
   loading = false;
   for (auto& t : waiters) t.join();
