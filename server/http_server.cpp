@@ -172,7 +172,7 @@ void HttpServer::place_later() {
   place_timer_.async_wait([this](beast::error_code ec) {
     if (ec) return;
     if (shared_->placement.tick(steady_us(std::chrono::steady_clock::now()))) {
-      bool on_node = shared_->placement.on_node();
+      bool on_node = shared_->serving_on_node();
       edge_counters().serving_on_node.store(on_node, std::memory_order_relaxed);
       real::log_line(LogLevel::debug, "http",
                      std::string("connections move to the ") +
@@ -187,8 +187,7 @@ void HttpServer::run() {
   shared_->disk.check(shared_->admission.in_use());
   check_disk_later();
   sample_status();
-  edge_counters().serving_on_node.store(shared_->node &&
-                                        (shared_->edges.empty() || shared_->placement.on_node()));
+  edge_counters().serving_on_node.store(shared_->serving_on_node());
   if (shared_->placement.adaptive()) place_later();
   asio::signal_set signals(context_, SIGINT, SIGTERM);
   signals.async_wait([this](beast::error_code ec, int signal) {

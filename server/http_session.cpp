@@ -101,26 +101,21 @@ bool Session::move() {
   beast::error_code ec;
   auto protocol = stream_.socket().local_endpoint(ec).protocol();
   if (ec) return false;
-  // Filing it on the node thread comes first: after a stop began, the connection stays.
-  std::unique_lock lock(shared_->on_node_mutex);
-  if (!here_on_node && shared_->on_node_closing) return false;
   auto fd = stream_.socket().release(ec);
   if (ec) return false;
+  moved_ = true;
+  closed_ = true;
   tcp::socket socket(there);
   socket.assign(protocol, fd, ec);
   if (ec) {  // not registered with the other thread's reactor: the connection ends here
     ::close(fd);
-    closed_ = true;
+    moved_ = false;
     return true;
   }
-  moved_ = true;
-  closed_ = true;
   auto next = std::make_shared<Session>(std::move(socket), shared_);
-  if (!here_on_node) {
-    next->on_node_key_ = shared_->on_node_next++;
-    shared_->on_node.emplace(*next->on_node_key_, next->weak_from_this());
-  }
-  lock.unlock();
+  // A stop closing the node thread's connections has begun: this one closes with them (the
+  // new session ends unstarted).
+  if (!here_on_node && !next->serve_on_node()) return true;
   edge_counters().connections_moved.fetch_add(1, std::memory_order_relaxed);
   next->start();
   return true;

@@ -63,10 +63,10 @@ struct HttpServer::Shared {
   std::vector<boost::asio::io_context*> edges;
   std::atomic<uint64_t> edge_next{0};
   Placement placement;
+  // Whether new connections go to the node thread now.
+  bool serving_on_node() const { return node && (edges.empty() || placement.on_node()); }
   // The io_context a connection is to be served on now (the next edge thread's, in turn).
-  boost::asio::io_context& placed() {
-    return node && (edges.empty() || placement.on_node()) ? *node : next_edge();
-  }
+  boost::asio::io_context& placed() { return serving_on_node() ? *node : next_edge(); }
   boost::asio::io_context& next_edge() {
     return *edges[edge_next.fetch_add(1, std::memory_order_relaxed) % edges.size()];
   }
@@ -270,7 +270,8 @@ class Session final : public ReplyTarget, public std::enable_shared_from_this<Se
   // the wait ended otherwise and is to be handled as usual.
   bool moved_on(beast::error_code ec);
   // The socket goes on to a new session on the other side, and this one ends (true); false
-  // when it stays (a stop began, or the socket cannot be taken).
+  // when it stays (the socket cannot be taken). Once a stop began closing the node thread's
+  // connections, one moving there is closed with them.
   bool move();
 
   void arm_idle_timer();
