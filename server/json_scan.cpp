@@ -74,6 +74,22 @@ bool JsonScan::string(std::string* out) {
   return string_body(out) || fail();
 }
 
+bool JsonScan::text(std::string_view* out, std::string* scratch) {
+  if (!eat('"')) return fail();
+  size_t from = at_;
+  bool escaped = false;
+  if (!string_body(nullptr, &escaped)) return fail();
+  if (!escaped) {
+    *out = text_.substr(from, at_ - 1 - from);
+    return true;
+  }
+  at_ = from;
+  scratch->clear();
+  string_body(scratch);  // read once already: it succeeds again
+  *out = *scratch;
+  return true;
+}
+
 bool JsonScan::value(std::string_view* raw) {
   if (!ok_) return false;
   ws();
@@ -133,7 +149,7 @@ bool JsonScan::container(char close, size_t depth) {
   }
 }
 
-bool JsonScan::string_body(std::string* out) {
+bool JsonScan::string_body(std::string* out, bool* escaped) {
   for (;;) {
     size_t run = at_;
     while (at_ + 8 <= text_.size() && json_word_plain_ascii(load_word(text_.data() + at_))) {
@@ -152,6 +168,7 @@ bool JsonScan::string_body(std::string* out) {
       return true;
     }
     if (c < 0x20) return false;
+    if (c == '\\' && escaped != nullptr) *escaped = true;
     if (c == '\\' ? !escape(out) : !utf8(out)) return false;
   }
 }

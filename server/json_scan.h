@@ -27,6 +27,9 @@ class JsonScan {
   bool next_is(char c);
   // A string value, unescaped.
   bool string(std::string* out);
+  // A string value: `out` views its bytes in the text when it has no escape, else `scratch`,
+  // which holds it unescaped (keys and ids, read without a copy of their own).
+  bool text(std::string_view* out, std::string* scratch);
   // Any value, validated; `raw` gets its bytes as they appear in the text.
   bool value(std::string_view* raw);
   // True when only whitespace is left.
@@ -37,7 +40,9 @@ class JsonScan {
   bool fail() { return ok_ = false; }
   bool value_at(size_t depth);
   bool container(char close, size_t depth);
-  bool string_body(std::string* out);  // after the opening quote; out may be null
+  // After the opening quote; out may be null. `escaped`, if given, is set when the string
+  // holds an escape.
+  bool string_body(std::string* out, bool* escaped = nullptr);
   bool escape(std::string* out);
   bool utf8(std::string* out);
   bool number();

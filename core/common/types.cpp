@@ -1,5 +1,7 @@
 #include "core/common/types.h"
 
+#include <array>
+
 namespace queen {
 
 void uuid_to_chars(const Uuid& u, char* out) {
@@ -17,28 +19,37 @@ std::string uuid_to_string(const Uuid& u) {
   return s;
 }
 
-static int hex_val(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+namespace {
 
-bool uuid_from_string(const std::string& s, Uuid* out) {
-  if (s.size() != 36) return false;
-  int bi = 0;
-  for (size_t i = 0; i < s.size();) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (s[i] != '-') return false;
-      ++i;
-      continue;
-    }
-    int h = hex_val(s[i]), l = hex_val(s[i + 1]);
-    if (h < 0 || l < 0) return false;
-    out->bytes[bi++] = static_cast<uint8_t>(h * 16 + l);
-    i += 2;
+// Each byte's value as a hex digit, or -1.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = 0; c < 10; ++c) t['0' + c] = static_cast<int8_t>(c);
+  for (int c = 0; c < 6; ++c) {
+    t['a' + c] = static_cast<int8_t>(10 + c);
+    t['A' + c] = static_cast<int8_t>(10 + c);
   }
-  return bi == 16;
+  return t;
+}();
+
+// Where each byte's two digits start in the 36 characters.
+constexpr std::array<uint8_t, 16> kUuidDigitsAt = {0,  2,  4,  6,  9,  11, 14, 16,
+                                                   19, 21, 24, 26, 28, 30, 32, 34};
+
+}  // namespace
+
+bool uuid_from_string(std::string_view s, Uuid* out) {
+  if (s.size() != kUuidChars || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+    return false;
+  int bad = 0;  // negative once a digit is not hex
+  for (size_t i = 0; i < 16; ++i) {
+    int h = kHexValue[static_cast<uint8_t>(s[kUuidDigitsAt[i]])];
+    int l = kHexValue[static_cast<uint8_t>(s[kUuidDigitsAt[i] + 1])];
+    bad |= h | l;
+    out->bytes[i] = static_cast<uint8_t>(((h & 15) << 4) | (l & 15));
+  }
+  return bad >= 0;
 }
 
 Uuid make_uuid_v7(int64_t unix_ms, uint64_t rand_a, uint64_t rand_b) {

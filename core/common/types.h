@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace queen {
 
@@ -54,7 +55,7 @@ constexpr size_t kUuidChars = 36;
 std::string uuid_to_string(const Uuid& u);
 // Writes the kUuidChars characters of uuid_to_string to `out`.
 void uuid_to_chars(const Uuid& u, char* out);
-bool uuid_from_string(const std::string& s, Uuid* out);
+bool uuid_from_string(std::string_view s, Uuid* out);
 // A UUIDv7 from a unix time in ms and 74 random bits.
 Uuid make_uuid_v7(int64_t unix_ms, uint64_t rand_a, uint64_t rand_b);
 // `u` with one added to its last 62 bits (a UUIDv7's rand_b, RFC 9562's monotonic random);

@@ -34,7 +34,9 @@ std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& g
     if (!s) return "status must be one of completed, success, failed, retry, dlq";
     out->status = *s;
   }
-  if (f.lease_id && !f.lease_id->empty()) {
+  if (f.lease) {
+    out->lease_id = *f.lease;
+  } else if (f.lease_id && !f.lease_id->empty()) {
     LeaseId id;
     if (!uuid_from_string(*f.lease_id, &id)) return "leaseId must be a UUID";
     out->lease_id = id;
@@ -64,12 +66,35 @@ std::string read_ack_item(const json& obj, const std::string& at,
   return at + "." + refused;
 }
 
-// not, else whether the value scanned (a string or null, the key's first time).
-std::optional<bool> scan_ack_key(JsonScan& s, const std::string& key, ScannedAck* a) {
+namespace {
+
+// A leaseId read as a UUID straight from the text, without a string of its own; any other
+// string is kept for finish_ack_item to refuse (an empty one means none).
+bool scan_lease_id(JsonScan& s, AckItemFields* f, bool* seen) {
+  if (*seen) return false;
+  *seen = true;
+  if (s.next_is('n')) {
+    std::string_view raw;
+    return s.value(&raw) && raw == "null";
+  }
+  std::string scratch;
+  std::string_view text;
+  if (!s.text(&text, &scratch)) return false;
+  LeaseId id;
+  if (uuid_from_string(text, &id))
+    f->lease = id;
+  else
+    f->lease_id = std::string(text);
+  return true;
+}
+
+}  // namespace
+
+std::optional<bool> scan_ack_key(JsonScan& s, std::string_view key, ScannedAck* a) {
   if (key == "transactionId") return scan_opt_string(s, &a->transaction_id, &a->seen[0]);
   if (key == "partitionId") return scan_opt_string(s, &a->partition_id, &a->seen[1]);
   if (key == "status") return scan_opt_string(s, &a->fields.status, &a->seen[2]);
-  if (key == "leaseId") return scan_opt_string(s, &a->fields.lease_id, &a->seen[3]);
+  if (key == "leaseId") return scan_lease_id(s, &a->fields, &a->seen[3]);
   if (key == "consumerGroup") return scan_opt_string(s, &a->fields.group, &a->seen[4]);
   if (key == "error") return scan_opt_string(s, &a->fields.error, &a->seen[5]);
   return std::nullopt;
@@ -87,14 +112,13 @@ AckItemFields take_ack_fields(ScannedAck&& a) {
   return f;
 }
 
-// An ack batch item scanned: every field a string or null, each at most once, the required
-
 namespace {
 
+// An ack batch item scanned: every field a string or null, each at most once, the required
 // ones non-empty; false leaves the body to the general parser.
 bool scan_ack_item(JsonScan& s, AckItemFields* f) {
   ScannedAck a;
-  bool ok = scan_members(s, [&](const std::string& key) {
+  bool ok = scan_members(s, [&](std::string_view key) {
     if (auto scanned = scan_ack_key(s, key, &a)) return *scanned;
     return scan_skip(s);
   });
@@ -112,7 +136,7 @@ std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
   JsonScan s(body, kJsonDepthMax);
   ScannedAckBatch batch;
   bool seen_acks = false, seen_group = false;
-  bool ok = scan_members(s, [&](const std::string& key) {
+  bool ok = scan_members(s, [&](std::string_view key) {
     if (key == "consumerGroup") return scan_opt_string(s, &batch.group, &seen_group);
     if (key != "acknowledgments") return scan_skip(s);
     if (seen_acks) return false;

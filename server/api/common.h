@@ -159,9 +159,10 @@ template <class F>
 bool scan_members(JsonScan& s, F&& member) {
   if (!s.eat('{')) return false;
   if (s.eat('}')) return true;
-  std::string key;
+  std::string scratch;  // a key with an escape, unescaped
+  std::string_view key;
   do {
-    if (!s.string(&key) || !s.eat(':') || !member(key)) return false;
+    if (!s.text(&key, &scratch) || !s.eat(':') || !member(key)) return false;
   } while (s.eat(','));
   return s.eat('}');
 }
@@ -224,6 +225,7 @@ bool scan_push_item(JsonScan& s, PushItemFields* f);
 struct AckItemFields {
   std::string transaction_id, partition_id;
   std::optional<std::string> status, lease_id, group, error;
+  std::optional<LeaseId> lease;  // the leaseId, when the scanner read it as a UUID already
 };
 
 // Checks the fields and fills `out`; returns why the item is refused (after its name), or
@@ -242,7 +244,7 @@ struct ScannedAck {
 
 // Scans the value of `key` into `a` if it is one of an ack item's keys: nullopt if it is
 // not, else whether the value scanned (a string or null, the key's first time).
-std::optional<bool> scan_ack_key(JsonScan& s, const std::string& key, ScannedAck* a);
+std::optional<bool> scan_ack_key(JsonScan& s, std::string_view key, ScannedAck* a);
 bool filled(const std::optional<std::string>& v);
 // The ack's fields, once both ids are known to be filled.
 AckItemFields take_ack_fields(ScannedAck&& a);

@@ -84,7 +84,7 @@ std::optional<Parsed> read_push_item(const json& item, const std::string& at, in
 bool scan_push_item(JsonScan& s, PushItemFields* f) {
   std::optional<std::string> queue;
   bool seen[5] = {};
-  bool ok = scan_members(s, [&](const std::string& key) {
+  bool ok = scan_members(s, [&](std::string_view key) {
     if (key == "queue") return scan_opt_string(s, &queue, &seen[0]);
     if (key == "partition") return scan_opt_string(s, &f->partition, &seen[1]);
     if (key == "transactionId") return scan_opt_string(s, &f->transaction_id, &seen[2]);
@@ -101,7 +101,7 @@ std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
   JsonScan s(body, kJsonDepthMax);
   std::vector<PushItemFields> items;
   bool seen_items = false;
-  bool ok = scan_members(s, [&](const std::string& key) {
+  bool ok = scan_members(s, [&](std::string_view key) {
     if (key != "items") return scan_skip(s);
     if (seen_items) return false;
     seen_items = true;

@@ -161,7 +161,7 @@ bool scan_txn_items(JsonScan& s, ScannedTxnOp* op) {
 
 bool scan_txn_op(JsonScan& s, ScannedTxnOp* op) {
   bool seen[5] = {};
-  return scan_members(s, [&](const std::string& key) {
+  return scan_members(s, [&](std::string_view key) {
     if (key == "type") return scan_opt_string(s, &op->type, &seen[0]);
     if (auto scanned = scan_ack_key(s, key, &op->ack)) return *scanned;
     if (key == "queue") return scan_opt_string(s, &op->queue, &seen[1]);
@@ -186,7 +186,7 @@ std::optional<std::vector<ScannedTxnOp>> scan_txn(std::string_view body) {
   JsonScan s(body, kJsonDepthMax);
   std::vector<ScannedTxnOp> ops;
   bool seen_ops = false;
-  bool ok = scan_members(s, [&](const std::string& key) {
+  bool ok = scan_members(s, [&](std::string_view key) {
     if (key == "kv" || key == "timers" || key == "positions" || key == "requiredLeases") {
       return false;
     }

@@ -1,8 +1,12 @@
 // The shared text forms: disk ids as the membership API and the logs print them, and the
-// "host:port" split that QUEEN_RAFT_PEERS, the peer transport and the HTTP forwarder rely on.
+// "host:port" split that QUEEN_RAFT_PEERS, the peer transport and the HTTP forwarder rely on;
+// a UUID read back from its text (leaseId, message ids in the API).
 #include "core/common/text.h"
+#include "core/common/types.h"
 
 #include <gtest/gtest.h>
+
+#include <cctype>
 
 namespace queen {
 namespace {
@@ -35,6 +39,40 @@ TEST(TextTest, HostPortRefusesWhatIsNotOne) {
   }
   EXPECT_EQ(host, "kept");  // a refusal leaves the outputs alone
   EXPECT_EQ(port, 1);
+}
+
+TEST(TextTest, AUuidReadsBackFromItsTextInEitherCase) {
+  Uuid u = make_uuid_v7(1700000000000, 0xabcdef, 0x0123456789abcdefULL);
+  std::string text = uuid_to_string(u);
+  Uuid back;
+  ASSERT_TRUE(uuid_from_string(text, &back));
+  EXPECT_EQ(back, u);
+  std::string upper = text;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ASSERT_NE(upper, text);
+  Uuid from_upper;
+  ASSERT_TRUE(uuid_from_string(upper, &from_upper));
+  EXPECT_EQ(from_upper, u);
+}
+
+TEST(TextTest, AUuidRefusesAnyOtherText) {
+  std::string good = "0190a0b0-c0d0-7e0f-8a0b-0c0d0e0f1011";
+  Uuid out;
+  ASSERT_TRUE(uuid_from_string(good, &out));
+  // Every position: a character that is neither a hex digit nor, there, a dash.
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (char bad : {'g', 'G', ' ', '-', '\0', '\xff', '/', ':', '@', '`'}) {
+      bool dash_here = i == 8 || i == 13 || i == 18 || i == 23;
+      if (bad == '-' && dash_here) continue;
+      std::string text = good;
+      text[i] = bad;
+      EXPECT_FALSE(uuid_from_string(text, &out)) << text;
+    }
+  }
+  EXPECT_FALSE(uuid_from_string(good.substr(1), &out));
+  EXPECT_FALSE(uuid_from_string(good + "0", &out));
+  EXPECT_FALSE(uuid_from_string("", &out));
+  EXPECT_FALSE(uuid_from_string("0190a0b0c0d07e0f8a0b0c0d0e0f101100ab", &out));  // no dashes
 }
 
 }  // namespace

@@ -217,6 +217,59 @@ struct StepIds : IdSource {
   uint64_t n = 0;
 };
 
+TEST(JsonScan, TextViewsAPlainStringAndUnescapesAnyOther) {
+  std::string body = R"(["plain", "tab\tand \u00e9", "", "\"q\""])";
+  JsonScan s(body, kJsonDepthMax);
+  std::string scratch;
+  std::string_view v;
+  ASSERT_TRUE(s.eat('['));
+  ASSERT_TRUE(s.text(&v, &scratch));
+  EXPECT_EQ(v, "plain");
+  EXPECT_TRUE(v.data() >= body.data() && v.data() < body.data() + body.size());  // no copy
+  ASSERT_TRUE(s.eat(','));
+  ASSERT_TRUE(s.text(&v, &scratch));
+  EXPECT_EQ(v, "tab\tand \xc3\xa9");
+  ASSERT_TRUE(s.eat(','));
+  ASSERT_TRUE(s.text(&v, &scratch));
+  EXPECT_EQ(v, "");
+  ASSERT_TRUE(s.eat(','));
+  ASSERT_TRUE(s.text(&v, &scratch));
+  EXPECT_EQ(v, "\"q\"");
+  ASSERT_TRUE(s.eat(']'));
+  EXPECT_TRUE(s.at_end());
+  JsonScan bad(R"("a\x")", kJsonDepthMax);
+  EXPECT_FALSE(bad.text(&v, &scratch));
+  EXPECT_FALSE(bad.ok());
+}
+
+// Keys and ids written with escapes read as the same text written plainly.
+TEST(JsonScan, AnAckBatchReadsEscapedKeysAndIdsAsWrittenPlainly) {
+  std::string plain = R"({"consumerGroup":"g","acknowledgments":[{"transactionId":"t1",)"
+                      R"("partitionId":"12","leaseId":"0190a0b0-0000-7000-8000-00000000000a"}]})";
+  std::string escaped =
+      R"({"consumer\u0047roup":"g","acknowledgments":[{"transaction\u0049d":"t\u0031",)"
+      R"("partitionId":"12","lease\u0049d":"0190A0B0-0000-7000-8000-00000000000\u0041"}]})";
+  StepIds a, b;
+  Parsed x = parse_ack_batch(plain, EdgeSettings{}, a);
+  Parsed y = parse_ack_batch(escaped, EdgeSettings{}, b);
+  ASSERT_TRUE(x.command.has_value()) << x.answer.body;
+  ASSERT_TRUE(y.command.has_value()) << y.answer.body;
+  const AckItem& p = std::get<AckCmd>(x.command->command).items.at(0);
+  const AckItem& q = std::get<AckCmd>(y.command->command).items.at(0);
+  ASSERT_TRUE(p.lease_id.has_value());
+  EXPECT_EQ(uuid_to_string(*p.lease_id), "0190a0b0-0000-7000-8000-00000000000a");
+  EXPECT_EQ(p.lease_id, q.lease_id);
+  EXPECT_EQ(q.transaction_id, "t1");
+  EXPECT_EQ(q.group, "g");
+  Parsed refused = parse_ack_batch(
+      R"({"acknowledgments":[{"transactionId":"t","partitionId":"1","leaseId":"nope"}]})",
+      EdgeSettings{}, a);
+  EXPECT_EQ(refused.answer.status, 400u);
+  EXPECT_NE(refused.answer.body.find("acknowledgments[0].leaseId must be a UUID"),
+            std::string::npos)
+      << refused.answer.body;
+}
+
 // Mostly one of a field's typical values as a JSON string, else random text, null or a
 // number (which the parsers refuse).
 rc::Gen<std::string> genField(std::vector<std::string> typical) {
