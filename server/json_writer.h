@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,16 +34,21 @@ class JsonWriter {
   // needs no escape, so it is copied as is. Any other key goes through key(std::string_view).
   template <size_t N>
   JsonWriter& key(const char (&literal)[N]) {
-    comma();
-    out_.push_back('"');
-    out_.append(literal, N - 1);
-    out_.append("\":", 2);
+    char text[N + 3] = {',', '"'};  // the comma, the quoted key and its colon: one append
+    std::memcpy(text + 2, literal, N - 1);
+    text[N + 1] = '"';
+    text[N + 2] = ':';
+    size_t skip = take_comma() ? 0 : 1;
+    out_.append(text + skip, sizeof text - skip);
     after_key_ = true;
     return *this;
   }
   JsonWriter& string(std::string_view s) {
-    comma();
-    append_string(s);
+    if (take_comma())
+      out_.append(",\"", 2);
+    else
+      out_.push_back('"');
+    append_string_rest(s);
     return *this;
   }
   // The empty string renders as null (optional text fields).
@@ -53,26 +59,28 @@ class JsonWriter {
   JsonWriter& number(int v) { return integer(v); }
   // An integer as a JSON string ("12"): ids the API hands out as text.
   JsonWriter& decimal_string(uint64_t v) {
-    comma();
-    out_.push_back('"');
-    append_integer(v);
-    out_.push_back('"');
-    return *this;
+    char text[kIntegerChars + 3] = {',', '"'};
+    char* end = std::to_chars(text + 2, text + sizeof text - 1, v).ptr;
+    *end++ = '"';
+    return put(text, end);
   }
   // A UUID as its 36-character string.
   JsonWriter& uuid(const Uuid& u) {
-    comma();
-    out_.push_back('"');
-    size_t at = out_.size();
-    out_.resize(at + kUuidChars);
-    uuid_to_chars(u, out_.data() + at);
-    out_.push_back('"');
-    return *this;
+    char text[kUuidChars + 3] = {',', '"'};
+    uuid_to_chars(u, text + 2);
+    text[kUuidChars + 2] = '"';
+    return put(text, text + sizeof text);
   }
-  JsonWriter& boolean(bool v) { return literal(v ? "true" : "false"); }
-  JsonWriter& null() { return literal("null"); }
+  JsonWriter& boolean(bool v) {
+    static constexpr char kTrue[] = ",true", kFalse[] = ",false";
+    return v ? put(kTrue, kTrue + sizeof kTrue - 1) : put(kFalse, kFalse + sizeof kFalse - 1);
+  }
+  JsonWriter& null() {
+    static constexpr char kNull[] = ",null";
+    return put(kNull, kNull + sizeof kNull - 1);
+  }
   // Splices JSON text as is; empty text stands for null.
-  JsonWriter& raw(std::string_view json) { return literal(json.empty() ? "null" : json); }
+  JsonWriter& raw(std::string_view json) { return json.empty() ? null() : literal(json); }
   // Splices members rendered by another writer (`"a":1,"b":"x"`, see members_of) into the
   // open object: what repeats across an answer's items is rendered once.
   JsonWriter& members(std::string_view rendered) { return literal(rendered); }
@@ -106,15 +114,15 @@ class JsonWriter {
   }
   template <class T>
   JsonWriter& integer(T v) {
-    comma();
-    append_integer(v);
-    return *this;
+    char text[kIntegerChars + 1] = {','};
+    return put(text, std::to_chars(text + 1, text + sizeof text, v).ptr);
   }
-  template <class T>
-  void append_integer(T v) {
-    char buf[24];
-    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-    out_.append(buf, static_cast<size_t>(end - buf));
+  // Appends a value rendered in [text, end) after a comma in text[0], which is left out where
+  // none goes: a value is one append, not one per piece.
+  JsonWriter& put(const char* text, const char* end) {
+    size_t skip = take_comma() ? 0 : 1;
+    out_.append(text + skip, static_cast<size_t>(end - text) - skip);
+    return *this;
   }
   JsonWriter& literal(std::string_view text) {
     comma();
@@ -122,17 +130,26 @@ class JsonWriter {
     return *this;
   }
   void comma() {
+    if (take_comma()) out_.push_back(',');
+  }
+  // Whether a comma goes before the next key or value; the writer then counts it written.
+  bool take_comma() {
     if (after_key_) {
       after_key_ = false;
-      return;
+      return false;
     }
-    if (!fresh_) out_.push_back(',');
+    bool needed = !fresh_;
     fresh_ = false;
+    return needed;
   }
   // Runs of characters that need no escape are copied whole; eight bytes are checked at a
   // time until one of them needs a look.
   void append_string(std::string_view s) {
     out_.push_back('"');
+    append_string_rest(s);
+  }
+  // After the opening quote: the escaped text and the closing quote.
+  void append_string_rest(std::string_view s) {
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {
       while (i + 8 <= s.size() && json_word_unescaped(load_word(s.data() + i))) i += 8;
@@ -170,6 +187,8 @@ class JsonWriter {
       }
     }
   }
+
+  static constexpr size_t kIntegerChars = 20;  // the longest: INT64_MIN, or UINT64_MAX
 
   std::string out_;
   // The innermost open container has nothing in it yet (true before the one top-level value):

@@ -100,13 +100,16 @@ std::string read_pop_numbers(const QueryParams& q, const EdgeSettings& settings,
 
 namespace {
 
+constexpr char kCreatedKey[] = "\"createdAt\":\"";
+constexpr size_t kCreatedKeyChars = sizeof kCreatedKey - 1;
+
 // What consecutive messages of a pop answer share, rendered once: their partition's members,
 // their append's creation time, their lease and group.
 struct PopRenderCache {
   std::optional<PartitionId> pid;
   std::string partition;  // "partitionId":..,"partition":..,"queue":..
   std::optional<int64_t> created_us;
-  char created[kIsoUsCharsMax];
+  char created[kCreatedKeyChars + kIsoUsCharsMax + 1];  // "createdAt":"..." (needs no escape)
   size_t created_chars = 0;
   std::optional<LeaseId> lease;
   std::string lease_and_group;  // "leaseId":..,"consumerGroup":..
@@ -124,7 +127,10 @@ void render_pop_message(const PopMessage& m, const std::string& group, PopRender
   }
   if (c.created_us != m.created_us) {
     c.created_us = m.created_us;
-    c.created_chars = format_iso_us(m.created_us, c.created);
+    std::memcpy(c.created, kCreatedKey, kCreatedKeyChars);
+    size_t chars = format_iso_us(m.created_us, c.created + kCreatedKeyChars);
+    c.created[kCreatedKeyChars + chars] = '"';
+    c.created_chars = kCreatedKeyChars + chars + 1;
   }
   if (c.lease != m.lease_id) {
     c.lease = m.lease_id;
@@ -143,7 +149,7 @@ void render_pop_message(const PopMessage& m, const std::string& group, PopRender
   w.key("offset").number(m.offset.value);
   w.key("deliveryAttempt").number(m.delivery_attempt);
   w.key("data").raw(m.payload);
-  w.key("createdAt").string(std::string_view(c.created, c.created_chars));
+  w.members(std::string_view(c.created, c.created_chars));
   w.members(c.lease_and_group);
   w.key("producerSub").string_or_null(m.producer_sub);
   w.end_object();

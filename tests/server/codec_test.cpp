@@ -318,6 +318,35 @@ TEST(Codec, TheWriterPlacesCommasInNestedContainers) {
   EXPECT_EQ(w.text(), R"({"a":1,"b":[],"c":{}})");
 }
 
+// Each kind of value is written whole with the comma before it, first in its container or not,
+// the widest integers included.
+TEST(Codec, TheWriterWritesEachKindOfValueFirstOrAfterAnother) {
+  Uuid u = make_uuid_v7(1700000000000, 1, 2);
+  std::string id = uuid_to_string(u);
+  auto each = [&](JsonWriter& w) {
+    w.number(INT64_MIN).number(UINT64_MAX).number(uint32_t{7}).number(-1);
+    w.decimal_string(UINT64_MAX).decimal_string(0).uuid(u).boolean(true).boolean(false).null();
+    w.raw("").raw("[1]").string("x").string("");
+  };
+  std::string values =
+      "-9223372036854775808,18446744073709551615,7,-1,\"18446744073709551615\","
+      "\"0\",\"" +
+      id + "\",true,false,null,null,[1],\"x\",\"\"";
+  for (int first = 0; first < 2; ++first) {
+    JsonWriter w;
+    w.begin_array();
+    if (first == 0) w.number(0);
+    each(w);
+    w.end_array();
+    EXPECT_EQ(w.text(), "[" + std::string(first == 0 ? "0," : "") + values + "]");
+  }
+  JsonWriter o;
+  o.begin_object().key("a").uuid(u).key("b").decimal_string(12).key("c").boolean(false);
+  o.key("d").null().key("e").number(INT64_MIN).end_object();
+  EXPECT_EQ(o.text(),
+            "{\"a\":\"" + id + R"(","b":"12","c":false,"d":null,"e":-9223372036854775808})");
+}
+
 TEST(Codec, PercentDecodingAndQueries) {
   EXPECT_EQ(percent_decode("a%20b+c", false), "a b+c");
   EXPECT_EQ(percent_decode("a%20b+c", true), "a b c");
