@@ -118,24 +118,55 @@ Parsed too_many_items(size_t n) {
                      std::to_string(kPushItemsMax) + "; split it into several pushes");
 }
 
+bool same_target(const PushResult& a, const PushResult& b) {
+  return a.partition_id == b.partition_id && a.queue == b.queue && a.partition == b.partition;
+}
+
+void render_target(const PushResult& r, JsonWriter& w) {
+  w.key("queueName").string(r.queue);
+  w.key("partition").string(r.partition);
+  w.key("partitionId").decimal_string(r.partition_id.value);
+}
+
+// A push's items mostly come in runs into one partition: a run's queue, partition and id are
+// rendered once and spliced into each of its results.
+class TargetCache {
+ public:
+  void render(const PushReply& reply, size_t i, JsonWriter& w) {
+    const PushResult& r = reply.results[i];
+    if (!(of_ && same_target(*of_, r))) {
+      bool run = i + 1 < reply.results.size() && same_target(r, reply.results[i + 1]);
+      if (!run) return render_target(r, w);
+      of_ = &r;
+      members_ = JsonWriter::members_of([&](JsonWriter& f) { render_target(r, f); });
+    }
+    w.members(members_);
+  }
+
+ private:
+  const PushResult* of_ = nullptr;  // the result whose target members_ holds
+  std::string members_;
+};
+
 void render_push(const PushReply& reply, JsonWriter& w) {
   w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
-  for (const PushResult& r : reply.results) {
+  TargetCache targets;
+  for (size_t i = 0; i < reply.results.size(); ++i) {
+    const PushResult& r = reply.results[i];
     w.begin_object();
     w.key("index").number(r.index);
     w.key("message_id").uuid(r.message_id);
     w.key("transaction_id").string(r.transaction_id);
-    w.key("queueName").string(r.queue);
-    w.key("partition").string(r.partition);
-    w.key("partitionId").decimal_string(r.partition_id.value);
+    targets.render(reply, i, w);
     switch (r.status) {
       case PushStatus::queued:
+        w.members(R"("status":"queued")");
+        w.key("offset").number(r.offset.value);
+        break;
       case PushStatus::duplicate:
       case PushStatus::buffered:
-        w.key("status").string(r.status == PushStatus::queued      ? "queued"
-                               : r.status == PushStatus::duplicate ? "duplicate"
-                                                                   : "buffered");
+        w.key("status").string(r.status == PushStatus::duplicate ? "duplicate" : "buffered");
         w.key("offset").number(r.offset.value);
         if (r.status == PushStatus::buffered) {  // the reference's buffered item names these
           w.key("queue").string(r.queue);

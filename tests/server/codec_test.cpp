@@ -318,6 +318,54 @@ TEST(Codec, TheWriterPlacesCommasInNestedContainers) {
   EXPECT_EQ(w.text(), R"({"a":1,"b":[],"c":{}})");
 }
 
+// Results into several partitions, in runs and alone: each names its own target and status,
+// whatever the results around it (what a run shares is rendered once).
+TEST(Codec, RendersEachPushResultsOwnTargetAndStatus) {
+  struct Shape {
+    char target;  // results of one letter go to one queue and partition
+    PushStatus status;
+  } shapes[] = {
+      {'a', PushStatus::queued}, {'a', PushStatus::queued},   {'b', PushStatus::duplicate},
+      {'a', PushStatus::queued}, {'c', PushStatus::queued},   {'c', PushStatus::error},
+      {'c', PushStatus::queued}, {'b', PushStatus::buffered}, {'b', PushStatus::queued}};
+  PushReply reply;
+  for (uint32_t i = 0; i < std::size(shapes); ++i) {
+    PushResult r;
+    r.index = i;
+    r.status = shapes[i].status;
+    r.message_id = make_uuid_v7(1, 2, i);
+    r.transaction_id = "t" + std::to_string(i);
+    r.queue = std::string("q-") + shapes[i].target;
+    r.partition = std::string("p\"") + shapes[i].target;  // one that needs an escape
+    r.partition_id = PartitionId(100 + static_cast<uint64_t>(shapes[i].target));
+    r.offset = Offset(10 + i);
+    if (r.status == PushStatus::error) r.error = "refused";
+    reply.results.push_back(r);
+  }
+  HttpAnswer a = render_reply(Reply{reply});
+  ASSERT_EQ(a.status, 201u);
+  json items = json::parse(a.body);
+  ASSERT_EQ(items.size(), std::size(shapes));
+  const char* statuses[] = {"queued", "duplicate", "failed", "buffered"};  // by PushStatus
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PushResult& r = reply.results[i];
+    const json& item = items[i];
+    EXPECT_EQ(item["index"], i);
+    EXPECT_EQ(item["message_id"], uuid_to_string(r.message_id)) << i;
+    EXPECT_EQ(item["transaction_id"], r.transaction_id) << i;
+    EXPECT_EQ(item["queueName"], r.queue) << i;
+    EXPECT_EQ(item["partition"], r.partition) << i;
+    EXPECT_EQ(item["partitionId"], std::to_string(r.partition_id.value)) << i;
+    EXPECT_EQ(item["status"], statuses[static_cast<int>(r.status)]) << i;
+    if (r.status == PushStatus::error) {
+      EXPECT_EQ(item["error"], "refused");
+      EXPECT_FALSE(item.contains("offset"));
+    } else {
+      EXPECT_EQ(item["offset"], r.offset.value) << i;
+    }
+  }
+}
+
 // Each kind of value is written whole with the comma before it, first in its container or not,
 // the widest integers included.
 TEST(Codec, TheWriterWritesEachKindOfValueFirstOrAfterAnother) {
