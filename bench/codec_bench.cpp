@@ -65,7 +65,7 @@ std::string general(const std::string& body, const char* key) {
   return "{\"" + std::string(key) + "\":1," + body.substr(1);
 }
 
-// A push of 100 messages answered, and a pop of 100 messages.
+// A push of 100 messages answered, and (below) a pop of 100 messages.
 queen::Reply push_reply() {
   queen::PushReply r;
   for (uint32_t i = 0; i < 100; ++i) {
@@ -77,6 +77,22 @@ queen::Reply push_reply() {
     x.partition = "p7";
     x.partition_id = queen::PartitionId(12);
     x.offset = queen::Offset(1000000 + i);
+    r.results.push_back(std::move(x));
+  }
+  return queen::Reply{std::move(r)};
+}
+
+// An ack batch of 100 answered: the last one releases the lease, as a whole batch does.
+queen::Reply ack_reply() {
+  queen::AckReply r;
+  for (uint32_t i = 0; i < 100; ++i) {
+    queen::AckResult x;
+    x.index = i;
+    x.transaction_id = "0190a0b0-0000-7000-8000-" + std::to_string(100000000000 + i);
+    x.success = true;
+    x.lease_released = i == 99;
+    x.queue = "bench";
+    x.partition = "p7";
     r.results.push_back(std::move(x));
   }
   return queen::Reply{std::move(r)};
@@ -141,5 +157,6 @@ int main(int argc, char** argv) {
   time("transaction general", general(txn, "operations"), 11, n * 10, parse_transaction);
   time_render("render push answer", push_reply(), 100, n);
   time_render("render pop answer", pop_reply(), 100, n);
+  time_render("render ack answer", ack_reply(), 100, n);
   return 0;
 }

@@ -149,20 +149,54 @@ std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
 
 }  // namespace
 
+namespace {
+
+void render_ack_outcome(const AckResult& r, JsonWriter& w) {
+  if (r.success && r.error.empty() && !r.lease_released && !r.dlq && !r.noop) {
+    w.members(R"("success":true,"error":null,"leaseReleased":false,"dlq":false,"noop":false)");
+    return;
+  }
+  w.key("success").boolean(r.success);
+  w.key("error").string_or_null(r.error);
+  w.key("leaseReleased").boolean(r.lease_released);
+  w.key("dlq").boolean(r.dlq);
+  w.key("noop").boolean(r.noop);
+}
+
+void render_ack_names(const AckResult& r, JsonWriter& w) {
+  w.key("queueName").string_or_null(r.queue);
+  w.key("partitionName").string_or_null(r.partition);
+}
+
+}  // namespace
+
 HttpAnswer render_body(const AckReply& reply, RenderAs) {
   JsonWriter w;
+  w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
-  for (const AckResult& r : reply.results) {
+  const AckResult* named = nullptr;  // the result whose names `names` holds
+  std::string names;
+  for (size_t i = 0; i < reply.results.size(); ++i) {
+    const AckResult& r = reply.results[i];
     w.begin_object();
     w.key("index").number(r.index);
     w.key("transactionId").string(r.transaction_id);
-    w.key("success").boolean(r.success);
-    w.key("error").string_or_null(r.error);
-    w.key("leaseReleased").boolean(r.lease_released);
-    w.key("dlq").boolean(r.dlq);
-    w.key("noop").boolean(r.noop);
-    w.key("queueName").string_or_null(r.queue);
-    w.key("partitionName").string_or_null(r.partition);
+    render_ack_outcome(r, w);
+    // A batch's acks mostly name one partition: a run's names are rendered once.
+    auto same = [](const AckResult& a, const AckResult& b) {
+      return a.queue == b.queue && a.partition == b.partition;
+    };
+    if (!(named && same(*named, r))) {
+      bool run = i + 1 < reply.results.size() && same(r, reply.results[i + 1]);
+      if (run) {
+        named = &r;
+        names = JsonWriter::members_of([&](JsonWriter& f) { render_ack_names(r, f); });
+      }
+    }
+    if (named && same(*named, r))
+      w.members(names);
+    else
+      render_ack_names(r, w);
     w.end_object();
   }
   w.end_array();

@@ -366,6 +366,43 @@ TEST(Codec, RendersEachPushResultsOwnTargetAndStatus) {
   }
 }
 
+// Acks of several partitions, in runs and alone, with every outcome: each result names its
+// own partition and outcome, whatever the results around it.
+TEST(Codec, RendersEachAckResultsOwnOutcomeAndNames) {
+  AckReply reply;
+  const char* partitions[] = {"p1", "p1", "p2", "p1", "", "p3", "p3", "p3"};
+  for (uint32_t i = 0; i < std::size(partitions); ++i) {
+    AckResult r;
+    r.index = i;
+    r.transaction_id = "t" + std::to_string(i);
+    r.success = i != 5;
+    r.error = i == 5 ? "lease expired" : "";
+    r.lease_released = i == 7;
+    r.dlq = i == 3;
+    r.noop = i == 1;
+    r.queue = partitions[i][0] ? "q\\" : "";  // one that needs an escape; none beside no name
+    r.partition = partitions[i];
+    reply.results.push_back(r);
+  }
+  HttpAnswer a = render_reply(Reply{reply});
+  ASSERT_EQ(a.status, 200u);
+  json items = json::parse(a.body);
+  ASSERT_EQ(items.size(), reply.results.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const AckResult& r = reply.results[i];
+    const json& item = items[i];
+    EXPECT_EQ(item["index"], i);
+    EXPECT_EQ(item["transactionId"], r.transaction_id);
+    EXPECT_EQ(item["success"], r.success) << i;
+    EXPECT_EQ(item["error"], r.error.empty() ? json(nullptr) : json(r.error)) << i;
+    EXPECT_EQ(item["leaseReleased"], r.lease_released) << i;
+    EXPECT_EQ(item["dlq"], r.dlq) << i;
+    EXPECT_EQ(item["noop"], r.noop) << i;
+    EXPECT_EQ(item["queueName"], r.queue.empty() ? json(nullptr) : json(r.queue)) << i;
+    EXPECT_EQ(item["partitionName"], r.partition.empty() ? json(nullptr) : json(r.partition)) << i;
+  }
+}
+
 // Each kind of value is written whole with the comma before it, first in its container or not,
 // the widest integers included.
 TEST(Codec, TheWriterWritesEachKindOfValueFirstOrAfterAnother) {
