@@ -163,6 +163,10 @@ void render_ack_outcome(const AckResult& r, JsonWriter& w) {
   w.key("noop").boolean(r.noop);
 }
 
+bool same_names(const AckResult& a, const AckResult& b) {
+  return a.queue == b.queue && a.partition == b.partition;
+}
+
 void render_ack_names(const AckResult& r, JsonWriter& w) {
   w.key("queueName").string_or_null(r.queue);
   w.key("partitionName").string_or_null(r.partition);
@@ -174,29 +178,14 @@ HttpAnswer render_body(const AckReply& reply, RenderAs) {
   JsonWriter w;
   w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
-  const AckResult* named = nullptr;  // the result whose names `names` holds
-  std::string names;
+  RunMembers<AckResult> names;  // a batch's acks mostly name one partition
   for (size_t i = 0; i < reply.results.size(); ++i) {
     const AckResult& r = reply.results[i];
     w.begin_object();
     w.key("index").number(r.index);
     w.key("transactionId").string(r.transaction_id);
     render_ack_outcome(r, w);
-    // A batch's acks mostly name one partition: a run's names are rendered once.
-    auto same = [](const AckResult& a, const AckResult& b) {
-      return a.queue == b.queue && a.partition == b.partition;
-    };
-    if (!(named && same(*named, r))) {
-      bool run = i + 1 < reply.results.size() && same(r, reply.results[i + 1]);
-      if (run) {
-        named = &r;
-        names = JsonWriter::members_of([&](JsonWriter& f) { render_ack_names(r, f); });
-      }
-    }
-    if (named && same(*named, r))
-      w.members(names);
-    else
-      render_ack_names(r, w);
+    names.put(reply.results, i, same_names, render_ack_names, w);
     w.end_object();
   }
   w.end_array();

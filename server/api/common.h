@@ -28,6 +28,28 @@ using nlohmann::json;
 // Room for the fixed part of one rendered item (keys, ids, numbers); names and payloads add.
 constexpr size_t kRenderedItemBytes = 240;
 
+// Members that a run of consecutive items of an answer shares (a partition's names), rendered
+// once for the run and spliced into each of its items; an item alone renders them in place.
+template <class Item>
+class RunMembers {
+ public:
+  // `same(a, b)`: whether a and b share the members; `render(item, writer)` writes them.
+  template <class Same, class Render>
+  void put(const std::vector<Item>& items, size_t i, Same same, Render render, JsonWriter& w) {
+    const Item& item = items[i];
+    if (!(of_ && same(*of_, item))) {
+      if (i + 1 >= items.size() || !same(item, items[i + 1])) return render(item, w);
+      of_ = &item;
+      members_ = JsonWriter::members_of([&](JsonWriter& f) { render(item, f); });
+    }
+    w.members(members_);
+  }
+
+ private:
+  const Item* of_ = nullptr;  // the item whose members members_ holds
+  std::string members_;
+};
+
 Parsed to_node(IdSource& ids, int64_t timeout_ms, Command command);
 Parsed answer_now(HttpAnswer answer);
 Parsed bad_request(std::string_view message);

@@ -128,37 +128,17 @@ void render_target(const PushResult& r, JsonWriter& w) {
   w.key("partitionId").decimal_string(r.partition_id.value);
 }
 
-// A push's items mostly come in runs into one partition: a run's queue, partition and id are
-// rendered once and spliced into each of its results.
-class TargetCache {
- public:
-  void render(const PushReply& reply, size_t i, JsonWriter& w) {
-    const PushResult& r = reply.results[i];
-    if (!(of_ && same_target(*of_, r))) {
-      bool run = i + 1 < reply.results.size() && same_target(r, reply.results[i + 1]);
-      if (!run) return render_target(r, w);
-      of_ = &r;
-      members_ = JsonWriter::members_of([&](JsonWriter& f) { render_target(r, f); });
-    }
-    w.members(members_);
-  }
-
- private:
-  const PushResult* of_ = nullptr;  // the result whose target members_ holds
-  std::string members_;
-};
-
 void render_push(const PushReply& reply, JsonWriter& w) {
   w.reserve(reply.results.size() * kRenderedItemBytes);
   w.begin_array();
-  TargetCache targets;
+  RunMembers<PushResult> targets;  // a push's items mostly come in runs into one partition
   for (size_t i = 0; i < reply.results.size(); ++i) {
     const PushResult& r = reply.results[i];
     w.begin_object();
     w.key("index").number(r.index);
     w.key("message_id").uuid(r.message_id);
     w.key("transaction_id").string(r.transaction_id);
-    targets.render(reply, i, w);
+    targets.put(reply.results, i, same_target, render_target, w);
     switch (r.status) {
       case PushStatus::queued:
         w.members(R"("status":"queued")");
