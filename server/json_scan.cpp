@@ -68,12 +68,6 @@ bool JsonScan::at_end() {
   return at_ == text_.size();
 }
 
-bool JsonScan::string(std::string* out) {
-  if (!eat('"')) return fail();
-  out->clear();
-  return string_body(out) || fail();
-}
-
 bool JsonScan::text(std::string_view* out, std::string* scratch) {
   if (!eat('"')) return fail();
   size_t from = at_;

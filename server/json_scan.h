@@ -5,7 +5,7 @@
 //
 // Contract: the scanner never accepts text that nlohmann/json rejects. It may refuse valid
 // text (it is then only slower: callers fall back to the general parser, which also names
-// the error). eat() and next_is() only probe; once string() or value() fails, ok() stays
+// the error). eat() and next_is() only probe; once text() or value() fails, ok() stays
 // false and every later call fails.
 #pragma once
 
@@ -25,8 +25,6 @@ class JsonScan {
   bool eat(char c);
   // Skips whitespace; true when `c` comes next (not taken).
   bool next_is(char c);
-  // A string value, unescaped.
-  bool string(std::string* out);
   // A string value: `out` views its bytes in the text when it has no escape, else `scratch`,
   // which holds it unescaped (keys and ids, read without a copy of their own).
   bool text(std::string_view* out, std::string* scratch);

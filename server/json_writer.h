@@ -24,8 +24,7 @@ class JsonWriter {
   JsonWriter& end_array() { return close(']'); }
 
   JsonWriter& key(std::string_view k) {
-    comma();
-    append_string(k);
+    string(k);
     out_.push_back(':');
     after_key_ = true;
     return *this;
@@ -142,13 +141,8 @@ class JsonWriter {
     fresh_ = false;
     return needed;
   }
-  // Runs of characters that need no escape are copied whole; eight bytes are checked at a
-  // time until one of them needs a look.
-  void append_string(std::string_view s) {
-    out_.push_back('"');
-    append_string_rest(s);
-  }
-  // After the opening quote: the escaped text and the closing quote.
+  // After the opening quote: the escaped text and the closing quote. Runs of characters that
+  // need no escape are copied whole; eight bytes are checked at a time until one needs a look.
   void append_string_rest(std::string_view s) {
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {

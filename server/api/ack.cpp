@@ -71,21 +71,13 @@ namespace {
 // A leaseId read as a UUID straight from the text, without a string of its own; any other
 // string is kept for finish_ack_item to refuse (an empty one means none).
 bool scan_lease_id(JsonScan& s, AckItemFields* f, bool* seen) {
-  if (*seen) return false;
-  *seen = true;
-  if (s.next_is('n')) {
-    std::string_view raw;
-    return s.value(&raw) && raw == "null";
-  }
-  std::string scratch;
-  std::string_view text;
-  if (!s.text(&text, &scratch)) return false;
-  LeaseId id;
-  if (uuid_from_string(text, &id))
-    f->lease = id;
-  else
-    f->lease_id = std::string(text);
-  return true;
+  return scan_opt_text(s, seen, [&](std::string_view text) {
+    LeaseId id;
+    if (uuid_from_string(text, &id))
+      f->lease = id;
+    else
+      f->lease_id = std::string(text);
+  });
 }
 
 }  // namespace

@@ -83,16 +83,7 @@ std::string indexed(std::string_view array, size_t i) {
 
 // A string-or-null field, read once: null leaves `out` empty.
 bool scan_opt_string(JsonScan& s, std::optional<std::string>* out, bool* seen) {
-  if (*seen) return false;
-  *seen = true;
-  if (s.next_is('n')) {
-    std::string_view raw;
-    return s.value(&raw) && raw == "null";
-  }
-  std::string v;
-  if (!s.string(&v)) return false;
-  *out = std::move(v);
-  return true;
+  return scan_opt_text(s, seen, [&](std::string_view text) { out->emplace(text); });
 }
 
 // Any value, skipped (validated all the same).

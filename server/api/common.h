@@ -169,7 +169,23 @@ class FieldReader {
 
 // ---------- bodies without a tree (server/json_scan.h) ----------
 
-// A string-or-null field, read once: null leaves `out` empty.
+// A string-or-null field, read once: a string is handed to `take` as a view of the body (or of
+// a scratch copy when it holds an escape); null hands nothing.
+template <class F>
+bool scan_opt_text(JsonScan& s, bool* seen, F&& take) {
+  if (*seen) return false;
+  *seen = true;
+  if (s.next_is('n')) {
+    std::string_view raw;
+    return s.value(&raw) && raw == "null";
+  }
+  std::string scratch;
+  std::string_view text;
+  if (!s.text(&text, &scratch)) return false;
+  take(text);
+  return true;
+}
+// Likewise into a string: null leaves `out` empty.
 bool scan_opt_string(JsonScan& s, std::optional<std::string>* out, bool* seen);
 // Any value, skipped (validated all the same).
 bool scan_skip(JsonScan& s);
