@@ -146,14 +146,7 @@ bool JsonScan::container(char close, size_t depth) {
 bool JsonScan::string_body(std::string* out, bool* escaped) {
   for (;;) {
     size_t run = at_;
-    while (at_ + 8 <= text_.size() && json_word_plain_ascii(load_word(text_.data() + at_))) {
-      at_ += 8;
-    }
-    while (at_ < text_.size()) {
-      auto c = static_cast<unsigned char>(text_[at_]);
-      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
-      ++at_;
-    }
+    at_ += json_plain_ascii_run(text_.data() + at_, text_.size() - at_);
     if (out != nullptr) out->append(text_.data() + run, at_ - run);
     if (at_ >= text_.size()) return false;
     auto c = static_cast<unsigned char>(text_[at_]);

@@ -142,17 +142,15 @@ class JsonWriter {
     return needed;
   }
   // After the opening quote: the escaped text and the closing quote. Runs of characters that
-  // need no escape are copied whole; eight bytes are checked at a time until one needs a look.
+  // need no escape are measured (json_unescaped_run) and copied whole.
   void append_string_rest(std::string_view s) {
     size_t run = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      while (i + 8 <= s.size() && json_word_unescaped(load_word(s.data() + i))) i += 8;
+    for (size_t i = 0;;) {
+      i += json_unescaped_run(s.data() + i, s.size() - i);
       if (i == s.size()) break;
-      auto u = static_cast<unsigned char>(s[i]);
-      if (u >= 0x20 && u != '"' && u != '\\') continue;
       out_.append(s.data() + run, i - run);
-      run = i + 1;
-      append_escape(u);
+      append_escape(static_cast<unsigned char>(s[i]));
+      run = ++i;
     }
     out_.append(s.data() + run, s.size() - run);
     out_.push_back('"');

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "server/api/api.h"
+#include "server/json_bytes.h"
 #include "server/json_writer.h"
 
 namespace queen::server {
@@ -148,12 +149,12 @@ const PushCmd& push_of(const Parsed& p) {
   return std::get<PushCmd>(p.command->command);
 }
 
-// Strings are passed over eight bytes at a time: a quote, a backslash, a control byte or a
-// byte of UTF-8 is seen wherever it sits in the word, and the string reads as the general
-// parser reads it (or is refused as it refuses it).
+// Strings are passed over sixteen bytes at a time, then eight, then one: a quote, a
+// backslash, a control byte or a byte of UTF-8 is seen wherever it sits in a block, and the
+// string reads as the general parser reads it (or is refused as it refuses it).
 TEST(JsonScan, SeesEverySpecialByteAtEveryPositionOfAWord) {
   const std::string bytes("\"\\\x00\x01\x1f\x20\x7f\x80\xc3\xff", 10);
-  for (size_t size = 1; size <= 24; ++size) {
+  for (size_t size = 1; size <= 41; ++size) {
     for (size_t at = 0; at < size; ++at) {
       for (char c : bytes) {
         std::string text = "\"" + std::string(size, 'x') + "\"";
@@ -167,6 +168,38 @@ TEST(JsonScan, SeesEverySpecialByteAtEveryPositionOfAWord) {
         ASSERT_EQ(ok, nlohmann_accepts(text));
         if (ok) {
           EXPECT_EQ(got, json::parse(text).get<std::string>());
+        }
+      }
+    }
+  }
+}
+
+// The runs both use stop at the first byte that ends them, wherever it sits (in a block of
+// sixteen, of eight or in the bytes after), whatever follows it, and run to the end without one.
+TEST(JsonBytes, RunsStopAtTheFirstByteThatEndsThem) {
+  const std::string bytes("\"\\\x00\x01\x1f\x20\x41\x7e\x7f\x80\xc3\xff", 12);
+  auto reference = [](const std::string& t, bool ascii_only) {
+    size_t i = 0;
+    for (; i < t.size(); ++i) {
+      auto c = static_cast<unsigned char>(t[i]);
+      if (c < 0x20 || c == '"' || c == '\\' || (ascii_only && c >= 0x80)) break;
+    }
+    return i;
+  };
+  for (size_t size = 0; size <= 41; ++size) {
+    std::string plain(size, 'x');
+    EXPECT_EQ(json_plain_ascii_run(plain.data(), size), size);
+    EXPECT_EQ(json_unescaped_run(plain.data(), size), size);
+    for (size_t at = 0; at < size; ++at) {
+      for (char c : bytes) {
+        for (char after : {'x', '"'}) {
+          std::string text = plain;
+          text[at] = c;
+          if (at + 1 < size) text[size - 1] = after;
+          SCOPED_TRACE("size " + std::to_string(size) + ", byte " + std::to_string(int(c)) +
+                       " at " + std::to_string(at) + ", last " + after);
+          EXPECT_EQ(json_plain_ascii_run(text.data(), size), reference(text, true));
+          EXPECT_EQ(json_unescaped_run(text.data(), size), reference(text, false));
         }
       }
     }
@@ -470,12 +503,13 @@ TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(w.text(), R"("a\"b\\c\n\u0001d\te\u001f")");
 }
 
-// Strings are checked eight bytes at a time: a byte that needs an escape is found wherever it
-// sits in the word, and bytes at 0x20 and above (UTF-8 included) are copied as they are.
+// Strings are checked sixteen bytes at a time, then eight, then one: a byte that needs an
+// escape is found wherever it sits in a block, and bytes at 0x20 and above (UTF-8 included)
+// are copied as they are.
 TEST(JsonWriter, FindsTheByteToEscapeAtEveryPositionOfAWord) {
   const std::string specials("\x00\x01\x1f\"\\", 5);
   const std::string plain("\x20\x21\x7f\x80\xc3\xa9", 6);
-  for (size_t size = 1; size <= 24; ++size) {
+  for (size_t size = 1; size <= 41; ++size) {
     for (size_t at = 0; at < size; ++at) {
       for (char c : specials + plain) {
         std::string text(size, 'x');
