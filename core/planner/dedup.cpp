@@ -9,9 +9,9 @@
 
 namespace queen {
 
-HashGeneration::HashGeneration(Offset first, int64_t first_us)
-    : slots_(kSlotsMin),
-      shift_(32 - std::countr_zero(kSlotsMin)),
+HashGeneration::HashGeneration(Offset first, int64_t first_us, size_t slots_hint)
+    : slots_(std::bit_ceil(std::max(kSlotsMin, slots_hint))),
+      shift_(32 - std::countr_zero(slots_.size())),
       base_(first.value > kBaseSlack ? first.value - kBaseSlack : 0),
       first_us_(first_us),
       newest_us_(first_us) {}
@@ -163,11 +163,12 @@ void HashRing::insert(const Hash128& h, Offset o, int64_t us, int64_t window_us)
   if (open_ && (open_->count() >= kOpenHashesMax || !open_->fits(o) ||
                 us - open_->first_us() > span_us_max(window_us)))
     seal(window_us);
-  if (!open_) open_.emplace(o, us);
+  if (!open_) open_.emplace(o, us, open_slots_);
   open_->insert(h, o, us);
 }
 
 void HashRing::seal(int64_t window_us) {
+  open_slots_ = open_->slots().size();
   sealed_.emplace_back(*open_);
   open_.reset();
   while (sealed_.size() >= 2) {

@@ -56,7 +56,9 @@ inline uint32_t ring_key(const Hash128& h) {
 
 class HashGeneration {
  public:
-  HashGeneration(Offset first, int64_t first_us);
+  // `slots_hint`: the table's size to start with (rounded to a power of two, kSlotsMin at
+  // least), so a busy partition's generation does not grow from the smallest again each time.
+  HashGeneration(Offset first, int64_t first_us, size_t slots_hint = 0);
   // Whether `o` is near enough to the generation's base to be stored in it.
   bool fits(Offset o) const;
   void insert(const Hash128& h, Offset o, int64_t us);
@@ -233,6 +235,7 @@ class HashRing {
 
   std::deque<SealedGeneration> sealed_;  // oldest first
   std::optional<HashGeneration> open_;   // newer than every sealed one
+  size_t open_slots_ = 0;                // the last sealed open generation's table size
   Offset covered_;
   uint64_t last_use_ = 0;
   size_t counted_bytes_ = 0;

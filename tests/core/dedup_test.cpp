@@ -462,12 +462,12 @@ TEST(Dedup, EntriesReplayedAfterTheStopsRingsAreCaughtUpFromTheRows) {
   EXPECT_EQ(h.push("q", "other", {"t9"}).results[0].offset, Offset(9));
 }
 
-// Pushes 150 rows of 100 transactionIds t0-t14999 into q/p (a few sealed generations), with a
+// Pushes 300 rows of 100 transactionIds t0-t29999 into q/p (a few sealed generations), with a
 // store checkpoint after every tenth; `firsts` gets the answers, `rows_after_file` the rows the
 // newest rings file does not hold (all of them when no file was written).
 void push_with_checkpoints(Harness& h, std::vector<PushReply>* firsts, uint64_t* rows_after_file) {
   *rows_after_file = 0;
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 300; ++i) {
     std::vector<std::string> txns;
     for (int k = 0; k < 100; ++k) txns.push_back("t" + std::to_string(i * 100 + k));
     const uint64_t files = h.node().stats().rings_files_written;
@@ -502,17 +502,17 @@ TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
   h.restart();
   EXPECT_EQ(h.node().stats().rings_loaded, 1u);
   EXPECT_EQ(rings_files(h.env), 0u);
-  PushReply again = h.push("q", "p", {"late", "t14999", "t0", "new"});
+  PushReply again = h.push("q", "p", {"late", "t29999", "t0", "new"});
   EXPECT_EQ(again.results[0].status, PushStatus::duplicate);
   EXPECT_EQ(again.results[0].offset, late.results[0].offset);
-  EXPECT_EQ(again.results[1].offset, Offset(14999));
-  EXPECT_EQ(again.results[1].message_id, firsts[149].results[99].message_id);
+  EXPECT_EQ(again.results[1].offset, Offset(29999));
+  EXPECT_EQ(again.results[1].message_id, firsts.back().results[99].message_id);
   EXPECT_EQ(again.results[2].offset, Offset(0));
   EXPECT_EQ(again.results[3].status, PushStatus::queued);
   MetricsReply m = h.call<MetricsReply>(MetricsCmd{});
   EXPECT_EQ(m.dedup_ring_catch_ups, 1u);
   // The rows after the file and the late one, then each candidate's row (a ring built again
-  // would read all 151 rows).
+  // would read all 301 rows).
   EXPECT_LE(m.row_hash_reads, rows_after_file + 1 + 3);
 }
 
@@ -520,7 +520,7 @@ TEST(Dedup, ACrashRestartsFromTheRingsOfAnEarlierCheckpoint) {
 // costs a fork): a start after a crash warms them from the rows, and dedup stays exact.
 TEST(Dedup, RingsBelowTheirFileMinimumAreWarmedFromTheRowsAfterACrash) {
   NodeConfig c;
-  c.rings_file_bytes_min = 1u << 20;  // above the 15000 hashes' rings
+  c.rings_file_bytes_min = 1u << 20;  // above the 30000 hashes' rings
   Harness h(c);
   std::vector<PushReply> firsts;
   uint64_t rows_after_file = 0;
@@ -531,9 +531,9 @@ TEST(Dedup, RingsBelowTheirFileMinimumAreWarmedFromTheRowsAfterACrash) {
   h.env.crash();
   h.restart();
   EXPECT_EQ(h.node().stats().rings_loaded, 0u);
-  PushReply again = h.push("q", "p", {"t14999", "t0", "new"});
-  EXPECT_EQ(again.results[0].offset, Offset(14999));
-  EXPECT_EQ(again.results[0].message_id, firsts[149].results[99].message_id);
+  PushReply again = h.push("q", "p", {"t29999", "t0", "new"});
+  EXPECT_EQ(again.results[0].offset, Offset(29999));
+  EXPECT_EQ(again.results[0].message_id, firsts.back().results[99].message_id);
   EXPECT_EQ(again.results[1].offset, Offset(0));
   EXPECT_EQ(again.results[2].status, PushStatus::queued);
   EXPECT_EQ(h.call<MetricsReply>(MetricsCmd{}).dedup_ring_catch_ups, 0u) << "built from the rows";
