@@ -31,10 +31,11 @@ Uuid mint_message_id(int64_t now_ms, IdSource& ids, const PushItem* prev) {
   return make_uuid_v7(now_ms, ids.random_u64(), ids.random_u64());
 }
 
-// Checks the fields and fills `out`; says why when the item is refused. `prev` is the
-// request's item before (nullptr for the first).
-std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, IdSource& ids,
-                                            const PushItem* prev, PushItem* out) {
+namespace {
+
+// Checks the fields and moves them into `out`, its ids left to mint_push_ids (an empty
+// transactionId: one to mint); says why when the item is refused.
+std::optional<ItemRefusal> fill_push_item(PushItemFields&& f, PushItem* out) {
   out->queue = std::move(f.queue);
   if (f.partition && !f.partition->empty()) out->partition = std::move(*f.partition);
   if (out->queue.size() + out->partition.size() > kNameBytesMax) {
@@ -42,17 +43,32 @@ std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, Id
   }
   if (has_control_char(out->queue)) return ItemRefusal{false, "queue " + kNoControlChars};
   if (has_control_char(out->partition)) return ItemRefusal{false, "partition " + kNoControlChars};
-  auto& transaction_id = f.transaction_id;
-  if (transaction_id && transaction_id->size() > kTransactionIdBytesMax) {
+  if (f.transaction_id && f.transaction_id->size() > kTransactionIdBytesMax) {
     return ItemRefusal{
         false, "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes"};
   }
   out->payload = std::move(f.payload);
-  out->message_id = mint_message_id(now_ms, ids, prev);
-  bool has_txn = transaction_id && !transaction_id->empty();
-  out->transaction_id = has_txn ? std::move(*transaction_id) : uuid_to_string(out->message_id);
-  out->txn_hash = hash_transaction_id(out->transaction_id);
+  if (f.transaction_id) out->transaction_id = std::move(*f.transaction_id);
   if (f.trace_id) out->trace_id = std::move(*f.trace_id);
+  return std::nullopt;
+}
+
+// Mints `out`'s message id (`prev` is the request's item before, nullptr for the first) and,
+// when it has none, its transactionId (the message id's text), and hashes the transactionId.
+void mint_push_ids(int64_t now_ms, IdSource& ids, const PushItem* prev, PushItem* out) {
+  out->message_id = mint_message_id(now_ms, ids, prev);
+  if (out->transaction_id.empty()) out->transaction_id = uuid_to_string(out->message_id);
+  out->txn_hash = hash_transaction_id(out->transaction_id);
+}
+
+}  // namespace
+
+// Checks the fields and fills `out`; says why when the item is refused. `prev` is the
+// request's item before (nullptr for the first).
+std::optional<ItemRefusal> finish_push_item(PushItemFields f, int64_t now_ms, IdSource& ids,
+                                            const PushItem* prev, PushItem* out) {
+  if (auto refused = fill_push_item(std::move(f), out)) return refused;
+  mint_push_ids(now_ms, ids, prev, out);
   return std::nullopt;
 }
 
@@ -95,20 +111,6 @@ bool scan_push_item(JsonScan& s, PushItemFields* f) {
   if (!ok || !queue || queue->empty()) return false;  // no queue: the general parser names it
   f->queue = std::move(*queue);
   return true;
-}
-
-std::optional<std::vector<PushItemFields>> scan_push(std::string_view body) {
-  JsonScan s(body, kJsonDepthMax);
-  std::vector<PushItemFields> items;
-  bool seen_items = false;
-  bool ok = scan_members(s, [&](std::string_view key) {
-    if (key != "items") return scan_skip(s);
-    if (seen_items) return false;
-    seen_items = true;
-    return scan_elements(s, [&] { return scan_push_item(s, &items.emplace_back()); });
-  });
-  if (!ok || !seen_items || !s.at_end()) return std::nullopt;
-  return items;
 }
 
 namespace {
@@ -165,23 +167,55 @@ void render_push(const PushReply& reply, JsonWriter& w) {
 
 }  // namespace
 
+namespace {
+
+// A push body being scanned: each item is filled into the command as it is read, not kept
+// as fields first. The body is still read to its end after an item is refused, so a body
+// the scanner does not take goes to the general parser whatever it holds.
+struct PushScan {
+  PushCmd cmd;
+  size_t items = 0;               // read, filled or not
+  std::optional<Parsed> refused;  // the first item refused
+
+  bool item(JsonScan& s) {
+    PushItemFields f;
+    if (!scan_push_item(s, &f)) return false;
+    size_t i = items++;
+    if (refused || i >= kPushItemsMax) return true;  // counted only
+    if (auto r = fill_push_item(std::move(f), &cmd.items.emplace_back()))
+      refused = refuse_item(indexed("items", i), *r);
+    return true;
+  }
+};
+
+// Room for a body's items, guessed from its size: most pushes then fill it without moving
+// their items to a larger vector.
+constexpr size_t kGuessedItemBytes = 256;
+
+}  // namespace
+
 // The push body as scanned; nullopt when the general parser must read it.
 std::optional<Parsed> parse_push_scanned(std::string_view body, const EdgeSettings& settings,
                                          IdSource& ids) {
-  auto items = scan_push(body);
-  if (!items) return std::nullopt;
-  if (items->empty()) return answer_now(HttpAnswer{201, "[]", 0});
-  if (items->size() > kPushItemsMax) return too_many_items(items->size());
-  PushCmd cmd;
-  cmd.items.resize(items->size());
+  JsonScan s(body, kJsonDepthMax);
+  PushScan scan;
+  scan.cmd.items.reserve(std::min(kPushItemsMax, body.size() / kGuessedItemBytes + 1));
+  bool seen_items = false;
+  bool ok = scan_members(s, [&](std::string_view key) {
+    if (key != "items") return scan_skip(s);
+    if (seen_items) return false;
+    seen_items = true;
+    return scan_elements(s, [&] { return scan.item(s); });
+  });
+  if (!ok || !seen_items || !s.at_end()) return std::nullopt;
+  if (scan.items == 0) return answer_now(HttpAnswer{201, "[]", 0});
+  if (scan.items > kPushItemsMax) return too_many_items(scan.items);
+  if (scan.refused) return std::move(scan.refused);
   int64_t now_ms = ids.now_ms();
-  for (size_t i = 0; i < items->size(); ++i) {
-    const PushItem* prev = i > 0 ? &cmd.items[i - 1] : nullptr;
-    if (auto refused = finish_push_item(std::move((*items)[i]), now_ms, ids, prev, &cmd.items[i])) {
-      return refuse_item(indexed("items", i), *refused);
-    }
-  }
-  return to_node(ids, settings.pop_timeout_ms_default, std::move(cmd));
+  std::vector<PushItem>& items = scan.cmd.items;
+  for (size_t i = 0; i < items.size(); ++i)
+    mint_push_ids(now_ms, ids, i > 0 ? &items[i - 1] : nullptr, &items[i]);
+  return to_node(ids, settings.pop_timeout_ms_default, std::move(scan.cmd));
 }
 
 Parsed parse_push(std::string_view body, const EdgeSettings& settings, IdSource& ids) {

@@ -236,6 +236,11 @@ TEST(JsonScan, ARefusedPushStillNamesItsField) {
       {R"({"items":[{"queue":"q","payload":{"a":}}]})", "invalid JSON"},
       {R"({"items":{}})", "items must be an array"},
       {R"({"items":[{"partition":"p"}]})", "items[0].queue"},
+      // Refused once read (a control character), before and after items that are not.
+      {R"({"items":[{"queue":"q"},{"queue":"a\u0001"},{"queue":"q","partition":"b\u0002"}]})",
+       "items[1].queue must not contain control characters"},
+      // A body that does not parse is answered so, whatever an item before was refused for.
+      {R"({"items":[{"queue":"a\u0001"},{"queue":"q","payload":{"a":}}]})", "invalid JSON"},
   };
   for (const Case& c : cases) {
     Parsed p = parse_push(c.body, EdgeSettings{}, ids);
