@@ -31,6 +31,11 @@ struct PushItem {
   // twice. Set only by the node, never by the edge.
   bool payload_sealed = false;
   std::string producer_sub;  // the pusher's JWT sub (POST /api/v1/push with auth on)
+  // The edge minted transaction_id for this request (the client sent none): a new id, so
+  // the planner does not look it up as a duplicate (it still records it, for a later push
+  // that names it). A retry of the request (forwarded again, or after a leader change) is
+  // answered by its request id's outcome, not planned twice.
+  bool txn_minted = false;
 };
 
 // Items in one push: the edge refuses more (400, naming `items`), and a stored push answer

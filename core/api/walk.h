@@ -56,7 +56,7 @@ void walk(C& c, QueueOptionsPatch& x) {
 template <class C>
 void walk(C& c, PushItem& x) {
   c(x.queue, x.partition, x.transaction_id, x.txn_hash, x.message_id, x.payload, x.trace_id,
-    x.payload_sealed, x.producer_sub);
+    x.payload_sealed, x.producer_sub, x.txn_minted);
 }
 template <class C>
 void walk(C& c, PushCmd& x) {

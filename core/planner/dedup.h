@@ -366,15 +366,17 @@ class DedupIndex {
   // hashes cannot be read.
   Result<std::optional<DedupHit>> find(PartitionId pid, const Hash128& h, int64_t now_us,
                                        int64_t window_us);
-  // Starts loading what finds of hash_of(*it) for it in [first, last) in `pid` probe, so a
-  // push's lookups (each a cache miss per generation) overlap instead of queueing.
+  // Starts loading what finds of *hash_of(*it) for it in [first, last) in `pid` probe (none
+  // where hash_of gives nullptr), so a push's lookups (each a cache miss per generation)
+  // overlap instead of queueing.
   template <class It, class HashOf>
   void prefetch(PartitionId pid, It first, It last, HashOf hash_of) const {
     auto rit = rings_.find(pid);
     for (It it = first; it != last; ++it) {
-      const Hash128& h = hash_of(*it);
-      if (rit != rings_.end()) rit->second.prefetch(h);
-      in_flight_.prefetch(pid, h);
+      const Hash128* h = hash_of(*it);
+      if (h == nullptr) continue;
+      if (rit != rings_.end()) rit->second.prefetch(*h);
+      in_flight_.prefetch(pid, *h);
     }
   }
   // Records a hash planned at offset `o` (in flight until applied).

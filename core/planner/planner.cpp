@@ -191,7 +191,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
       run_reserved = false;
       if (target->dedup_window_us > 0)
         dedup_.prefetch(target->pid, items.begin() + i, items.begin() + run_end,
-                        [](const PushItem& it) -> const Hash128& { return it.txn_hash; });
+                        [](const PushItem& it) { return it.txn_minted ? nullptr : &it.txn_hash; });
     }
     PartitionId pid = target->pid;
     // The reply takes the edge's strings back to the edge's thread, which frees them; the
@@ -207,7 +207,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                    Offset(0),
                    {}};
     int64_t window_us = target->dedup_window_us;
-    if (window_us > 0) {
+    if (window_us > 0 && !item.txn_minted) {
       auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us);
       if (!hit.ok() || hit.value()) {
         if (!hit.ok()) {
@@ -270,7 +270,7 @@ Result<std::optional<PushResult>> Planner::find_duplicate(const std::vector<Push
     if (!last || last->queue != item.queue || last->partition != item.partition)
       target = dedup_target(item);
     last = &item;
-    if (!target) continue;
+    if (!target || item.txn_minted) continue;
     auto found = dedup_.find(target->pid, item.txn_hash, now_us, target->dedup_window_us);
     if (!found.ok()) return found.error();
     if (const auto& hit = found.value()) {

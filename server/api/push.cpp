@@ -57,7 +57,10 @@ std::optional<ItemRefusal> fill_push_item(PushItemFields&& f, PushItem* out) {
 // when it has none, its transactionId (the message id's text), and hashes the transactionId.
 void mint_push_ids(int64_t now_ms, IdSource& ids, const PushItem* prev, PushItem* out) {
   out->message_id = mint_message_id(now_ms, ids, prev);
-  if (out->transaction_id.empty()) out->transaction_id = uuid_to_string(out->message_id);
+  if (out->transaction_id.empty()) {
+    out->transaction_id = uuid_to_string(out->message_id);
+    out->txn_minted = true;
+  }
   out->txn_hash = hash_transaction_id(out->transaction_id);
 }
 

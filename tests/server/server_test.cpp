@@ -76,6 +76,29 @@ TEST_F(ServerTest, PushWithoutTransactionIdUsesTheMessageId) {
   EXPECT_EQ(a[0]["partition"], "Default");
 }
 
+// A transactionId the broker made for a push that named none is kept like a client's: a
+// later push that names it is its duplicate, whether the partition's window is scanned
+// (a few messages) or looked up through its hash ring (hundreds).
+TEST_F(ServerTest, ATransactionIdMadeByTheBrokerIsFoundWhenAPushNamesIt) {
+  std::string q = queue();
+  json first = push(*client_, {{q, "p", ""}}).body_json();
+  std::vector<PushSpec> many(300, PushSpec{q, "p", ""});
+  json more = push(*client_, many).body_json();
+  ASSERT_EQ(more.size(), 300u) << more;
+  EXPECT_EQ(more[0]["status"], "queued");
+  for (const json& original : {first[0], more[150]}) {
+    std::string txn = original["transaction_id"];
+    json again = push(*client_, {{q, "p", txn}}).body_json();
+    ASSERT_EQ(again.size(), 1u) << again;
+    EXPECT_EQ(again[0]["status"], "duplicate") << txn;
+    EXPECT_EQ(again[0]["offset"], original["offset"]);
+    EXPECT_EQ(again[0]["message_id"], original["message_id"]);
+  }
+  json after = push(*client_, {{q, "p", ""}, {q, "p", ""}}).body_json();
+  EXPECT_EQ(after[0]["status"], "queued");
+  EXPECT_EQ(after[1]["offset"], 302) << "pushes without a transactionId are each stored";
+}
+
 TEST_F(ServerTest, EmptyPushAnswers201WithAnEmptyArray) {
   HttpResult r = client_->post("/api/v1/push", json{{"items", json::array()}});
   EXPECT_EQ(r.status, 201);
