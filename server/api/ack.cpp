@@ -15,16 +15,17 @@ std::optional<AckStatus> ack_status(const std::string& text) {
 
 }  // namespace
 
-// Checks the fields and fills `out`; returns why the item is refused (after its name), or
-// empty.
-std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& group_override,
-                            AckItem* out) {
-  auto pid = f.partition_id.find_first_not_of("0123456789") == std::string::npos
-                 ? parse_u64(f.partition_id)
+// Checks the fields but the group and moves them into `out` (the item's own group too, if
+// any): `transaction_id` and `partition_id` are the item's, `f` holds the others. Returns why
+// the item is refused (after its name), or empty.
+std::string fill_ack_item(std::string&& transaction_id, const std::string& partition_id,
+                          AckItemFields& f, AckItem* out) {
+  auto pid = partition_id.find_first_not_of("0123456789") == std::string::npos
+                 ? parse_u64(partition_id)
                  : std::nullopt;
   if (!pid) return "partitionId must be a string of decimal digits";
   out->partition_id = PartitionId(*pid);
-  out->transaction_id = std::move(f.transaction_id);
+  out->transaction_id = std::move(transaction_id);
   if (out->transaction_id.size() > kTransactionIdBytesMax) {
     return "transactionId is longer than " + std::to_string(kTransactionIdBytesMax) + " bytes";
   }
@@ -41,11 +42,27 @@ std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& g
     if (!uuid_from_string(*f.lease_id, &id)) return "leaseId must be a UUID";
     out->lease_id = id;
   }
-  const auto& g = group_override ? group_override : f.group;
-  out->group = g && !g->empty() ? *g : kQueueModeGroup;
-  if (has_control_char(out->group)) return "consumerGroup " + kNoControlChars;
+  if (f.group) out->group = std::move(*f.group);
   if (f.error) out->error = std::move(*f.error);
   return {};
+}
+
+// Settles `out`'s group: `group_override` (a batch's non-empty consumerGroup) if any, else
+// the item's own, else the queue-mode group. Returns why it is refused, or empty.
+std::string resolve_ack_group(const std::optional<std::string>& group_override, AckItem* out) {
+  if (group_override) out->group = *group_override;
+  if (out->group.empty()) out->group = kQueueModeGroup;
+  if (has_control_char(out->group)) return "consumerGroup " + kNoControlChars;
+  return {};
+}
+
+// Checks the fields and fills `out`; returns why the item is refused (after its name), or
+// empty.
+std::string finish_ack_item(AckItemFields f, const std::optional<std::string>& group_override,
+                            AckItem* out) {
+  std::string refused = fill_ack_item(std::move(f.transaction_id), f.partition_id, f, out);
+  if (!refused.empty()) return refused;
+  return resolve_ack_group(group_override, out);
 }
 
 std::string read_ack_item(const json& obj, const std::string& at,
@@ -108,36 +125,40 @@ namespace {
 
 // An ack batch item scanned: every field a string or null, each at most once, the required
 // ones non-empty; false leaves the body to the general parser.
-bool scan_ack_item(JsonScan& s, AckItemFields* f) {
-  ScannedAck a;
+bool scan_ack_item(JsonScan& s, ScannedAck* a) {
   bool ok = scan_members(s, [&](std::string_view key) {
-    if (auto scanned = scan_ack_key(s, key, &a)) return *scanned;
+    if (auto scanned = scan_ack_key(s, key, a)) return *scanned;
     return scan_skip(s);
   });
-  if (!ok || !filled(a.transaction_id) || !filled(a.partition_id)) return false;
-  *f = take_ack_fields(std::move(a));
-  return true;
+  return ok && filled(a->transaction_id) && filled(a->partition_id);
 }
 
-struct ScannedAckBatch {
-  std::vector<AckItemFields> items;
+// An ack batch being scanned: each item is filled into the command as it is read, all but its
+// group, which the batch's consumerGroup (before or after the items) overrides once the body
+// is read. The body is still read to its end after an item is refused, so a body the scanner
+// does not take goes to the general parser whatever it holds.
+struct AckScan {
+  AckCmd cmd;
+  size_t items = 0;                    // read, filled or not
+  std::optional<std::string> refused;  // the first item refused (the last filled), named
   std::optional<std::string> group;
+  bool seen_group = false;
+
+  bool item(JsonScan& s) {
+    ScannedAck a;
+    if (!scan_ack_item(s, &a)) return false;
+    size_t i = items++;
+    if (refused) return true;  // counted only
+    std::string r = fill_ack_item(std::move(*a.transaction_id), *a.partition_id, a.fields,
+                                  &cmd.items.emplace_back());
+    if (!r.empty()) refused = indexed("acknowledgments", i) + "." + r;
+    return true;
+  }
 };
 
-std::optional<ScannedAckBatch> scan_ack_batch(std::string_view body) {
-  JsonScan s(body, kJsonDepthMax);
-  ScannedAckBatch batch;
-  bool seen_acks = false, seen_group = false;
-  bool ok = scan_members(s, [&](std::string_view key) {
-    if (key == "consumerGroup") return scan_opt_string(s, &batch.group, &seen_group);
-    if (key != "acknowledgments") return scan_skip(s);
-    if (seen_acks) return false;
-    seen_acks = true;
-    return scan_elements(s, [&] { return scan_ack_item(s, &batch.items.emplace_back()); });
-  });
-  if (!ok || !seen_acks || !s.at_end()) return std::nullopt;
-  return batch;
-}
+// Room for a batch's acks, guessed from its body's size (an ack with both ids and a leaseId
+// is about 120 bytes).
+constexpr size_t kGuessedAckBytes = 96;
 
 }  // namespace
 
@@ -198,17 +219,29 @@ Parsed parse_ack(std::string_view body, const EdgeSettings& settings, IdSource& 
 // The ack batch as scanned; nullopt when the general parser must read it.
 std::optional<Parsed> parse_ack_batch_scanned(std::string_view body, const EdgeSettings& settings,
                                               IdSource& ids) {
-  auto batch = scan_ack_batch(body);
-  if (!batch) return std::nullopt;
-  if (batch->group && batch->group->empty()) batch->group.reset();
-  if (batch->items.empty()) return answer_now(HttpAnswer{200, "[]", 0});
-  AckCmd cmd;
-  cmd.items.resize(batch->items.size());
-  for (size_t i = 0; i < batch->items.size(); ++i) {
-    std::string refused = finish_ack_item(std::move(batch->items[i]), batch->group, &cmd.items[i]);
+  JsonScan s(body, kJsonDepthMax);
+  AckScan scan;
+  scan.cmd.items.reserve(body.size() / kGuessedAckBytes + 1);
+  bool seen_acks = false;
+  bool ok = scan_members(s, [&](std::string_view key) {
+    if (key == "consumerGroup") return scan_opt_string(s, &scan.group, &scan.seen_group);
+    if (key != "acknowledgments") return scan_skip(s);
+    if (seen_acks) return false;
+    seen_acks = true;
+    return scan_elements(s, [&] { return scan.item(s); });
+  });
+  if (!ok || !seen_acks || !s.at_end()) return std::nullopt;
+  if (scan.items == 0) return answer_now(HttpAnswer{200, "[]", 0});
+  if (scan.group && scan.group->empty()) scan.group.reset();
+  std::vector<AckItem>& items = scan.cmd.items;
+  // Items before the refused one (the last filled) may be refused for their group first.
+  size_t settled = scan.refused ? items.size() - 1 : items.size();
+  for (size_t i = 0; i < settled; ++i) {
+    std::string refused = resolve_ack_group(scan.group, &items[i]);
     if (!refused.empty()) return bad_request(indexed("acknowledgments", i) + "." + refused);
   }
-  return to_node(ids, settings.stmt_timeout_ms, std::move(cmd));
+  if (scan.refused) return bad_request(*scan.refused);
+  return to_node(ids, settings.stmt_timeout_ms, std::move(scan.cmd));
 }
 
 Parsed parse_ack_batch(std::string_view body, const EdgeSettings& settings, IdSource& ids) {

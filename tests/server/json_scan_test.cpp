@@ -256,6 +256,38 @@ struct StepIds : IdSource {
   uint64_t n = 0;
 };
 
+// An ack batch names its first refused item, as the general parser does: an item's own
+// consumerGroup is checked only where no batch consumerGroup (written before or after the
+// items) overrides it, and in item order with the item's other fields.
+TEST(JsonScan, ARefusedAckBatchNamesItsFirstRefusedItem) {
+  const std::string bad_group =
+      R"({"transactionId":"t","partitionId":"1","consumerGroup":"a\u0001"})";
+  const std::string bad_partition = R"({"transactionId":"t","partitionId":"x"})";
+  const std::string fine = R"({"transactionId":"t","partitionId":"2"})";
+  struct Case {
+    std::string acks, group, names;  // group: the batch's consumerGroup value, "" for none
+  } cases[] = {
+      {fine + "," + bad_group + "," + bad_partition, "", "acknowledgments[1].consumerGroup"},
+      {fine + "," + bad_partition + "," + bad_group, "", "acknowledgments[1].partitionId"},
+      {bad_group + "," + bad_partition, R"("g")", "acknowledgments[1].partitionId"},
+      {fine + "," + bad_group, R"("a\u0002")", "acknowledgments[0].consumerGroup"},
+  };
+  for (const Case& c : cases) {
+    std::string tail = c.group.empty() ? "}" : R"(,"consumerGroup":)" + c.group + "}";
+    std::string scanned = R"({"acknowledgments":[)" + c.acks + "]" + tail;
+    // A repeated key: the scanner leaves this body to the general parser.
+    std::string general = R"({"consumerGroup":1,"acknowledgments":[)" + c.acks + "]" +
+                          (c.group.empty() ? R"(,"consumerGroup":null})" : tail);
+    StepIds a, b;
+    Parsed x = parse_ack_batch(scanned, EdgeSettings{}, a);
+    Parsed y = parse_ack_batch(general, EdgeSettings{}, b);
+    EXPECT_FALSE(x.command.has_value()) << scanned;
+    EXPECT_EQ(x.answer.status, 400u) << scanned;
+    EXPECT_NE(x.answer.body.find(c.names), std::string::npos) << x.answer.body;
+    EXPECT_EQ(x.answer.body, y.answer.body) << general;
+  }
+}
+
 TEST(JsonScan, TextViewsAPlainStringAndUnescapesAnyOther) {
   std::string body = R"(["plain", "tab\tand \u00e9", "", "\"q\""])";
   JsonScan s(body, kJsonDepthMax);
