@@ -33,8 +33,8 @@ struct PushItem {
   std::string producer_sub;  // the pusher's JWT sub (POST /api/v1/push with auth on)
   // The edge minted transaction_id for this request (the client sent none): a new id, so
   // the planner does not look it up as a duplicate (it still records it, for a later push
-  // that names it). A retry of the request (forwarded again, or after a leader change) is
-  // answered by its request id's outcome, not planned twice.
+  // that names it). A node that forwards the command clears it (core/node/node_forward.cpp):
+  // a forwarded command may be planned more than once.
   bool txn_minted = false;
 };
 

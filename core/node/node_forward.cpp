@@ -8,6 +8,22 @@
 
 namespace queen {
 
+namespace {
+
+void look_up_each(std::vector<PushItem>& items) {
+  for (PushItem& item : items) item.txn_minted = false;
+}
+
+// A forwarded command may be planned more than once (an attempt after a lost answer or a
+// change of leader), so no transactionId in it is taken as new: each is looked up.
+void look_up_every_transaction_id(Command& c) {
+  if (auto* push = std::get_if<PushCmd>(&c)) look_up_each(push->items);
+  if (auto* txn = std::get_if<TxnCmd>(&c))
+    for (TxnOperation& op : txn->operations) look_up_each(op.items);
+}
+
+}  // namespace
+
 bool NodeImpl::forwards_it(const CommandEnvelope& c, const CommandTraits& traits) const {
   return cluster && config.forward_commands && !c.forwarded && !traits.any_node &&
          !cluster->writable;
@@ -20,6 +36,7 @@ void NodeImpl::start_forward(ReplyHandle h, CommandEnvelope c) {
     return;
   }
   if (c.deadline_ms <= 0) c.deadline_ms = env.now_ms() + config.forward_timeout_ms;
+  look_up_every_transaction_id(c.command);
   if (next_forward_id == 0) next_forward_id = (env.random_u64() >> 1) | 1;
   Forward& f = forwards[h];
   f.handle = h;

@@ -82,6 +82,33 @@ TEST(Forwarding, AfterTheLeaderIsCutOffTheRetryKeepsTheRequestIdAndAppliesOnce) 
   for (int i = 0; i < 3; ++i) EXPECT_EQ(c.payloads(i), std::vector<std::string>{"\"a\""});
 }
 
+// A transactionId the edge minted is taken as new only where it was minted: a forwarded
+// command may be planned more than once, so its items are looked up at every attempt. Here a
+// retry that lost its request id (the mutant) is still applied once, found by its item's id.
+TEST(Forwarding, AForwardedMintedTransactionIdIsLookedUpAtEveryAttempt) {
+  TestCluster c(3, [](NodeConfig& n) {
+    forwarding(n);
+    n.mutants.forward_fresh_request_id = true;
+  });
+  ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  PushCmd push = c.push_cmd("a");
+  push.items[0].txn_minted = true;
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // written everywhere, not durable
+  ReplyHandle h = c.send(f, push, RequestId{make_uuid_v7(1, 2, 3)});
+  c.run_ms(2);  // the leader has planned it and sent it to both followers
+  c.isolate(l);
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = false;
+  std::optional<Reply> r;
+  ASSERT_TRUE(c.run_until(5000, [&] { return (r = c.take(f, h)).has_value(); }));
+  ASSERT_NE(as<PushReply>(r), nullptr);
+  ASSERT_GE(c.node(f).stats().forward_retries, 1u);  // planned again at the next leader
+  c.heal();
+  ASSERT_TRUE(c.run_until(3000, [&] { return c.converged(); }));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.payloads(i), std::vector<std::string>{"\"a\""});
+}
+
 // A follower cut off after it forwarded a write cannot learn its fate: at the deadline it
 // answers outcome_unknown, not a retry that would invite a second copy.
 TEST(Forwarding, AFollowerThatCannotLearnTheOutcomeAnswersOutcomeUnknownAtTheDeadline) {
