@@ -55,7 +55,7 @@ inline __m128i load_block(const char* p) {
 }
 #pragma GCC diagnostic pop
 
-// Bit i set where byte i of the 16 at `p` is a quote or a backslash.
+// Bit i set where byte i of `v` is a quote or a backslash.
 inline unsigned quote_or_backslash_mask(__m128i v) {
   __m128i hits =
       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
