@@ -60,21 +60,29 @@ TEST(Forwarding, AFollowerAnswersWithTheLeadersReply) {
   EXPECT_EQ(c.payloads(f), std::vector<std::string>{"\"a\""});
 }
 
+// Sends `push` to a follower under one request id while every node holds its syncs, cuts the
+// leader off `sent_ms` later (it has planned the push and sent it to both followers), and
+// returns the follower's index once it has its answer, `reply` (the caller heals the cut).
+int push_while_the_leader_is_cut_off(TestCluster& c, const PushCmd& push, int64_t sent_ms,
+                                     std::optional<Reply>* reply) {
+  int l = c.leader();
+  int f = (l + 1) % 3;
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // written everywhere, not durable
+  ReplyHandle h = c.send(f, push, RequestId{make_uuid_v7(1, 2, 3)});
+  c.run_ms(sent_ms);
+  c.isolate(l);
+  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = false;
+  EXPECT_TRUE(c.run_until(5000, [&] { return (*reply = c.take(f, h)).has_value(); }));
+  return f;
+}
+
 // The leader took the command and was cut off before it answered: the follower sends it to
 // the next leader under the same request id, and the command is applied once.
 TEST(Forwarding, AfterTheLeaderIsCutOffTheRetryKeepsTheRequestIdAndAppliesOnce) {
   TestCluster c(3, forwarding);
   ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
-  int l = c.leader();
-  int f = (l + 1) % 3;
-  RequestId id{make_uuid_v7(1, 2, 3)};
-  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // written everywhere, not durable
-  ReplyHandle h = c.send(f, c.push_cmd("a"), id);
-  c.run_ms(1);  // the leader has planned it and sent it to both followers
-  c.isolate(l);
-  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = false;
   std::optional<Reply> r;
-  ASSERT_TRUE(c.run_until(5000, [&] { return (r = c.take(f, h)).has_value(); }));
+  int f = push_while_the_leader_is_cut_off(c, c.push_cmd("a"), 1, &r);
   ASSERT_NE(as<PushReply>(r), nullptr);
   EXPECT_GE(c.node(f).stats().forward_retries, 1u);  // at the next leader, or served here
   c.heal();
@@ -91,17 +99,10 @@ TEST(Forwarding, AForwardedMintedTransactionIdIsLookedUpAtEveryAttempt) {
     n.mutants.forward_fresh_request_id = true;
   });
   ASSERT_TRUE(c.run_until(2000, [&] { return c.leader() >= 0; }));
-  int l = c.leader();
-  int f = (l + 1) % 3;
   PushCmd push = c.push_cmd("a");
   push.items[0].txn_minted = true;
-  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = true;  // written everywhere, not durable
-  ReplyHandle h = c.send(f, push, RequestId{make_uuid_v7(1, 2, 3)});
-  c.run_ms(2);  // the leader has planned it and sent it to both followers
-  c.isolate(l);
-  for (int i = 0; i < 3; ++i) c.env(i).hold_syncs = false;
   std::optional<Reply> r;
-  ASSERT_TRUE(c.run_until(5000, [&] { return (r = c.take(f, h)).has_value(); }));
+  int f = push_while_the_leader_is_cut_off(c, push, 2, &r);
   ASSERT_NE(as<PushReply>(r), nullptr);
   ASSERT_GE(c.node(f).stats().forward_retries, 1u);  // planned again at the next leader
   c.heal();
