@@ -14,8 +14,9 @@
 # partitions and consume none; then print the node's RSS per retained message (RSS after the
 # push less RSS before it), the peak Pss of the node and its checkpoint copies sampled every
 # 0.5 s, the time a restart takes until /health answers, beside the first start's, and how
-# fast the first 200k messages after it are pushed (each partition's dedup ring is built then,
-# from the hashes in its message records) (single node only). backlog-1m: the same with 1M
+# fast the first 200k messages after it are pushed (single node only). Its pushes name no
+# transactionId, so no partition looks one up and none builds a dedup ring: the figure is of
+# the append rows and the log's memory, without rings. backlog-1m: the same with 1M
 # messages (the smoke run's memory figure). BACKLOG_RESTART_ENV: settings for the restart
 # only, e.g. "QUEEN_RAFT_DEDUP_FRONT_MB=16" (a bound lowered across the restart).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
