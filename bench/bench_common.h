@@ -86,6 +86,10 @@ struct Options {
   bool fill = false;
   // --messages N: the producers stop once N messages have been pushed in all (0: no limit).
   uint64_t messages = 0;
+  // --txn-ids 1: each pushed item names its own transactionId, unique to the run (the
+  // broker looks each up in its partition's dedup ring); else the broker makes one.
+  bool txn_ids = false;
+  int64_t run_us = 0;  // when the run began: the first part of its transactionIds
 };
 
 inline int64_t now_us() {

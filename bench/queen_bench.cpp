@@ -92,16 +92,22 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
-// One push body: `count` items, item i into partition first + i * step.
-std::string push_body(const Options& o, uint64_t first, uint64_t step, int count, int64_t sent_us) {
+// One push body: `count` items, item i into partition first + i * step. With --txn-ids, item
+// i names the transactionId "<run_us>-<producer>-<seq + i>".
+std::string push_body(const Options& o, uint64_t first, uint64_t step, int count, int64_t sent_us,
+                      int producer, uint64_t seq) {
   std::string body;
-  body.reserve(static_cast<size_t>(count) * (static_cast<size_t>(o.payload_bytes) + 64) + 16);
+  body.reserve(static_cast<size_t>(count) * (static_cast<size_t>(o.payload_bytes) + 96) + 16);
   body += "{\"items\":[";
   for (int i = 0; i < count; ++i) {
     uint64_t part = first + static_cast<uint64_t>(i) * step;
     if (i > 0) body += ',';
     body += "{\"queue\":\"" + queue_name(o, part) + "\",\"partition\":\"p";
     body += std::to_string(part);
+    if (o.txn_ids) {
+      body += "\",\"transactionId\":\"" + std::to_string(o.run_us) + '-' +
+              std::to_string(producer) + '-' + std::to_string(seq + static_cast<uint64_t>(i));
+    }
     body += "\",\"payload\":";
     append_payload(o, sent_us, &body);
     body += '}';
@@ -115,6 +121,7 @@ void producer(const Options& o, int id, Clock::time_point end, Totals* t) {
   double per_conn_rate = o.rate / o.producers / o.batch;  // pushes per second per connection
   auto next = Clock::now();
   uint64_t seq = 0;
+  uint64_t sent = 0;  // items this producer has put in bodies
   while (Clock::now() < end) {
     auto scheduled = next;
     if (per_conn_rate > 0) {
@@ -139,7 +146,8 @@ void producer(const Options& o, int id, Clock::time_point end, Totals* t) {
     // Open loop: the payload carries the scheduled instant, so e2e counts a late send too.
     int64_t late_us =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-    std::string body = push_body(o, first, step, count, now_us() - late_us);
+    std::string body = push_body(o, first, step, count, now_us() - late_us, id, sent);
+    sent += static_cast<uint64_t>(count);
     int status = c.request(http::verb::post, "/api/v1/push", body, nullptr);
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
     if (status == 201) {
@@ -373,6 +381,8 @@ Options parse(int argc, char** argv) {
       o.messages = std::stoull(v);
     else if (k == "--fill")
       o.fill = v == "1" || v == "true";
+    else if (k == "--txn-ids")
+      o.txn_ids = v == "1" || v == "true";
     else if (k == "--hosts")
       o.hosts = parse_hosts(v);
     else {
@@ -396,11 +406,13 @@ int main(int argc, char** argv) {
   Totals t;
   auto begin = Clock::now();
   int64_t begin_us = now_us();
+  o.run_us = begin_us;
   auto end = begin + std::chrono::milliseconds(static_cast<int64_t>(o.duration_s * 1000));
   std::vector<std::thread> threads;
   bool redis = o.target == "redis";
   if (o.target != "queen" && !redis) return usage("--target is queen or redis");
   if (redis && o.scenario == "txn") return usage("the redis target has no transactions");
+  if (redis && o.txn_ids) return usage("the redis target has no transactionIds");
   if (redis && !redis_prepare(o)) return 1;
   for (int i = 0; i < o.producers; ++i) {
     if (redis)
@@ -429,6 +441,7 @@ int main(int argc, char** argv) {
             {"pop_partitions", consume ? o.pop_partitions : 0},
             {"nodes", o.hosts.empty() ? 1 : o.hosts.size()},
             {"fill", o.fill},
+            {"txn_ids", o.txn_ids},
             {"fill_s",
              o.fill && t.filled_us > 0 ? static_cast<double>(t.filled_us - begin_us) / 1e6 : 0.0},
             {"rate_offered", o.rate},

@@ -17,8 +17,11 @@
 # fast the first 200k messages after it are pushed (single node only). Its pushes name no
 # transactionId, so no partition looks one up and none builds a dedup ring: the figure is of
 # the append rows and the log's memory, without rings. backlog-1m: the same with 1M
-# messages (the smoke run's memory figure). BACKLOG_RESTART_ENV: settings for the restart
-# only, e.g. "QUEEN_RAFT_DEDUP_FRONT_MB=16" (a bound lowered across the restart).
+# messages (the smoke run's memory figure). backlog-50m-txn, backlog-1m-txn: the same with
+# a transactionId named in every item, so each partition holds a dedup ring of its window
+# (the bytes the rings hold, queen_dedup_ring_bytes, are printed too). BACKLOG_RESTART_ENV:
+# settings for the restart only, e.g. "QUEEN_RAFT_DEDUP_FRONT_MB=16" (a bound lowered across
+# the restart).
 # --cluster: three nodes; the load generator's connections go round-robin over all of them
 # (followers forward to the leader), the label gets a "cluster-" prefix, the CPU time is the
 # three nodes' sum and the RSS the largest.
@@ -88,9 +91,11 @@ case $scenario in
     --duration-s 3600) ;;
   hot) args=(--scenario push --producers 8 --batch 100 --partitions 1 --duration-s 60) ;;
   smoke) args=(--scenario push --producers 2 --batch 100 --duration-s 10) ;;
-  backlog-50m | backlog-1m)
-    count=${BACKLOG_MESSAGES:-$([[ $scenario == backlog-1m ]] && echo 1000000 || echo 50000000)}
-    args=(--scenario push --producers 16 --batch 100 --messages "$count" --duration-s 7200) ;;
+  backlog-50m | backlog-1m | backlog-50m-txn | backlog-1m-txn)
+    count=${BACKLOG_MESSAGES:-$([[ $scenario == backlog-1m* ]] && echo 1000000 || echo 50000000)}
+    txn_ids=$([[ $scenario == *-txn ]] && echo 1 || echo 0)
+    args=(--scenario push --producers 16 --batch 100 --messages "$count" --duration-s 7200
+      --txn-ids "$txn_ids") ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 label=$scenario
@@ -125,6 +130,8 @@ else  # the line is written with the backlog's figures
   kill -INT "$sampler"
   wait "$sampler" || true
   rss_after_kb=$(awk '/VmRSS/ {print $2}' "/proc/${pids[0]}/status")
+  ring_bytes=$(curl -sf "http://127.0.0.1:${http_ports[0]}/metrics/prometheus" |
+    awk '$1 == "queen_dedup_ring_bytes" {print $2}')
   stop_begin_ns=$(date +%s%N)  # SIGTERM: the node writes a full checkpoint before it exits
   kill "${pids[0]}"
   wait "${pids[0]}" 2>/dev/null || true
@@ -139,10 +146,10 @@ else  # the line is written with the backlog's figures
   restart_peak_kb=$(awk '/VmHWM/ {print $2}' "/proc/${pids[0]}/status")
   # The first pushes after the restart build each partition's dedup ring from the records.
   first=$("$bench" --hosts "$hosts" --label "$label-after-restart" --scenario push \
-    --producers 16 --batch 100 --messages 200000 --duration-s 600)
+    --producers 16 --batch 100 --messages 200000 --duration-s 600 --txn-ids "${txn_ids:-0}")
   python3 bench/backlog_summary.py "$line" "$rss_before_kb" "$rss_after_kb" \
     "$(cat "$data/pss_peak")" "$restart_ns" "$rss_restarted_kb" "$fresh_start_ns" "$first" \
-    "$stop_ns" "$restart_peak_kb" |
+    "$stop_ns" "$restart_peak_kb" "${ring_bytes:-0}" |
     tee -a bench/results.jsonl
 fi
 if [[ $scenario == smoke ]]; then

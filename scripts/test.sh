@@ -15,7 +15,8 @@
 #      in-process threaded tests.
 #      Any sanitizer report fails the run;
 #   6. bench/run.sh smoke: a 10-second push run, so the load generator keeps working; then
-#      backlog-1m: the node's RSS per retained message and its restart time, at 1M messages.
+#      backlog-1m: the node's RSS per retained message and its restart time, at 1M messages,
+#      and backlog-1m-txn: the same with a transactionId in every item (the dedup rings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -58,4 +59,5 @@ bash scripts/sanitize.sh ci
 step "bench smoke"
 bash bench/run.sh smoke
 bash bench/run.sh backlog-1m  # RSS per retained message and the restart, at 1M messages
+bash bench/run.sh backlog-1m-txn  # the same with the rings of named transactionIds
 step "done"
