@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # bench/rings_ab.sh [MESSAGES] [ROUNDS] [stop|kill]: what the dedup rings kept on disk save
-# the next start. Fills one folder with MESSAGES (50M) messages in 200 partitions, then ends
-# the node: `stop` (SIGTERM: the stop writes the rings beside its checkpoint) or `kill`
-# (SIGKILL: the newest rings file a store checkpoint wrote is what is left; it is kept aside
-# and put back before each start with it). Each round then starts the node twice on that
-# folder: with the rings file, and with it removed (the rings then warm from the message
-# records at each partition's first push). Prints the time to /health, RSS, how fast the
-# first 200k pushes go and the stop's time.
+# the next start. Fills one folder with MESSAGES (50M) messages in 200 partitions, each
+# naming its transactionId (so each partition holds a ring), then ends the node: `stop`
+# (SIGTERM: the stop writes the rings beside its checkpoint) or `kill` (SIGKILL: the newest
+# rings file a store checkpoint wrote is what is left; it is kept aside and put back before
+# each start with it). Each round then starts the node twice on that folder: with the rings
+# file, and with it removed (the rings then warm from the message records at each
+# partition's first push). Prints the time to /health, RSS, how fast the first 200k pushes
+# go and the stop's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -24,7 +25,7 @@ stop() {
 }
 push() {
   build/bench/queen-bench --hosts "127.0.0.1:$port" --scenario push --producers 16 \
-    --batch 100 --messages "$1" --duration-s 7200 2>&1 >/dev/null | tail -1
+    --batch 100 --messages "$1" --duration-s 7200 --txn-ids 1 2>&1 >/dev/null | tail -1
 }
 node_start build/server/queen
 wait_healthy "$port" 20
