@@ -14,6 +14,8 @@
 # Debian's redis-server, installed here when missing.
 # COMPARE_BASE_BIN=path: the peer is that build of queen instead (an alternated A/B of a
 # change; its runs are labelled "base").
+# COMPARE_TXN_IDS=1: the pushes to Queen name a transactionId per item, a UUIDv7 as the Queen
+# SDKs send (each is looked up in its partition's dedup window); Redis's XADD has no such field.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -69,7 +71,8 @@ run_queen() {  # [BIN] [LABEL]
   PORT=$port QUEEN_BIND_ADDR=127.0.0.1 QUEEN_RAFT_DIR=$dir LOG_LEVEL=warn "${1:-$bin}" &
   pid=$!
   wait_healthy "$port" 15
-  "$bench" --target queen --port "$port" --label "compare-$scenario-${2:-queen}" "${args[@]}"
+  "$bench" --target queen --port "$port" --label "compare-$scenario-${2:-queen}" "${args[@]}" \
+    --txn-ids "${COMPARE_TXN_IDS:-0}"
   stop_server
 }
 

@@ -92,8 +92,21 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
+// A transactionId shaped as the Queen SDKs' (a UUIDv7 minted per message), unique to the
+// run (its start), the producer and the item's number.
+void append_txn_id(const Options& o, int producer, uint64_t n, std::string* out) {
+  char id[40];
+  uint64_t t = static_cast<uint64_t>(o.run_us) & 0xffff'ffff'ffffu;
+  std::snprintf(
+      id, sizeof id, "%08llx-%04llx-7%03x-%04llx-%012llx", static_cast<unsigned long long>(t >> 16),
+      static_cast<unsigned long long>(t & 0xffff), static_cast<unsigned>(producer) & 0xfffu,
+      static_cast<unsigned long long>(0x8000 | ((n >> 48) & 0x3fff)),
+      static_cast<unsigned long long>(n & 0xffff'ffff'ffffu));
+  *out += id;
+}
+
 // One push body: `count` items, item i into partition first + i * step. With --txn-ids, item
-// i names the transactionId "<run_us>-<producer>-<seq + i>".
+// i names a transactionId of its own (append_txn_id of seq + i).
 std::string push_body(const Options& o, uint64_t first, uint64_t step, int count, int64_t sent_us,
                       int producer, uint64_t seq) {
   std::string body;
@@ -105,8 +118,8 @@ std::string push_body(const Options& o, uint64_t first, uint64_t step, int count
     body += "{\"queue\":\"" + queue_name(o, part) + "\",\"partition\":\"p";
     body += std::to_string(part);
     if (o.txn_ids) {
-      body += "\",\"transactionId\":\"" + std::to_string(o.run_us) + '-' +
-              std::to_string(producer) + '-' + std::to_string(seq + static_cast<uint64_t>(i));
+      body += "\",\"transactionId\":\"";
+      append_txn_id(o, producer, seq + static_cast<uint64_t>(i), &body);
     }
     body += "\",\"payload\":";
     append_payload(o, sent_us, &body);
