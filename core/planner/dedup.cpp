@@ -342,17 +342,15 @@ Result<bool> DedupIndex::catch_up(const PartitionState& p, HashRing& ring, int64
   return true;
 }
 
-Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p, const Hash128& h,
-                                                         int64_t floor_us, int64_t window_us) {
-  auto ring = warm(p, floor_us, window_us);
-  if (!ring.ok()) return ring.error();
-  if (!ring.value()) {
+Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p, HashRing* ring,
+                                                         const Hash128& h, int64_t floor_us) {
+  if (!ring) {
     ++stats_.exact_scans;
     return scan(p, h, floor_us);
   }
-  ring.value()->set_last_use(++uses_);
+  ring->set_last_use(++uses_);
   std::optional<Error> failed;
-  auto o = ring.value()->find(h, [&](Offset c) {
+  auto o = ring->find(h, [&](Offset c) {
     ++stats_.candidates;
     auto held = holds(p, h, c, floor_us);
     if (!held.ok()) failed = held.error();
@@ -362,28 +360,49 @@ Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p
   return o;
 }
 
-Result<std::optional<DedupHit>> DedupIndex::find(PartitionId pid, const Hash128& h, int64_t now_us,
-                                                 int64_t window_us) {
-  ++stats_.checks;
+HashRing* DedupIndex::Run::held() {
+  if (!held_known_) {
+    auto rit = index_.rings_.find(pid_);
+    ring_ = rit == index_.rings_.end() ? nullptr : &rit->second;
+    held_known_ = true;
+  }
+  return ring_;
+}
+
+void DedupIndex::Run::warm() {
+  if (warmed_) return;
+  warmed_ = true;
+  p_ = index_.store_.partition(pid_);
+  if (!p_) return;
+  auto ring = index_.warm(*p_, now_us_ - window_us_, window_us_);
+  if (ring.ok())
+    ring_ = ring.value();
+  else
+    failed_ = ring.error();
+  held_known_ = ring.ok();
+}
+
+Result<std::optional<DedupHit>> DedupIndex::Run::find(const Hash128& h) {
+  ++index_.stats_.checks;
+  warm();
+  if (failed_) return *failed_;
   std::optional<DedupHit> hit;
-  if (const PartitionState* p = store_.partition(pid)) {
-    auto o = find_committed(*p, h, now_us - window_us, window_us);
+  if (p_) {
+    auto o = index_.find_committed(*p_, ring_, h, now_us_ - window_us_);
     if (!o.ok()) return o.error();
     if (o.value()) hit = DedupHit{*o.value(), {}};
   }
   if (!hit) {
-    if (const InFlightHashes::Slot* s = in_flight_.find(pid, h))
+    if (const InFlightHashes::Slot* s = index_.in_flight_.find(pid_, h))
       hit = DedupHit{s->offset, s->message_id};
   }
-  if (hit) ++stats_.duplicates;
+  if (hit) ++index_.stats_.duplicates;
   return hit;
 }
 
-void DedupIndex::planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id,
-                         int64_t now_us, int64_t window_us) {
-  in_flight_.insert(pid, h, o, message_id);
-  auto rit = rings_.find(pid);
-  if (rit != rings_.end()) rit->second.insert(h, o, now_us, window_us);
+void DedupIndex::Run::planned(const Hash128& h, Offset o, const Uuid& message_id) {
+  index_.in_flight_.insert(pid_, h, o, message_id);
+  if (HashRing* ring = held()) ring->insert(h, o, now_us_, window_us_);
 }
 
 void DedupIndex::applied(const EffAppend& a) {

@@ -362,26 +362,56 @@ class DedupIndex {
 
   DedupIndex(const Store& store, RowHashes& hashes) : store_(store), hashes_(hashes) {}
 
-  // The original of `h` in partition `pid` within the window, if any; an error when a row's
-  // hashes cannot be read.
-  Result<std::optional<DedupHit>> find(PartitionId pid, const Hash128& h, int64_t now_us,
-                                       int64_t window_us);
-  // Starts loading what finds of *hash_of(*it) for it in [first, last) in `pid` probe (none
-  // where hash_of gives nullptr), so a push's lookups (each a cache miss per generation)
-  // overlap instead of queueing.
-  template <class It, class HashOf>
-  void prefetch(PartitionId pid, It first, It last, HashOf hash_of) const {
-    auto rit = rings_.find(pid);
-    for (It it = first; it != last; ++it) {
-      const Hash128* h = hash_of(*it);
-      if (h == nullptr) continue;
-      if (rit != rings_.end()) rit->second.prefetch(*h);
-      in_flight_.prefetch(pid, *h);
+  // The lookups and plans of a run of items into one partition (a push's items for it), at
+  // one instant: the partition and its ring are resolved once, not per item; the ring is
+  // built or caught up when the run first needs it for a lookup (a run of plans alone builds
+  // none). Use it before anything else changes the index (an apply, a sweep, an eviction,
+  // another run).
+  class Run {
+   public:
+    // The original of `h` in the partition within the window, if any; an error when a row's
+    // hashes cannot be read (or the ring could not be built from them).
+    Result<std::optional<DedupHit>> find(const Hash128& h);
+    // Records a hash planned at offset `o` (in flight until applied).
+    void planned(const Hash128& h, Offset o, const Uuid& message_id);
+    // Starts loading what finds of *hash_of(*it) for it in [first, last) probe (none where
+    // hash_of gives nullptr), so a push's lookups (each a cache miss per generation) overlap
+    // instead of queueing. If any will be looked up, the ring is built or caught up first.
+    template <class It, class HashOf>
+    void prefetch(It first, It last, HashOf hash_of) {
+      It it = first;
+      while (it != last && hash_of(*it) == nullptr) ++it;
+      if (it == last) return;
+      warm();
+      for (; it != last; ++it) {
+        const Hash128* h = hash_of(*it);
+        if (h == nullptr) continue;
+        if (ring_) ring_->prefetch(*h);
+        index_.in_flight_.prefetch(pid_, *h);
+      }
     }
+
+   private:
+    friend class DedupIndex;
+    Run(DedupIndex& index, PartitionId pid, int64_t now_us, int64_t window_us)
+        : index_(index), pid_(pid), now_us_(now_us), window_us_(window_us) {}
+    // The partition's ring as the index holds it now (null: none), looked up once.
+    HashRing* held();
+    // Resolves the partition and builds or catches up its ring, once.
+    void warm();
+
+    DedupIndex& index_;
+    PartitionId pid_;
+    int64_t now_us_, window_us_;
+    bool held_known_ = false;            // ring_ is what the index holds
+    bool warmed_ = false;                // and p_ and ring_ are what a find uses
+    const PartitionState* p_ = nullptr;  // null: not in the store yet (planned in this entry)
+    HashRing* ring_ = nullptr;           // null: none (p_'s window is scanned, if p_)
+    std::optional<Error> failed_;        // the ring's build failed
+  };
+  Run run(PartitionId pid, int64_t now_us, int64_t window_us) {
+    return Run(*this, pid, now_us, window_us);
   }
-  // Records a hash planned at offset `o` (in flight until applied).
-  void planned(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id, int64_t now_us,
-               int64_t window_us);
   // The store now holds `append`: its hashes are no longer in flight. An append not planned
   // here (another leader's) drops the partition's ring, which lacks its hashes, unless
   // stale rings are kept.
@@ -431,8 +461,9 @@ class DedupIndex {
   // is not where a row of the window starts (the ring must be built again).
   Result<bool> catch_up(const PartitionState& p, HashRing& ring, int64_t floor_us,
                         int64_t window_us);
-  Result<std::optional<Offset>> find_committed(const PartitionState& p, const Hash128& h,
-                                               int64_t floor_us, int64_t window_us);
+  // The original of `h` in p's rows through its ring (null: a scan of its window).
+  Result<std::optional<Offset>> find_committed(const PartitionState& p, HashRing* ring,
+                                               const Hash128& h, int64_t floor_us);
 
   using Rings = std::map<PartitionId, HashRing>;
   // Drops the least recently used rings but `keep` until they hold at most 7/8 of the bound.

@@ -181,6 +181,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
     return reply;
   }
   std::optional<PushTarget> target;
+  std::optional<DedupIndex::Run> dedup;  // target's partition's, while it has a window
   size_t run_end = 0;         // the end of the run of items that go to target's partition
   bool run_reserved = false;  // room made in the target's append for the run
   for (uint32_t i = 0; i < items.size(); ++i) {
@@ -189,9 +190,12 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
       target = push_target(item, open);
       run_end = end_of_run(items, i);
       run_reserved = false;
-      if (target->dedup_window_us > 0)
-        dedup_.prefetch(target->pid, items.begin() + i, items.begin() + run_end,
+      dedup.reset();
+      if (target->dedup_window_us > 0) {
+        dedup.emplace(dedup_.run(target->pid, now_us, target->dedup_window_us));
+        dedup->prefetch(items.begin() + i, items.begin() + run_end,
                         [](const PushItem& it) { return it.txn_minted ? nullptr : &it.txn_hash; });
+      }
     }
     PartitionId pid = target->pid;
     // The reply takes the edge's strings back to the edge's thread, which frees them; the
@@ -206,9 +210,8 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                    pid,
                    Offset(0),
                    {}};
-    int64_t window_us = target->dedup_window_us;
-    if (window_us > 0 && !item.txn_minted) {
-      auto hit = dedup_.find(pid, item.txn_hash, now_us, window_us);
+    if (dedup && !item.txn_minted) {
+      auto hit = dedup->find(item.txn_hash);
       if (!hit.ok() || hit.value()) {
         if (!hit.ok()) {
           res.status = PushStatus::error;
@@ -235,8 +238,7 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
                                     std::move(payload), std::move(item.producer_sub)});
     ++a.count;
     planned_next_[pid] = res.offset.next();
-    if (window_us > 0)
-      dedup_.planned(pid, item.txn_hash, res.offset, item.message_id, now_us, window_us);
+    if (dedup) dedup->planned(item.txn_hash, res.offset, item.message_id);
     reply.results.push_back(std::move(res));
   }
   ++open->commands;
@@ -265,13 +267,17 @@ Result<std::optional<PushResult>> Planner::find_duplicate(const std::vector<Push
                                                           int64_t now_us) {
   const PushItem* last = nullptr;  // the item `target` was resolved for
   std::optional<PushTarget> target;
+  std::optional<DedupIndex::Run> dedup;  // target's partition's
   for (uint32_t i = 0; i < items.size(); ++i) {
     const PushItem& item = items[i];
-    if (!last || last->queue != item.queue || last->partition != item.partition)
+    if (!last || last->queue != item.queue || last->partition != item.partition) {
       target = dedup_target(item);
+      dedup.reset();
+      if (target) dedup.emplace(dedup_.run(target->pid, now_us, target->dedup_window_us));
+    }
     last = &item;
     if (!target || item.txn_minted) continue;
-    auto found = dedup_.find(target->pid, item.txn_hash, now_us, target->dedup_window_us);
+    auto found = dedup->find(item.txn_hash);
     if (!found.ok()) return found.error();
     if (const auto& hit = found.value()) {
       return std::optional<PushResult>(PushResult{i,

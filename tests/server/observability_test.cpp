@@ -597,6 +597,30 @@ TEST_F(ObservabilityTest, DedupSeriesFollowLookupsDuplicatesAndTheRing) {
   EXPECT_GT(after.value(series("queen_row_hash_cache_bytes")).value_or(0), 0);
 }
 
+// A push item that names no transactionId is given one the broker makes, which is never
+// looked up: a partition pushed to only so holds no dedup ring (its backlog costs its rows
+// alone). The first push that names one builds the ring from the rows.
+TEST_F(ObservabilityTest, PushesWithoutTransactionIdsBuildNoDedupRing) {
+  std::string q = name();
+  std::vector<PushSpec> minted(300, PushSpec{q, "p", ""});
+  Scrape before = scrape();
+  ASSERT_EQ(push(*client_, minted).status, 201);
+  ASSERT_EQ(push(*client_, minted).status, 201);
+  Scrape mid = scrape();
+  auto ring_bytes = [](const Scrape& s) {
+    return s.value(series("queen_dedup_ring_bytes")).value_or(-1);
+  };
+  auto checks = [](const Scrape& s) {
+    return s.value(series("queen_dedup_checks_total")).value_or(0);
+  };
+  EXPECT_EQ(checks(mid) - checks(before), 0);
+  EXPECT_EQ(ring_bytes(mid), ring_bytes(before));
+  ASSERT_EQ(push(*client_, {{q, "p", ""}, {q, "p", "named"}}).status, 201);
+  Scrape after = scrape();
+  EXPECT_EQ(checks(after) - checks(mid), 1);
+  EXPECT_GT(ring_bytes(after), ring_bytes(mid));
+}
+
 TEST(ObservabilityRender, EveryFamilyOnceAndTheAnswerIsPlainText) {
   MetricsReply m;
   m.role = "candidate";
