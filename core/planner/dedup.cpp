@@ -360,13 +360,9 @@ Result<std::optional<Offset>> DedupIndex::find_committed(const PartitionState& p
   return o;
 }
 
-HashRing* DedupIndex::Run::held() {
-  if (!held_known_) {
-    auto rit = index_.rings_.find(pid_);
-    ring_ = rit == index_.rings_.end() ? nullptr : &rit->second;
-    held_known_ = true;
-  }
-  return ring_;
+HashRing* DedupIndex::Run::held() const {
+  auto rit = index_.rings_.find(pid_);
+  return rit == index_.rings_.end() ? nullptr : &rit->second;
 }
 
 void DedupIndex::Run::warm() {
@@ -375,11 +371,12 @@ void DedupIndex::Run::warm() {
   p_ = index_.store_.partition(pid_);
   if (!p_) return;
   auto ring = index_.warm(*p_, now_us_ - window_us_, window_us_);
-  if (ring.ok())
+  if (ring.ok()) {
     ring_ = ring.value();
-  else
+  } else {
     failed_ = ring.error();
-  held_known_ = ring.ok();
+    ring_ = held();  // what a failed build left, for the plans
+  }
 }
 
 Result<std::optional<DedupHit>> DedupIndex::Run::find(const Hash128& h) {
@@ -402,7 +399,7 @@ Result<std::optional<DedupHit>> DedupIndex::Run::find(const Hash128& h) {
 
 void DedupIndex::Run::planned(const Hash128& h, Offset o, const Uuid& message_id) {
   index_.in_flight_.insert(pid_, h, o, message_id);
-  if (HashRing* ring = held()) ring->insert(h, o, now_us_, window_us_);
+  if (ring_) ring_->insert(h, o, now_us_, window_us_);
 }
 
 void DedupIndex::applied(const EffAppend& a) {

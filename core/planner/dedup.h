@@ -394,19 +394,18 @@ class DedupIndex {
    private:
     friend class DedupIndex;
     Run(DedupIndex& index, PartitionId pid, int64_t now_us, int64_t window_us)
-        : index_(index), pid_(pid), now_us_(now_us), window_us_(window_us) {}
-    // The partition's ring as the index holds it now (null: none), looked up once.
-    HashRing* held();
+        : index_(index), pid_(pid), now_us_(now_us), window_us_(window_us), ring_(held()) {}
+    // The partition's ring as the index holds it now (null: none).
+    HashRing* held() const;
     // Resolves the partition and builds or catches up its ring, once.
     void warm();
 
     DedupIndex& index_;
     PartitionId pid_;
     int64_t now_us_, window_us_;
-    bool held_known_ = false;            // ring_ is what the index holds
-    bool warmed_ = false;                // and p_ and ring_ are what a find uses
+    HashRing* ring_;  // as held, then as warmed (null: p_'s window is scanned, if p_)
+    bool warmed_ = false;
     const PartitionState* p_ = nullptr;  // null: not in the store yet (planned in this entry)
-    HashRing* ring_ = nullptr;           // null: none (p_'s window is scanned, if p_)
     std::optional<Error> failed_;        // the ring's build failed
   };
   Run run(PartitionId pid, int64_t now_us, int64_t window_us) {
