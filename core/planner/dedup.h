@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/common/bytes.h"
+#include "core/common/prefetch.h"
 #include "core/common/result.h"
 #include "core/common/types.h"
 #include "core/qlog/row_hashes.h"
@@ -66,7 +67,7 @@ class HashGeneration {
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const;
   // Starts loading the slot where a lookup of `h` begins.
-  void prefetch(const Hash128& h) const { __builtin_prefetch(&slots_[home(ring_key(h))]); }
+  void prefetch(const Hash128& h) const { queen::prefetch(&slots_[home(ring_key(h))]); }
   uint32_t count() const { return count_; }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
@@ -122,7 +123,7 @@ class SealedGeneration {
   bool can_merge(const SealedGeneration& newer) const;
   template <class Pred>
   std::optional<Offset> find(const Hash128& h, Pred is_original) const;
-  void prefetch(const Hash128& h) const { __builtin_prefetch(&buckets_[bucket(ring_key(h))]); }
+  void prefetch(const Hash128& h) const { queen::prefetch(&buckets_[bucket(ring_key(h))]); }
   uint32_t count() const { return static_cast<uint32_t>(slots_.size()); }
   int64_t first_us() const { return first_us_; }
   int64_t newest_us() const { return newest_us_; }
@@ -312,7 +313,7 @@ class InFlightHashes {
   const Slot* find(PartitionId pid, const Hash128& h) const;
   // Starts loading the slot where a find of `h` begins.
   void prefetch(PartitionId pid, const Hash128& h) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[home(pid, h)]);
+    if (!slots_.empty()) queen::prefetch(&slots_[home(pid, h)]);
   }
   // Records `h` at `o` unless the partition already has `h` in flight.
   void insert(PartitionId pid, const Hash128& h, Offset o, const Uuid& message_id);
