@@ -166,6 +166,24 @@ void Planner::reserve(EffAppend& a, size_t n) {
   a.hashes.reserve(want);
 }
 
+namespace {
+// The hash a push item is looked up by (none: its transactionId was minted here, so new).
+const Hash128* looked_up(const PushItem& item) {
+  return item.txn_minted ? nullptr : &item.txn_hash;
+}
+}  // namespace
+
+// Before item i of a run ending at run_end is looked up, what item i + kPrefetchAhead's
+// lookup will probe starts loading: each lookup finds its lines on their way or in L1, where
+// prefetching the whole run at its start left the first ones evicted by the last.
+void Planner::prefetch_ahead(DedupIndex::Run& dedup, const std::vector<PushItem>& items, size_t i,
+                             size_t run_end) {
+  if (size_t k = i + kPrefetchAhead; k < run_end) {
+    auto at = items.begin() + static_cast<std::ptrdiff_t>(k);
+    dedup.prefetch(at, at + 1, looked_up);
+  }
+}
+
 PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEntry* open) {
   PushReply reply;
   reply.results.reserve(items.size());
@@ -193,10 +211,11 @@ PushReply Planner::plan_push(std::vector<PushItem> items, int64_t now_us, OpenEn
       dedup.reset();
       if (target->dedup_window_us > 0) {
         dedup.emplace(dedup_.run(target->pid, now_us, target->dedup_window_us));
-        dedup->prefetch(items.begin() + i, items.begin() + run_end,
-                        [](const PushItem& it) { return it.txn_minted ? nullptr : &it.txn_hash; });
+        size_t ahead = std::min(run_end, i + kPrefetchAhead);
+        dedup->prefetch(items.begin() + i, items.begin() + ahead, looked_up);
       }
     }
+    if (dedup) prefetch_ahead(*dedup, items, i, run_end);
     PartitionId pid = target->pid;
     // The reply takes the edge's strings back to the edge's thread, which frees them; the
     // frame keeps a copy made here, freed here once the entry is written and applied. A string

@@ -36,6 +36,9 @@ class Planner {
   // queues are sealed (core/seal/seal.h); when one cannot be, nothing is planned and the
   // reply is `refused`. Takes the items: their payloads move into the entry, not copied.
   PushReply plan_push(std::vector<PushItem> items, int64_t now_us, OpenEntry* open);
+  // How many items ahead of the one being planned a push's dedup lookups are prefetched: far
+  // enough for the loads to overlap, near enough that what they load is still in L1.
+  static constexpr size_t kPrefetchAhead = 8;
   // Whether the payloads of `items` could be sealed, checked before a transaction plans
   // anything: the refusal plan_push would give, or nothing. Plans nothing.
   std::optional<ErrorReply> seal_refusal(const std::vector<PushItem>& items);
@@ -81,6 +84,8 @@ class Planner {
   };
   PushTarget push_target(const PushItem& item, OpenEntry* open);
   static size_t end_of_run(const std::vector<PushItem>& items, size_t first);
+  static void prefetch_ahead(DedupIndex::Run& dedup, const std::vector<PushItem>& items, size_t i,
+                             size_t run_end);
   static void reserve(EffAppend& a, size_t n);
   std::optional<PushTarget> dedup_target(const PushItem& item) const;
   Offset next_offset(PartitionId pid) const;
