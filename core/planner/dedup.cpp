@@ -125,31 +125,34 @@ SealedGeneration::SealedGeneration(const SealedGeneration& older, const SealedGe
   int known = std::min(older.known_bits(), newer.known_bits());
   size_t hashes = older.slots_.size() + newer.slots_.size();
   begin(hashes, layout(hashes, base_, top_, known));
-  // Both are in key order (as far as both know it): one sequential merge.
+  // Both are in key order (as far as both know it): one sequential merge, without a branch on
+  // the comparison of two random keys.
   uint32_t known_mask = static_cast<uint32_t>(~uint64_t{0} << (32 - known));
-  struct Hash {
-    uint32_t key;
-    uint64_t offset;
-  };
-  // The next hash of g from slot i (in bucket b or after).
-  auto read = [&](const SealedGeneration& g, size_t& i, size_t& b) -> std::optional<Hash> {
-    if (i == g.slots_.size()) return std::nullopt;
-    while (g.buckets_[b + 1].start <= i) ++b;
-    uint32_t slot = g.slots_[i++];
-    return Hash{g.key_of(b, slot) & known_mask, g.base_ + (slot & g.delta_mask())};
-  };
-  size_t ia = 0, ba = 0, ic = 0, bc = 0;
-  auto a = read(older, ia, ba), c = read(newer, ic, bc);
-  while (a || c) {
-    if (a && (!c || a->key <= c->key)) {
-      emit(a->key, a->offset);
-      a = read(older, ia, ba);
-    } else {
-      emit(c->key, c->offset);
-      c = read(newer, ic, bc);
+  std::vector<uint64_t> a = older.packed(known_mask, base_), c = newer.packed(known_mask, base_);
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < c.size()) {
+    uint64_t x = a[i], y = c[j];
+    bool take_a = x <= y;
+    emit_packed(take_a ? x : y);
+    i += take_a;
+    j += !take_a;
+  }
+  for (; i < a.size(); ++i) emit_packed(a[i]);
+  for (; j < c.size(); ++j) emit_packed(c[j]);
+  index();
+}
+
+std::vector<uint64_t> SealedGeneration::packed(uint32_t known_mask, uint64_t base) const {
+  std::vector<uint64_t> out;
+  out.reserve(slots_.size());
+  for (size_t b = 0; b + 1 < buckets_.size(); ++b) {
+    for (uint32_t i = buckets_[b].start; i < buckets_[b + 1].start; ++i) {
+      uint32_t slot = slots_[i];
+      uint64_t delta = base_ + (slot & delta_mask()) - base;
+      out.push_back((uint64_t{key_of(b, slot) & known_mask} << 32) | delta);
     }
   }
-  index();
+  return out;
 }
 
 bool SealedGeneration::can_merge(const SealedGeneration& newer) const {

@@ -153,7 +153,12 @@ class SealedGeneration {
   // order and index() sums where each bucket starts.
   void begin(size_t hashes, const Layout& l);
   void emit(uint32_t key, uint64_t offset);
+  void emit_packed(uint64_t h) { emit(static_cast<uint32_t>(h >> 32), base_ + (h & UINT32_MAX)); }
   void index();
+  // Its hashes in key order, each as its key's bits under known_mask above its offset's
+  // distance from `base` (at most its own base_): key order is then the packed values' order,
+  // up to the order of equal keys.
+  std::vector<uint64_t> packed(uint32_t known_mask, uint64_t base) const;
   // Fills the generation from hashes in any order: counted into their buckets, placed, and
   // each bucket's few slots sorted (a slot's value orders it by tag, as the key does).
   void build(std::span<const RingSlot> slots, uint64_t base);
