@@ -3,7 +3,11 @@
 #include "core/consume/engine.h"
 
 #include <algorithm>
+#include <map>
+#include <span>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "core/consume/cursor_rules.h"
 
@@ -38,14 +42,31 @@ std::string not_committed(Offset stop) {
          " in the same call stops the cursor there; this message is delivered again";
 }
 
+// Numbers a call's consumer groups by their first appearance, so that its acks sort and
+// group by number rather than by comparing names.
+class GroupNumbers {
+ public:
+  uint32_t of(const std::string& group) {
+    if (last_ && *last_ == group) return last_no_;
+    last_ = &group;
+    last_no_ = numbers_.try_emplace(group, static_cast<uint32_t>(numbers_.size())).first->second;
+    return last_no_;
+  }
+
+ private:
+  std::map<std::string_view, uint32_t> numbers_;
+  const std::string* last_ = nullptr;
+  uint32_t last_no_ = 0;
+};
+
 // One resolved ack of a call, in the order the call applies it.
 struct AckStep {
-  const std::string* group;
+  uint32_t group_no;  // GroupNumbers' number of its group
   PartitionId pid;
   Offset offset;
   int rank;
   uint32_t index;
-  auto key() const { return std::tie(*group, pid, offset, rank, index); }
+  auto key() const { return std::tie(group_no, pid, offset, rank, index); }
 };
 
 // Sorts a call's resolved acks partition by partition, each by offset, so that a failed or
@@ -56,7 +77,23 @@ void order_steps(std::vector<AckStep>* steps) {
 }
 
 bool same_partition(const AckStep& a, const AckStep& b) {
-  return a.pid == b.pid && *a.group == *b.group;
+  return a.pid == b.pid && a.group_no == b.group_no;
+}
+
+// The end of the run of items from `i` on: those of the same group and partition.
+size_t end_of_run(const std::vector<AckItem>& items, size_t i) {
+  size_t end = i + 1;
+  while (end < items.size() && items[end].partition_id == items[i].partition_id &&
+         items[end].group == items[i].group)
+    ++end;
+  return end;
+}
+
+std::optional<Offset> first_in_batch(const std::vector<std::pair<Hash128, Offset>>& batch,
+                                     const Hash128& h) {
+  auto it = std::lower_bound(batch.begin(), batch.end(), std::make_pair(h, Offset(0)));
+  if (it == batch.end() || it->first != h) return std::nullopt;
+  return it->second;
 }
 
 // Whether an ack names a message the group has settled for good (below its cursor, acked or
@@ -71,23 +108,51 @@ bool settled_too_late(const MsgState* st, AckStatus status) {
 
 Result<std::optional<Offset>> Engine::resolve_ack(const std::string& group, const PartitionState& p,
                                                   const Hash128& txn_hash) {
-  Offset cursor = p.log_start;
-  if (const CursorRow* known = rows_.find(group, p.id)) {
-    const CursorRow& row = *known;
-    if (row.batch_start < row.batch_end) {
-      auto found = hashes_.find(p, txn_hash, row.batch_start, row.batch_end);
+  return resolve_in(p, ack_window(group, p), txn_hash, nullptr);
+}
+
+Engine::AckWindow Engine::ack_window(const std::string& group, const PartitionState& p) const {
+  AckWindow w;
+  w.cursor = p.log_start;
+  if (const CursorRow* row = rows_.find(group, p.id)) {
+    w.batch_start = row->batch_start;
+    w.batch_end = row->batch_end;
+    w.cursor = row->next;
+  } else if (auto mit = metas_.find(GroupKey{group, p.queue}); mit != metas_.end()) {
+    w.cursor = std::max(start_offset(mit->second, p), p.log_start);
+  }
+  w.cursor = std::min(w.cursor, p.next_offset);
+  return w;
+}
+
+Result<std::optional<Offset>> Engine::resolve_in(const PartitionState& p, const AckWindow& w,
+                                                 const Hash128& txn_hash,
+                                                 const BatchHashes* batch) {
+  if (w.batch_start < w.batch_end) {
+    if (batch) {
+      if (auto o = first_in_batch(*batch, txn_hash)) return o;
+    } else {
+      auto found = hashes_.find(p, txn_hash, w.batch_start, w.batch_end);
       if (!found.ok() || found.value()) return found;
     }
-    cursor = row.next;
-  } else if (auto mit = metas_.find(GroupKey{group, p.queue}); mit != metas_.end()) {
-    cursor = std::max(start_offset(mit->second, p), p.log_start);
   }
-  cursor = std::min(cursor, p.next_offset);
-  Offset ahead(std::min(p.next_offset.value, cursor.value + kAckScanMessagesMax));
-  auto found = hashes_.find(p, txn_hash, cursor, ahead, kAckScanRowsMax);
+  Offset ahead(std::min(p.next_offset.value, w.cursor.value + kAckScanMessagesMax));
+  auto found = hashes_.find(p, txn_hash, w.cursor, ahead, kAckScanRowsMax);
   if (!found.ok() || found.value()) return found;
-  Offset behind(cursor.value - std::min(cursor.value, kAckScanMessagesMax));
-  return hashes_.find_last(p, txn_hash, behind, cursor, kAckScanRowsMax);
+  Offset behind(w.cursor.value - std::min(w.cursor.value, kAckScanMessagesMax));
+  return hashes_.find_last(p, txn_hash, behind, w.cursor, kAckScanRowsMax);
+}
+
+void Engine::resolve_run(const PartitionState& p, std::span<const AckItem> run,
+                         std::vector<Result<std::optional<Offset>>>* found) {
+  AckWindow w = ack_window(run.front().group, p);
+  BatchHashes batch;
+  bool indexed = run.size() >= kAckIndexedRunMin && w.batch_start < w.batch_end &&
+                 hashes_.collect(p, w.batch_start, w.batch_end, &batch).ok();
+  // An unreadable batch is looked in ack by ack, each answered with the read's error.
+  if (indexed) std::sort(batch.begin(), batch.end());
+  for (const AckItem& item : run)
+    found->push_back(resolve_in(p, w, item.txn_hash, indexed ? &batch : nullptr));
 }
 
 // Each partition's acks apply in offset order. A failed or retry ack that hands its batch
@@ -98,30 +163,54 @@ AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
   reply.results.resize(cmd.items.size());
   std::vector<AckStep> steps;
   steps.reserve(cmd.items.size());
-  for (uint32_t i = 0; i < cmd.items.size(); ++i) {
-    AckItem& item = cmd.items[i];
-    const PartitionState* p = store_.partition(item.partition_id);
-    auto o = p ? resolve_ack(item.group, *p, item.txn_hash) : std::optional<Offset>();
-    if (!o.ok() || !o.value()) {
-      reply.results[i] = refuse_unresolved(item, i, p);
-      if (!o.ok()) reply.results[i].error = "cannot resolve the ack: " + o.error().message;
-      continue;
+  GroupNumbers groups;
+  std::vector<Result<std::optional<Offset>>> found;
+  for (size_t from = 0; from < cmd.items.size();) {
+    size_t end = end_of_run(cmd.items, from);
+    const PartitionState* p = store_.partition(cmd.items[from].partition_id);
+    found.clear();
+    if (p) resolve_run(*p, std::span(cmd.items).subspan(from, end - from), &found);
+    uint32_t group_no = groups.of(cmd.items[from].group);
+    for (size_t i = from; i < end; ++i) {
+      AckItem& item = cmd.items[i];
+      auto o = p ? std::move(found[i - from]) : std::optional<Offset>();
+      if (!o.ok() || !o.value()) {
+        reply.results[i] = refuse_unresolved(item, i, p);
+        if (!o.ok()) reply.results[i].error = "cannot resolve the ack: " + o.error().message;
+        continue;
+      }
+      steps.push_back(
+          AckStep{group_no, p->id, *o.value(), signal_rank(item.status), static_cast<uint32_t>(i)});
     }
-    steps.push_back(AckStep{&item.group, p->id, *o.value(), signal_rank(item.status), i});
+    from = end;
   }
   order_steps(&steps);
+  AckTarget target;
   const AckStep* stopped = nullptr;
-  for (const AckStep& step : steps) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const AckStep& step = steps[s];
     AckItem& item = cmd.items[step.index];
-    if (stopped && same_partition(*stopped, step)) {
+    if (s == 0 || !same_partition(steps[s - 1], step)) {
+      target = ack_target(item.group, step.pid);
+      stopped = nullptr;
+    }
+    if (stopped) {
       reply.results[step.index] = redelivered(item, step.index, stopped->offset);
       continue;
     }
     AckResult& res = reply.results[step.index];
-    res = ack_one(item, step.index, step.offset, now_us, changed);
+    res = ack_one(item, step.index, step.offset, now_us, &target, changed);
     if (res.success && is_signal(item.status) && !res.dlq && !res.noop) stopped = &step;
   }
   return reply;
+}
+
+Engine::AckTarget Engine::ack_target(const std::string& group, PartitionId pid) const {
+  AckTarget t;
+  t.p = store_.partition(pid);
+  t.q = store_.queue(t.p->queue);
+  t.row = rows_.find(group, pid);
+  return t;
 }
 
 AckResult Engine::refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p) {
@@ -147,6 +236,15 @@ AckResult Engine::result_for(AckItem& item, uint32_t index, const PartitionState
   return res;
 }
 
+AckResult Engine::result_for(AckItem& item, uint32_t index, const AckTarget& t) const {
+  AckResult res;
+  res.index = index;
+  res.transaction_id = std::move(item.transaction_id);
+  res.queue = t.q->name;
+  res.partition = t.p->name;
+  return res;
+}
+
 AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
   AckResult res = result_for(item, index, *store_.partition(item.partition_id));
   res.error = not_committed(stop);
@@ -154,10 +252,11 @@ AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
   return res;
 }
 
-AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed) {
-  const PartitionState* p = store_.partition(item.partition_id);
-  AckResult res = result_for(item, index, *p);
-  const CursorRow* found = rows_.find(item.group, p->id);
+AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, AckTarget* t,
+                          bool* changed) {
+  const PartitionState* p = t->p;
+  AckResult res = result_for(item, index, *t);
+  const CursorRow* found = t->row;
   const CursorRow empty_row;
   const CursorRow& row = found ? *found : empty_row;
   const MsgState* st = row.state_of(o);
@@ -203,14 +302,17 @@ AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_u
     res.error = "too many acks ahead of the cursor without a lease";
     return res;
   }
-  CursorRow& r = ensure_row(item.group, *p);
+  if (!t->changing) {
+    t->changing = &ensure_row(item.group, *p);
+    t->row = t->changing;
+    mark_dirty(item.group, p->id);
+  }
+  CursorRow& r = *t->changing;
   *changed = true;
-  mark_dirty(item.group, p->id);
   // An unfenced ack (no leaseId) settles its message like any other, never skipping the ones
   // before it; outside the live batch it must not end another worker's lease.
   int64_t keep_expiry = r.lease_expires_us;
-  const QueueState* q = store_.queue(p->queue);
-  SettleOutcome out = apply_status(r, o, item.status, q->options.retry_limit);
+  SettleOutcome out = apply_status(r, o, item.status, t->q->options.retry_limit);
   if (live && !in_batch) {
     r.lease_expires_us = keep_expiry;
     out.released = false;
@@ -396,6 +498,7 @@ TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
   plan.acks.resize(acks.size());
   std::vector<AckStep> steps;
   std::vector<Result<std::optional<Offset>>> found;
+  GroupNumbers groups;
   for (uint32_t i = 0; i < acks.size(); ++i) {
     const PartitionState* p = store_.partition(acks[i]->partition_id);
     found.push_back(p ? resolve_ack(acks[i]->group, *p, acks[i]->txn_hash)
@@ -403,8 +506,8 @@ TxnConsumePlan Engine::plan_txn(const TxnCmd& cmd, int64_t now_us) {
     std::optional<Offset> o;
     if (found.back().ok()) o = found.back().value();  // else unresolved: plan_txn_ack says why
     // An unresolved ack sorts first and refuses the whole call.
-    steps.push_back(AckStep{&acks[i]->group, p ? p->id : PartitionId{}, o.value_or(Offset(0)),
-                            o ? signal_rank(acks[i]->status) : -1, i});
+    steps.push_back(AckStep{groups.of(acks[i]->group), p ? p->id : PartitionId{},
+                            o.value_or(Offset(0)), o ? signal_rank(acks[i]->status) : -1, i});
   }
   order_steps(&steps);
   std::stable_partition(steps.begin(), steps.end(), [](const AckStep& s) { return s.rank < 0; });

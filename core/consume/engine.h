@@ -15,8 +15,10 @@
 
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/api/replies.h"
@@ -59,6 +61,10 @@ SettleOutcome apply_status(CursorRow& row, Offset o, AckStatus status, int64_t r
 // the leased batch (Engine::resolve_ack): so many messages, in so many rows at most.
 constexpr uint64_t kAckScanMessagesMax = 65536;
 constexpr uint64_t kAckScanRowsMax = 1024;
+// An ack call's acks of one group on one partition, next to each other in the call, find their
+// window once; a run of so many or more looks in the leased batch's hashes sorted once rather
+// than scanning the batch for each ack.
+constexpr size_t kAckIndexedRunMin = 4;
 
 struct EngineStats {
   uint64_t lease_expiries = 0;
@@ -221,12 +227,36 @@ class Engine {
   // error when a row's hashes cannot be read.
   Result<std::optional<Offset>> resolve_ack(const std::string& group, const PartitionState& p,
                                             const Hash128& txn_hash);
+  // Where resolve_ack looks for a group's ack on a partition: the leased batch and the cursor.
+  struct AckWindow {
+    Offset batch_start;
+    Offset batch_end;
+    Offset cursor;
+  };
+  // A leased batch's hashes sorted by (hash, offset): a hash's first offset in the batch.
+  using BatchHashes = std::vector<std::pair<Hash128, Offset>>;
+  AckWindow ack_window(const std::string& group, const PartitionState& p) const;
+  Result<std::optional<Offset>> resolve_in(const PartitionState& p, const AckWindow& w,
+                                           const Hash128& txn_hash, const BatchHashes* batch);
+  // resolve_ack for each item of `run` (acks of one group on `p`), into `found` in order.
+  void resolve_run(const PartitionState& p, std::span<const AckItem> run,
+                   std::vector<Result<std::optional<Offset>>>* found);
+  // A group's partition while a call applies its acks there, looked up once for them.
+  struct AckTarget {
+    const PartitionState* p = nullptr;
+    const QueueState* q = nullptr;
+    const CursorRow* row = nullptr;  // the row as the acks before left it, or none yet
+    CursorRow* changing = nullptr;   // the same row once an ack of the run changed it
+  };
+  AckTarget ack_target(const std::string& group, PartitionId pid) const;
   // Each moves the item's transaction id into the result: an ack applied at offset `o`, an
   // ack whose message was not found, an ack not applied as an earlier signal stopped it.
-  AckResult ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, bool* changed);
+  AckResult ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, AckTarget* t,
+                    bool* changed);
   AckResult refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p);
   // The answer's frame: its index, transaction id, queue and partition names.
   AckResult result_for(AckItem& item, uint32_t index, const PartitionState& p) const;
+  AckResult result_for(AckItem& item, uint32_t index, const AckTarget& t) const;
   AckResult redelivered(AckItem& item, uint32_t index, Offset stop);
   // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
   void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,

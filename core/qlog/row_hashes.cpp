@@ -87,16 +87,33 @@ void RowHashes::evict_to(uint64_t bytes_max) {
 
 Result<std::optional<Offset>> RowHashes::find(const PartitionState& p, const Hash128& h,
                                               Offset from, Offset to, uint64_t rows_max) {
-  auto it = std::upper_bound(p.rows.begin(), p.rows.end(), from,
-                             [](Offset v, const AppendRow& r) { return v < r.base; });
-  if (it != p.rows.begin()) --it;
-  for (; it != p.rows.end() && it->base < to && rows_max > 0; ++it) {
+  for (auto it = row_from(p, from); it != p.rows.end() && it->base < to && rows_max > 0; ++it) {
     if (it->end() <= from) continue;
     --rows_max;
     auto found = find_in(p.id, *it, h, from, to, false);
     if (!found.ok() || found.value()) return found;
   }
   return std::optional<Offset>();
+}
+
+Status RowHashes::collect(const PartitionState& p, Offset from, Offset to,
+                          std::vector<std::pair<Hash128, Offset>>* out) {
+  for (auto it = row_from(p, from); it != p.rows.end() && it->base < to; ++it) {
+    if (it->end() <= from) continue;
+    auto hs = of(p.id, *it);
+    if (!hs.ok()) return hs.error();
+    std::span<const Hash128> v = hs.value();
+    uint64_t lo = from.value > it->base.value ? from.value - it->base.value : 0;
+    uint64_t hi = std::min<uint64_t>(v.size(), to.value - it->base.value);
+    for (uint64_t i = lo; i < hi; ++i) out->emplace_back(v[i], Offset(it->base.value + i));
+  }
+  return ok_status();
+}
+
+const AppendRow* RowHashes::row_from(const PartitionState& p, Offset from) {
+  auto it = std::upper_bound(p.rows.begin(), p.rows.end(), from,
+                             [](Offset v, const AppendRow& r) { return v < r.base; });
+  return it == p.rows.begin() ? it : it - 1;
 }
 
 Result<std::optional<Offset>> RowHashes::find_last(const PartitionState& p, const Hash128& h,

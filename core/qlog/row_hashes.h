@@ -49,6 +49,10 @@ class RowHashes {
   // from `to` down.
   Result<std::optional<Offset>> find_last(const PartitionState& p, const Hash128& h, Offset from,
                                           Offset to, uint64_t rows_max);
+  // Appends (hash, offset) for every message of `p` in [from, to), reading each row once
+  // through the cache as of() does.
+  Status collect(const PartitionState& p, Offset from, Offset to,
+                 std::vector<std::pair<Hash128, Offset>>* out);
   // Whether the message at `o` of `p` has hash `h` (false when no row holds `o`).
   Result<bool> holds(const PartitionState& p, Offset o, const Hash128& h);
   // Calls f(hash, offset, row) for every message of rows [first, last) of `p`, reading each row
@@ -75,6 +79,8 @@ class RowHashes {
   static constexpr uint64_t kRowBytes = 128;
   static uint64_t weight(size_t hashes) { return hashes * sizeof(Hash128) + kRowBytes; }
   std::list<Cached>::iterator cached(const Key& key);
+  // The first row of `p` that may hold `from` or a later offset.
+  static const AppendRow* row_from(const PartitionState& p, Offset from);
   Status read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out);
   // The first (or `last`) offset of `row` in [from, to) whose hash is `h`.
   Result<std::optional<Offset>> find_in(PartitionId pid, const AppendRow& row, const Hash128& h,

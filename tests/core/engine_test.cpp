@@ -1,6 +1,9 @@
 // The consumption engine through the node: claim order, leases, expiry, acks, retries, DLQ.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/consume/engine.h"
 #include "tests/core/mem_env.h"
 
@@ -212,6 +215,87 @@ TEST(Engine, BatchMixingFailedAndCompletedNeverSkipsTheFailedMessage) {
   EXPECT_EQ(again.messages[0].transaction_id, "m1");
   EXPECT_EQ(again.messages[1].transaction_id, "m2");
   EXPECT_EQ(again.messages[0].delivery_attempt, 2u);
+}
+
+AckItem ack_item(const PopMessage& m, const PopReply& r, AckStatus status) {
+  return AckItem{
+      m.transaction_id, hash_of(m.transaction_id), m.partition_id, r.lease_id, status, "", "g"};
+}
+
+// With no dedup window a transactionId can name two messages of one leased batch: an ack of
+// it means the first, whether it comes alone or in a run of acks of its partition (which
+// looks in the batch's hashes sorted once).
+TEST(Engine, AnAckOfATransactionIdTwiceInTheBatchMeansItsFirstMessage) {
+  for (size_t run : {size_t{1}, kAckIndexedRunMin, kAckIndexedRunMin + 1}) {
+    Harness h;
+    configure(h, "q", QueueOptionsPatch{.lease_time_s = 30, .retry_limit = 3, .dedup_window_s = 0});
+    h.push("q", "Default", {"x", "a", "b", "x", "c", "d"});
+    PopReply r = h.pop("q", "g", 6);
+    ASSERT_EQ(r.messages.size(), 6u);
+    ASSERT_EQ(r.messages[3].transaction_id, "x");
+    AckCmd c;
+    c.items.push_back(ack_item(r.messages[3], r, AckStatus::failed));
+    for (size_t i : {1, 2, 4, 5})
+      if (c.items.size() < run) c.items.push_back(ack_item(r.messages[i], r, AckStatus::completed));
+    AckReply ar = h.call<AckReply>(c);
+    ASSERT_EQ(ar.results.size(), run);
+    EXPECT_TRUE(ar.results[0].success) << run;
+    // The failed ack stops the partition at offset 0: no ack after it commits.
+    for (size_t i = 1; i < run; ++i) {
+      EXPECT_FALSE(ar.results[i].success) << run;
+      EXPECT_NE(ar.results[i].error.find("offset 0 "), std::string::npos) << ar.results[i].error;
+    }
+    PopReply again = h.pop("q", "g", 6);
+    ASSERT_EQ(again.messages.size(), 6u) << run;
+    EXPECT_EQ(again.messages[0].offset, Offset(0));
+    EXPECT_EQ(again.messages[0].delivery_attempt, 2u);
+  }
+}
+
+// Runs of acks of two partitions in one call, each out of order and with an ack that is not in
+// its batch: each run resolves and applies on its own, a failed ack stopping only its own.
+TEST(Engine, RunsOfAcksOfTwoPartitionsApplyEachOnItsOwn) {
+  Harness h;
+  configure(h, "q", 30, 3);
+  h.push("q", "p2", {"b0", "b1", "b2", "b3", "b4"});  // p2 is the older: its run applies first
+  h.push("q", "p1", {"a0", "a1", "a2", "a3", "a4"});
+  PopCmd pc = Harness::pop_cmd("q", "g");
+  pc.batch = 10;
+  pc.partitions = 2;
+  PopReply r = h.call<PopReply>(pc);
+  ASSERT_EQ(r.messages.size(), 10u);
+  h.push("q", "p1", {"a5"});  // after the pop: not in the leased batch
+  std::map<std::string, PopMessage> by_txn;
+  for (const PopMessage& m : r.messages) by_txn[m.transaction_id] = m;
+  PopMessage late = by_txn["a4"];
+  late.transaction_id = "a5";
+  PopMessage ghost = by_txn["a4"];
+  ghost.transaction_id = "never-pushed";
+  AckCmd c;
+  for (const PopMessage& m : {by_txn["a3"], by_txn["a0"], late, by_txn["a2"], ghost})
+    c.items.push_back(ack_item(m, r, AckStatus::completed));
+  c.items.push_back(ack_item(by_txn["b4"], r, AckStatus::completed));
+  c.items.push_back(ack_item(by_txn["b1"], r, AckStatus::failed));
+  c.items.push_back(ack_item(by_txn["b0"], r, AckStatus::completed));
+  c.items.push_back(ack_item(by_txn["b3"], r, AckStatus::completed));
+  AckReply ar = h.call<AckReply>(c);
+  ASSERT_EQ(ar.results.size(), 9u);
+  EXPECT_TRUE(ar.results[0].success);
+  EXPECT_TRUE(ar.results[1].success);
+  EXPECT_EQ(ar.results[2].error, "Invalid or expired lease");  // found ahead of the batch
+  EXPECT_TRUE(ar.results[3].success);
+  EXPECT_NE(ar.results[4].error.find("unresolvable"), std::string::npos) << ar.results[4].error;
+  EXPECT_TRUE(ar.results[7].success);  // b0, below the failed b1
+  EXPECT_TRUE(ar.results[6].success);
+  EXPECT_NE(ar.results[5].error.find("not committed"), std::string::npos);
+  EXPECT_NE(ar.results[8].error.find("not committed"), std::string::npos);
+  const PartitionState* p1 = h.node().store().partition(by_txn["a0"].partition_id);
+  const PartitionState* p2 = h.node().store().partition(by_txn["b0"].partition_id);
+  EXPECT_EQ(h.node().store().cursor("g", p1->id)->next, Offset(4));  // a3 commits a0-a3
+  EXPECT_EQ(h.node().store().cursor("g", p2->id)->next, Offset(1));  // b1 comes back
+  EXPECT_EQ(ar.results[1].partition, "p1");
+  EXPECT_EQ(ar.results[7].partition, "p2");
+  EXPECT_EQ(ar.results[7].queue, "q");
 }
 
 TEST(Engine, LongPollIsWokenByAPush) {
