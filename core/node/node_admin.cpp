@@ -63,10 +63,21 @@ void NodeImpl::handle(ReplyHandle h, CommandEnvelope& c, QueueGetCmd& x) {
       ListRead{h, c.deadline_ms, QueueListing{std::move(r), PartitionId{}, std::move(dead)}});
 }
 
+namespace {
+
+GroupChangeReply queue_deleted(const std::string& queue, bool existed) {
+  GroupChangeReply r;
+  r.queue = queue;
+  r.metadata_deleted = existed;
+  return r;
+}
+
+}  // namespace
+
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, QueueDeleteCmd& x) {
   if (!planner.plan_delete_queue(x.queue, &open))  // nothing to delete: answered as such
-    return send(Parked{h, Reply{GroupChangeReply{"", x.queue, 0, false}}});
-  park_planned(h, Reply{GroupChangeReply{"", x.queue, 0, true}});
+    return send(Parked{h, Reply{queue_deleted(x.queue, false)}});
+  park_planned(h, Reply{queue_deleted(x.queue, true)});
 }
 
 void NodeImpl::handle(ReplyHandle h, CommandEnvelope&, MessageGetCmd& x) {

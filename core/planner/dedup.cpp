@@ -305,7 +305,8 @@ Result<HashRing*> DedupIndex::warm(const PartitionState& p, int64_t floor_us, in
   auto first = first_in_window(p, floor_us);
   size_t hashes = 0;
   for (auto j = first; j != p.rows.end(); ++j) hashes += j->count;
-  if (hashes <= kColdScanHashesMax && p.rows.end() - first <= kColdScanRowsMax) return nullptr;
+  if (hashes <= kColdScanHashesMax && static_cast<size_t>(p.rows.end() - first) <= kColdScanRowsMax)
+    return nullptr;
   HashRing ring;
   RingLoader loader(ring, window_us);
   auto st = hashes_.for_each(
