@@ -165,6 +165,7 @@ AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
   steps.reserve(cmd.items.size());
   GroupNumbers groups;
   std::vector<Result<std::optional<Offset>>> found;
+  // Resolved first, run by run as the items come.
   for (size_t from = 0; from < cmd.items.size();) {
     size_t end = end_of_run(cmd.items, from);
     const PartitionState* p = store_.partition(cmd.items[from].partition_id);
@@ -184,6 +185,7 @@ AckReply Engine::ack(AckCmd cmd, int64_t now_us, bool* changed) {
     }
     from = end;
   }
+  // Then partition by partition, each in offset order.
   order_steps(&steps);
   AckTarget target;
   const AckStep* stopped = nullptr;
@@ -228,20 +230,16 @@ AckResult Engine::refuse_unresolved(AckItem& item, uint32_t index, const Partiti
 }
 
 AckResult Engine::result_for(AckItem& item, uint32_t index, const PartitionState& p) const {
-  AckResult res;
-  res.index = index;
-  res.transaction_id = std::move(item.transaction_id);
-  res.queue = store_.queue(p.queue)->name;
-  res.partition = p.name;
-  return res;
+  return result_for(item, index, p, *store_.queue(p.queue));
 }
 
-AckResult Engine::result_for(AckItem& item, uint32_t index, const AckTarget& t) const {
+AckResult Engine::result_for(AckItem& item, uint32_t index, const PartitionState& p,
+                             const QueueState& q) const {
   AckResult res;
   res.index = index;
   res.transaction_id = std::move(item.transaction_id);
-  res.queue = t.q->name;
-  res.partition = t.p->name;
+  res.queue = q.name;
+  res.partition = p.name;
   return res;
 }
 
@@ -255,7 +253,7 @@ AckResult Engine::redelivered(AckItem& item, uint32_t index, Offset stop) {
 AckResult Engine::ack_one(AckItem& item, uint32_t index, Offset o, int64_t now_us, AckTarget* t,
                           bool* changed) {
   const PartitionState* p = t->p;
-  AckResult res = result_for(item, index, *t);
+  AckResult res = result_for(item, index, *p, *t->q);
   const CursorRow* found = t->row;
   const CursorRow empty_row;
   const CursorRow& row = found ? *found : empty_row;

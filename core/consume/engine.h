@@ -256,7 +256,8 @@ class Engine {
   AckResult refuse_unresolved(AckItem& item, uint32_t index, const PartitionState* p);
   // The answer's frame: its index, transaction id, queue and partition names.
   AckResult result_for(AckItem& item, uint32_t index, const PartitionState& p) const;
-  AckResult result_for(AckItem& item, uint32_t index, const AckTarget& t) const;
+  AckResult result_for(AckItem& item, uint32_t index, const PartitionState& p,
+                       const QueueState& q) const;
   AckResult redelivered(AckItem& item, uint32_t index, Offset stop);
   // Side effects of an applied ack: the DLQ record, and a released partition made claimable.
   void finish(const std::string& group, const PartitionState& p, CursorRow& row, Offset o,
