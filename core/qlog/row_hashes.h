@@ -14,9 +14,9 @@
 
 #include <cstdint>
 #include <list>
-#include <map>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,6 +67,12 @@ class RowHashes {
 
  private:
   using Key = std::pair<PartitionId, Offset>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept {
+      uint64_t x = k.first.value * 0x9E3779B97F4A7C15ull ^ k.second.value;
+      return static_cast<size_t>((x ^ (x >> 29)) * 0xBF58476D1CE4E5B9ull);
+    }
+  };
   struct Cached {
     Key key;
     std::vector<Hash128> hashes;
@@ -91,7 +97,8 @@ class RowHashes {
   uint64_t cache_bytes_max_;
   uint64_t cache_bytes_ = 0;
   std::list<Cached> lru_;  // most recently used first
-  std::map<Key, std::list<Cached>::iterator> index_;
+  // Looked up only (never walked), so its order leaks nowhere.
+  std::unordered_map<Key, std::list<Cached>::iterator, KeyHash> index_;
   std::vector<Hash128> scratch_;
   RowHashStats stats_;
 };
