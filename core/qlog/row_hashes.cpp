@@ -2,11 +2,24 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/qlog/log.h"
 #include "core/qlog/record.h"
 
 namespace queen {
+
+namespace {
+
+// The indexes [lo, hi) of `row`'s `count` hashes whose offsets lie in [from, to).
+std::pair<uint64_t, uint64_t> indexes_in(const AppendRow& row, size_t count, Offset from,
+                                         Offset to) {
+  uint64_t lo = from.value > row.base.value ? from.value - row.base.value : 0;
+  uint64_t hi = std::min<uint64_t>(count, to.value - row.base.value);
+  return {lo, hi};
+}
+
+}  // namespace
 
 Status RowHashes::read(PartitionId pid, const AppendRow& row, std::vector<Hash128>* out) {
   if (row.record_len == 0)
@@ -103,8 +116,7 @@ Status RowHashes::collect(const PartitionState& p, Offset from, Offset to,
     auto hs = of(p.id, *it);
     if (!hs.ok()) return hs.error();
     std::span<const Hash128> v = hs.value();
-    uint64_t lo = from.value > it->base.value ? from.value - it->base.value : 0;
-    uint64_t hi = std::min<uint64_t>(v.size(), to.value - it->base.value);
+    auto [lo, hi] = indexes_in(*it, v.size(), from, to);
     for (uint64_t i = lo; i < hi; ++i) out->emplace_back(v[i], Offset(it->base.value + i));
   }
   return ok_status();
@@ -136,8 +148,7 @@ Result<std::optional<Offset>> RowHashes::find_in(PartitionId pid, const AppendRo
   auto hs = of(pid, row);
   if (!hs.ok()) return hs.error();
   std::span<const Hash128> v = hs.value();
-  uint64_t lo = from.value > row.base.value ? from.value - row.base.value : 0;
-  uint64_t hi = std::min<uint64_t>(v.size(), to.value - row.base.value);
+  auto [lo, hi] = indexes_in(row, v.size(), from, to);
   for (uint64_t n = lo; n < hi; ++n) {
     uint64_t i = last ? hi - 1 - (n - lo) : n;
     if (v[i] == h) return std::optional<Offset>(Offset(row.base.value + i));
